@@ -1,0 +1,144 @@
+"""The `vdiag` command: parse arguments, call the library, render. Nothing else lives here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import ExitCode, VdiagError
+
+FORMATS = click.Choice(["text", "json", "md"])
+
+
+class DefaultGroup(click.Group):
+    """`vdiag FILE…` means `vdiag diagnose FILE…`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+            args = ["diagnose", *args]
+        return super().parse_args(ctx, args)
+
+
+def _fail(error: VdiagError) -> None:
+    click.echo(f"vdiag: {error}", err=True)
+    sys.exit(int(error.exit_code))
+
+
+def run_guarded(fn, *args, **kwargs):
+    """Clear messages and exit codes instead of tracebacks."""
+    try:
+        return fn(*args, **kwargs)
+    except VdiagError as error:
+        _fail(error)
+    except KeyboardInterrupt:
+        click.echo("vdiag: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except MemoryError:
+        click.echo("vdiag: out of memory while reading the input", err=True)
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    except Exception as error:  # a bug in vdiag: say so without a traceback unless asked
+        if os.environ.get("VDIAG_DEBUG"):
+            raise
+        click.echo(f"vdiag: internal error: {type(error).__name__}: {error} (set VDIAG_DEBUG=1 for a traceback)", err=True)
+        sys.exit(int(ExitCode.INTERNAL))
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vdiag")
+def main() -> None:
+    """Diagnose why a vLLM server will not start or died, and give the exact corrected command.
+
+    \b
+      journalctl -u vllm --no-pager | vdiag
+      vdiag crash.log            vdiag --format json crash.log
+      vdiag verify crash.log     vdiag triage tickets/
+    """
+
+
+def _sources(files: tuple[str, ...]):
+    from .ingest import Source
+
+    if not files:
+        if sys.stdin.isatty():
+            raise VdiagError("no input: give a log file, or pipe a log into vdiag (see vdiag --help)", ExitCode.USAGE)
+        files = ("-",)
+    return [Source(f) for f in files]
+
+
+def _options(launch, rules_dirs, no_gpu, snapshot):
+    from .engine import Options
+
+    return Options(launch_text=launch, rules_dirs=tuple(Path(d) for d in rules_dirs),
+                   gpu_mode="none" if no_gpu else "auto", snapshot_path=snapshot)
+
+
+def emit(report: dict, fmt: str) -> None:
+    from .render import print_text, to_json, to_markdown
+
+    if fmt == "json":
+        click.echo(to_json(report))
+    elif fmt == "md":
+        click.echo(to_markdown(report), nl=False)
+    else:
+        print_text(report)
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+@click.option("--launch", help="The launch command (or LLM(...) call), when the log does not show it.")
+@click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Extra rules folder, added to the bundled knowledge base (repeatable).")
+@click.option("--no-gpu", is_flag=True, help="Do not read the live GPU through NVML.")
+@click.option("--snapshot", type=click.Path(), help="A GPU snapshot saved by `vdiag snapshot --format json`.")
+@click.option("--verify", "then_verify", is_flag=True, help="Diagnose, then verify the top fix (see `vdiag verify`).")
+@click.option("--yes", is_flag=True, help="With --verify: run without asking.")
+def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes):
+    """Diagnose vLLM logs (files, .gz, docker json, journal json; '-' or a pipe for stdin)."""
+
+    def run():
+        from .engine import diagnose as run_diagnosis
+        from .report import build_report, exit_code_for
+
+        outcome = run_diagnosis(_sources(files), _options(launch, rules_dirs, no_gpu, snapshot))
+        for problem in outcome.rule_problems:
+            click.echo(f"vdiag: rule skipped: {problem}", err=True)
+        report = build_report(outcome)
+        emit(report, fmt)
+        if then_verify:
+            from .verify_cli import verify_outcome
+
+            return verify_outcome(outcome, fmt=fmt, assume_yes=yes)
+        return exit_code_for(report)
+
+    sys.exit(int(run_guarded(run)))
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def snapshot(fmt):
+    """Print what NVML says about the GPUs and their processes (save with --format json)."""
+
+    def run():
+        import json
+
+        from .gpu import live_snapshot
+        from .redact import redact
+        from .snapshot_text import snapshot_text
+
+        snap = live_snapshot()
+        click.echo(redact(json.dumps(snap.as_json(), indent=2, default=str)) if fmt == "json" else redact(snapshot_text(snap)))
+        return ExitCode.NOTHING_FOUND
+
+    sys.exit(int(run_guarded(run)))
+
+
+from .rules_cli import rules  # noqa: E402  (subcommand group lives beside its harness)
+
+main.add_command(rules)

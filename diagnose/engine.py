@@ -1,0 +1,195 @@
+"""The diagnose pipeline: sources → one scan → facts + matches → diagnoses → report dict."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable
+
+from . import command, models
+from .context import Context, HintExtractor
+from .diagnosis import Diagnosis, fire_rules, plan_fixes
+from .facts import ArgsExtractor, Facts, GpuFact, GpuProcess, LaunchExtractor, MemoryExtractor, VersionExtractor
+from .gpu import Snapshot, Unavailable, live_snapshot, load_snapshot
+from .gpu_text import GpuTextExtractor
+from .ingest import Source
+from .rules import RuleSet, load_rules
+from .scan import Scanner, ScanResult
+
+MAX_UNEXPLAINED = 10
+_DATA = Path(__file__).parent / "data"
+
+
+@dataclass
+class Options:
+    launch_text: str | None = None
+    rules_dirs: tuple[Path, ...] = ()
+    gpu_mode: str = "auto"  # auto | none | file
+    snapshot_path: str | None = None
+    use_rule_cache: bool = True
+
+
+@dataclass
+class Outcome:
+    """Everything the renderers and the verify loop need."""
+
+    ctx: Context
+    diagnoses: list[Diagnosis]
+    unexplained: list[tuple[int, str]]
+    notes: list[str] = field(default_factory=list)
+    rule_problems: list[str] = field(default_factory=list)
+    snapshot: Snapshot | None = None
+    sources: list[str] = field(default_factory=list)
+
+
+@lru_cache(maxsize=1)
+def echoes() -> tuple[str, ...]:
+    import yaml
+
+    with open(_DATA / "echoes.yaml", encoding="utf-8") as handle:
+        return tuple(yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+
+
+_ERROR_LINE = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b(?::|\(|$)|^\w[\w .-]{0,40}: error: |^Cuda failure|^(?:FATAL|Fatal error)\b"
+)
+
+
+class UnexplainedExtractor:
+    """Error-looking lines; whatever no rule explains is reported, never dropped."""
+
+    literals = ("error", "exception", "cuda failure", "fatal")
+    window = 0
+
+    def __init__(self) -> None:
+        self.lines: dict[str, int] = {}
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        if len(self.lines) >= 200 or not _ERROR_LINE.search(message):
+            return
+        key = message[:300]
+        if key not in self.lines and not any(echo in message for echo in echoes()):
+            self.lines[key] = line_no
+
+
+def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | None = None) -> Outcome:
+    ruleset = ruleset or load_rules(options.rules_dirs, use_cache=options.use_rule_cache)
+    facts = Facts()
+    hints: set[str] = set()
+    unexplained = UnexplainedExtractor()
+    extractors = [VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
+                  GpuTextExtractor(facts), HintExtractor(hints), unexplained]
+    scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
+    result = ScanResult()
+    notes: list[str] = []
+    names: list[str] = []
+    for source in sources:
+        names.append(source.name)
+        scanner.scan(source.blocks(), result, first_line=result.lines + 1)
+        if source.notes.truncated_lines:
+            notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
+        if source.notes.truncated_input:
+            notes.append(f"{source.name}: {source.notes.truncated_input}")
+    if result.regex_timeouts:
+        notes.append(f"{result.regex_timeouts} regex match(es) timed out and were skipped")
+    ctx = build_context(facts, result, hints, options)
+    snapshot = attach_gpus(ctx, options)
+    fired = fire_rules(ruleset.rules, ctx)
+    for diagnosis in fired:
+        plan_fixes(diagnosis, ctx)
+    explained = {m.line for d in fired for m in d.evidence}
+    leftovers = sorted((line, text) for text, line in unexplained.lines.items() if line not in explained)
+    if fired:
+        leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
+    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, names)
+
+
+def _echoes_diagnosis(text: str, fired: list[Diagnosis]) -> bool:
+    return any(m.text[:120] in text or text[:120] in m.text for d in fired for m in d.evidence)
+
+
+def build_context(facts: Facts, result: ScanResult, hints: set[str], options: Options) -> Context:
+    ctx = Context(facts=facts, scan=result, text_hints=hints)
+    ctx.launch, ctx.launch_source = choose_launch(facts, options.launch_text, result)
+    name = ctx.model_name()
+    ctx.model = models.resolve(name) if name else None
+    return ctx
+
+
+def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> tuple[command.Launch | None, str | None]:
+    if launch_text:
+        launch = command.parse_launch(launch_text)
+        if launch is not None:
+            launch.origin = "given"
+            return launch, "given with --launch"
+    if facts.launches:
+        error_lines = [m.line for h in result.hits.values() if h.signature.kind == "error" for m in h.first]
+        first_error = min(error_lines) if error_lines else None
+        before = [c for c in facts.launches if first_error is None or c.line <= first_error]
+        candidate = before[-1] if before else facts.launches[0]
+        candidate.launch.origin = "log"
+        return candidate.launch, f"command line in the input (line {candidate.line})"
+    if facts.non_default_args:
+        return command.from_engine_args(facts.non_default_args), "vLLM's non-default args line"
+    if facts.namespace_args:
+        args = {k: v for k, v in facts.namespace_args.items() if _differs_from_default(k, v)}
+        return command.from_engine_args(args, origin="Namespace"), "vLLM's args: Namespace(...) line"
+    if facts.engine_config.get("model"):
+        return command.from_engine_args({"model": facts.engine_config["model"]}, origin="engine config"), "the engine config line"
+    return None, None
+
+
+_NAMESPACE_KEEP = {"model", "model_tag", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
+                   "dtype", "quantization", "trust_remote_code", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
+                   "port", "kv_cache_dtype", "served_model_name"}
+_NAMESPACE_DEFAULTS = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "auto",
+                       "port": 8000, "kv_cache_dtype": "auto", "trust_remote_code": False, "enforce_eager": False}
+
+
+def _differs_from_default(key: str, value) -> bool:
+    if key not in _NAMESPACE_KEEP or value in (None, "None", False):
+        return False
+    return _NAMESPACE_DEFAULTS.get(key, object()) != value
+
+
+def attach_gpus(ctx: Context, options: Options) -> Snapshot | None:
+    """GPU facts: the log's own figures first; a snapshot (file or live NVML) fills what the log lacks."""
+    facts = ctx.facts
+    snapshot: Snapshot | None = None
+    if options.snapshot_path:
+        snapshot = load_snapshot(options.snapshot_path)
+    elif options.gpu_mode == "auto" and not facts.gpus:
+        snapshot = live_snapshot()
+    log_gpus = [facts.gpus[k] for k in sorted(facts.gpus)]
+    if log_gpus:
+        ctx.gpus = log_gpus
+        ctx.gpu_source = "log"
+    elif snapshot is not None and snapshot.devices:
+        ctx.gpus = [_gpu_from_device(d, snapshot.source) for d in snapshot.devices if d.get("visible", True)]
+        ctx.gpu_source = snapshot.source
+    ctx.processes = list(facts.processes.values())
+    if snapshot is not None and snapshot.processes and not ctx.processes:
+        ctx.processes = [
+            GpuProcess(p["pid"], p.get("used_gib") if isinstance(p.get("used_gib"), float) else None,
+                       p.get("command") if isinstance(p.get("command"), str) else None, p.get("gpu_index"), snapshot.source)
+            for p in snapshot.processes if "pid" in p and not p.get("is_vllm_under_diagnosis")
+        ]
+    ctx.driver_version = facts.driver_version or (snapshot.driver_version if snapshot and isinstance(snapshot.driver_version, str) else None)
+    return snapshot
+
+
+def _gpu_from_device(device: dict, source: str) -> GpuFact:
+    def number(key):
+        value = device.get(key)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    cc = device.get("compute_capability")
+    name = device.get("name")
+    return GpuFact(index=device.get("index"), name=name if isinstance(name, str) else None, total_gib=number("total_gib"),
+                   used_gib=number("used_gib"), free_gib=number("free_gib"),
+                   compute_capability=cc if isinstance(cc, str) else None, source=source)
+
+
+__all__ = ["Options", "Outcome", "diagnose", "Unavailable"]

@@ -1,0 +1,59 @@
+"""Split a raw log line into vLLM's header fields and the message.
+
+vLLM's header has changed over the years; all of these reduce to the message:
+
+>>> message_of("INFO 05-22 10:00:00 llm_engine.py:150] # GPU blocks: 0")
+'# GPU blocks: 0'
+>>> message_of("(EngineCore_DP0 pid=1094) ERROR 08-20 18:04:22 [core.py:700] EngineCore failed to start.")
+'EngineCore failed to start.'
+>>> message_of("Nov 03 02:14:07 host vllm[90210]: [rank0]: ValueError: x")
+'ValueError: x'
+>>> message_of("  Value error, Tensor parallel size (2) cannot be larger. [type=value_error, input_value=…]")
+'Tensor parallel size (2) cannot be larger.'
+"""
+
+from __future__ import annotations
+
+import re
+
+_PREFIXES = [
+    # markdown quotes and CI log gutters pasted into tickets: "> ", ">   | "
+    re.compile(r"^\s*>(?:\s*\|)?\s?"),
+    # journalctl short output: "Nov 03 02:14:07 host vllm[90210]: "
+    re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(?:\[\d+\])?: "),
+    # ISO timestamps from CI systems, kubectl or docker --timestamps
+    re.compile(r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\]?\s+"),
+    # process tags: (APIServer pid=1), (EngineCore_DP0 pid=2), (VllmWorker TP0 pid=3),
+    # (RayWorkerWrapper pid=4, ip=10.0.0.1), (Worker pid=5)
+    re.compile(r"^\([A-Za-z][\w\- =.,:]*?pid=\d+[^)]*\)\s*"),
+    # torch.distributed rank prefixes
+    re.compile(r"^\[rank\d+\]:\s*"),
+    # vLLM's header, every era: "INFO 05-22 10:00:00 llm_engine.py:150] ", "... [core.py:700] "
+    re.compile(
+        r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
+        r"(?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])\s?"
+    ),
+    # uvicorn style: "ERROR:    [Errno 98] …"
+    re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+"),
+]
+_PYDANTIC = re.compile(r"^\s*Value error,\s*(?P<msg>.*?)(?:\s*\[type=[\w_]+,.*)?$")
+_PYDANTIC_TAIL = re.compile(r"\s*\[type=value_error,.*$")
+
+
+def message_of(line: str) -> str:
+    """The log message with every known header and envelope prefix removed."""
+    text = line
+    for _ in range(6):
+        before = text
+        for pattern in _PREFIXES:
+            match = pattern.match(text)
+            if match and match.end() > 0:
+                text = text[match.end():]
+        if text == before:
+            break
+    pydantic = _PYDANTIC.match(text)
+    if pydantic:
+        return pydantic.group("msg")
+    if "[type=value_error" in text:
+        text = _PYDANTIC_TAIL.sub("", text)
+    return text.strip()

@@ -1,0 +1,146 @@
+"""Renderers: one report dict in, text (rich), JSON or Markdown out. All output is redacted here."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .redact import redact
+
+
+def to_json(report: dict[str, Any], emails: bool = False) -> str:
+    return redact(json.dumps(report, indent=2, ensure_ascii=False, default=str), emails)
+
+
+def to_markdown(report: dict[str, Any], emails: bool = False) -> str:
+    out: list[str] = []
+    facts = report["facts"]
+    diagnoses = report["diagnoses"]
+    if not diagnoses:
+        out.append("## vdiag: no known failure found")
+        if report["status"] == "served":
+            out.append("\nThe server reached *Application startup complete*.")
+    for index, d in enumerate(diagnoses):
+        heading = "##" if index == 0 else "###"
+        label = "" if index == 0 else " (secondary)"
+        out.append(f"{heading} {d['title']}{label}\n")
+        out.append(f"**Category:** `{d['category']}` · **confidence:** {d['confidence']:.2f} · **rule:** `{d['rule']}`\n")
+        out.append(d["summary"] + "\n")
+        if d["why"]:
+            out.append(f"**Why:** {d['why']}\n")
+        if d["evidence"]:
+            out.append("**Evidence**\n\n```")
+            out += [f"{e['line']:>6}: {e['text']}" for e in d["evidence"]]
+            out.append("```\n")
+        if d["fixes"]:
+            out.append("**Fixes, best first**\n")
+            for fix in d["fixes"]:
+                out.append(f"{fix['rank']}. **{fix['title']}** — {fix['rank_reason']}")
+                if fix["why"]:
+                    out.append(f"   {fix['why']}")
+                command = fix.get("command") or fix.get("step")
+                if command:
+                    out.append(f"\n   ```\n   {command}\n   ```")
+            out.append("")
+        if index == 0 and len(diagnoses) > 1:
+            out.append("---\n")
+    out.append(_facts_markdown(facts))
+    if report["unexplained"]:
+        out.append("**Error lines no rule explains**\n\n```")
+        out += [f"{u['line']:>6}: {u['text']}" for u in report["unexplained"]]
+        out.append("```")
+    for note in report.get("notes", []):
+        out.append(f"> note: {note}")
+    return redact("\n".join(out).rstrip() + "\n", emails)
+
+
+def _facts_markdown(facts: dict[str, Any]) -> str:
+    rows = []
+    if facts.get("vllm_version"):
+        rows.append(f"- vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
+    if facts.get("launch"):
+        rows.append(f"- launch ({facts['launch']['source']}): `{facts['launch']['command']}`")
+    if facts.get("model"):
+        rows.append(f"- model: {facts['model']['name']} (architecture from {facts['model']['source']})")
+    for gpu in facts.get("gpus", []):
+        size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
+        rows.append(f"- GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+    return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
+
+
+def print_text(report: dict[str, Any], stream=None, emails: bool = False) -> None:
+    """Human output with rich: colour only on a terminal, NO_COLOR honoured (rich does both)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+
+    def say(text: str = "", style: str | None = None) -> None:
+        console.print(escape(redact(text, emails)), style=style)
+
+    diagnoses = report["diagnoses"]
+    facts = report["facts"]
+    if not diagnoses:
+        say("No known vLLM failure found.", "bold green" if report["status"] != "errors-unexplained" else "bold yellow")
+        if report["status"] == "served":
+            say("The server reached 'Application startup complete'.")
+    for index, d in enumerate(diagnoses):
+        if index == 1:
+            say("\nAlso found (lower confidence, often a consequence of the above):", "bold")
+        if index == 0:
+            say(f"✗ {d['title']}", "bold red")
+            say(f"  {d['category']} · confidence {d['confidence']:.2f} · rule {d['rule']}", "dim")
+            say(f"  {d['summary']}")
+            if d["why"]:
+                say(f"  Why: {d['why']}")
+            if d["evidence"]:
+                say("  Evidence:", "bold")
+                for e in d["evidence"]:
+                    say(f"    line {e['line']}: {e['text'][:400]}", "yellow")
+            if d["fixes"]:
+                say("  Fixes, best first:", "bold")
+                for fix in d["fixes"]:
+                    say(f"  {fix['rank']}. {fix['title']}", "bold cyan" if fix["rank"] == 1 else None)
+                    say(f"     {fix['rank_reason']}", "dim")
+                    if fix["why"]:
+                        say(f"     {fix['why']}")
+                    command = fix.get("command") or fix.get("step")
+                    if command:
+                        say(f"     $ {command}", "green")
+                    elif fix["changes"]:
+                        say("     change: " + " ".join(_change_text(k, v) for k, v in fix["changes"].items()), "green")
+        else:
+            say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "
+                f"{d['evidence'][0]['line'] if d['evidence'] else '?'})")
+    facts_lines = []
+    if facts.get("vllm_version"):
+        facts_lines.append(f"vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
+    if facts.get("launch"):
+        facts_lines.append(f"launch ({facts['launch']['source']}): {facts['launch']['command']}")
+    if facts.get("model"):
+        facts_lines.append(f"model: {facts['model']['name']} (from {facts['model']['source']})")
+    for gpu in facts.get("gpus", []):
+        size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
+        facts_lines.append(f"GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+    if facts_lines:
+        say("\nFacts:", "bold")
+        for line in facts_lines:
+            say(f"  {line}", "dim")
+    if report["unexplained"]:
+        say("\nError lines no rule explains:", "bold yellow")
+        for u in report["unexplained"]:
+            say(f"  line {u['line']}: {u['text'][:300]}")
+    for note in report.get("notes", []):
+        say(f"note: {note}", "dim")
+
+
+def _change_text(key: str, value) -> str:
+    if value is None:
+        return f"remove {key}"
+    if value is True:
+        return key
+    if key.startswith("env:"):
+        return f"{key[4:]}={value}"
+    if key.startswith("docker:"):
+        return f"docker run {key[7:]} {value}"
+    return f"{key} {value}"

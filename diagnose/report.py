@@ -1,0 +1,103 @@
+"""The report: one JSON-shaped dict (the contract in the README) that every renderer reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .engine import Outcome
+from .errors import ExitCode
+
+SCHEMA_VERSION = 1
+
+
+def build_report(outcome: Outcome) -> dict[str, Any]:
+    ctx = outcome.ctx
+    facts = ctx.facts
+    launch = None
+    if ctx.launch is not None:
+        from .command import render
+
+        launch = {"form": ctx.launch.form, "command": render(ctx.launch), "source": ctx.launch_source}
+    gpus = [
+        {k: v for k, v in {"index": g.index, "name": g.name, "total_gib": g.total_gib, "used_gib": g.used_gib,
+                           "free_gib": g.free_gib, "compute_capability": g.compute_capability,
+                           "source": g.source if ctx.gpu_source == "log" else ctx.gpu_source}.items() if v is not None}
+        for g in ctx.gpus
+    ]
+    memory = {k: v for k, v in facts.memory.items() if v is not None}
+    report = {
+        "schema": SCHEMA_VERSION,
+        "status": status_of(outcome),
+        "facts": {
+            "vllm_version": facts.vllm_version,
+            "vllm_version_source": facts.version_source,
+            "launch": launch,
+            "model": ctx.model.as_json() if ctx.model else ({"name": ctx.model_name(), "source": "log"} if ctx.model_name() else None),
+            "gpus": gpus,
+            "gpu_processes": [{"pid": p.pid, "used_gib": p.used_gib, "name": p.name, "source": p.source} for p in ctx.processes],
+            "memory": memory,
+            "platform": facts.platform,
+            "lines": ctx.scan.lines,
+        },
+        "diagnoses": [_diagnosis(d) for d in outcome.diagnoses],
+        "unexplained": [{"line": line, "text": text} for line, text in outcome.unexplained],
+        "notes": list(outcome.notes),
+    }
+    if outcome.rule_problems:
+        report["rule_problems"] = list(outcome.rule_problems)
+    return report
+
+
+def _diagnosis(diagnosis) -> dict[str, Any]:
+    rule = diagnosis.rule
+    return {
+        "rule": rule.id,
+        "category": rule.category,
+        "title": rule.title,
+        "severity": rule.severity,
+        "confidence": diagnosis.confidence,
+        "summary": rule.summary,
+        "why": diagnosis.why,
+        "secondary_of": diagnosis.secondary_of,
+        "evidence": [{"line": m.line, "text": m.text} for m in diagnosis.evidence],
+        "captures": diagnosis.captures,
+        "fixes": [_fix(r) for r in diagnosis.fixes],
+        "verify": list(rule.verify),
+    }
+
+
+def _fix(ranked) -> dict[str, Any]:
+    fix = ranked.fix
+    out: dict[str, Any] = {
+        "rank": ranked.rank,
+        "title": fix.title,
+        "changes": dict(fix.changes),
+        "command": ranked.command,
+        "predicted": {"starts": fix.will_start, **fix.predicted},
+        "cost": fix.cost_note or fix.cost,
+        "why": fix.why,
+        "rank_reason": ranked.reason,
+    }
+    if fix.step_command:
+        out["step"] = fix.step_command
+    if fix.not_evaluable:
+        out["not_evaluable"] = fix.not_evaluable
+    if fix.workaround:
+        out["workaround"] = True
+    return out
+
+
+def status_of(outcome: Outcome) -> str:
+    if outcome.diagnoses:
+        return "failure-diagnosed"
+    if outcome.unexplained:
+        return "errors-unexplained"
+    if outcome.ctx.facts.served:
+        return "served"
+    return "nothing-found"
+
+
+def exit_code_for(report: dict[str, Any]) -> ExitCode:
+    if report["diagnoses"]:
+        return ExitCode.DIAGNOSED
+    return ExitCode.UNEXPLAINED_ERRORS if report["unexplained"] else ExitCode.NOTHING_FOUND

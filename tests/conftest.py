@@ -1,0 +1,32 @@
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+
+os.environ.setdefault("VDIAG_CACHE_DIR", str(ROOT / ".pytest_cache" / "vdiag"))
+
+
+@pytest.fixture(scope="session")
+def ruleset():
+    from diagnose.rules import load_rules
+
+    rules = load_rules(use_cache=False)
+    assert rules.rules, "no rules loaded"
+    return rules
+
+
+@pytest.fixture
+def diagnose_text(ruleset):
+    """Diagnose a log given as text; returns the JSON report dict."""
+    from diagnose.engine import Options, diagnose
+    from diagnose.ingest import TextSource
+    from diagnose.report import build_report
+
+    def run(text: str, launch: str | None = None) -> dict:
+        outcome = diagnose([TextSource("test.log", text)], Options(launch_text=launch, gpu_mode="none"), ruleset)
+        return build_report(outcome)
+
+    return run

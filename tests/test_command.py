@@ -1,0 +1,96 @@
+"""Launch parsing and rendering in every form: the corrected command keeps the user's form."""
+
+from diagnose.command import apply_changes, from_engine_args, parse_launch, render
+
+
+def fixed(text: str, changes: dict) -> str:
+    return render(apply_changes(parse_launch(text), changes))
+
+
+def test_vllm_serve_changes_only_the_fixed_flag():
+    assert fixed("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072 --enforce-eager",
+                 {"--max-model-len": "12288"}) == "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 12288 --enforce-eager"
+
+
+def test_equals_style_and_underscore_spelling_are_kept():
+    assert fixed("vllm serve m --max_model_len=4096 --gpu_memory_utilization=0.95",
+                 {"--gpu-memory-utilization": "0.83"}) == "vllm serve m --max_model_len=4096 --gpu_memory_utilization=0.83"
+
+
+def test_a_missing_flag_is_appended_and_a_switch_is_bare():
+    assert fixed("vllm serve m", {"--enforce-eager": True, "--max-num-seqs": "64"}) == "vllm serve m --enforce-eager --max-num-seqs 64"
+
+
+def test_repeated_flags_collapse_to_one_with_the_new_value():
+    assert fixed("vllm serve m --max-model-len 256 --max-model-len 4096", {"--max-model-len": "512"}) == "vllm serve m --max-model-len 512"
+
+
+def test_removing_a_flag_drops_its_value_too():
+    assert fixed("vllm serve m --temperature 0.8 --port 9000", {"--temperature": None}) == "vllm serve m --port 9000"
+
+
+def test_quoting_survives_and_new_values_are_quoted():
+    text = "vllm serve m --served-model-name 'my model' --chat-template \"{{ x }}\""
+    out = fixed(text, {"--api-key": "a b"})
+    assert out == "vllm serve m --served-model-name 'my model' --chat-template \"{{ x }}\" --api-key 'a b'"
+    assert parse_launch(out).get("--served-model-name") == "my model"
+
+
+def test_api_server_form_with_env_prefix_and_continuations():
+    text = "CUDA_VISIBLE_DEVICES=0,1 python -m vllm.entrypoints.openai.api_server \\\n  --model m \\\n  --tensor-parallel-size 2"
+    out = fixed(text, {"--tensor-parallel-size": "1", "env:VLLM_WORKER_MULTIPROC_METHOD": "spawn"})
+    assert out == ("CUDA_VISIBLE_DEVICES=0,1 VLLM_WORKER_MULTIPROC_METHOD=spawn python -m vllm.entrypoints.openai.api_server "
+                   "--model m --tensor-parallel-size 1")
+
+
+def test_docker_options_go_before_the_image_and_vllm_flags_after():
+    text = "docker run --runtime nvidia --gpus all -p 8000:8000 vllm/vllm-openai:v0.8.5 --model m --tensor-parallel-size 2"
+    out = fixed(text, {"docker:--shm-size": "10g", "--tensor-parallel-size": "1", "env:NCCL_P2P_DISABLE": "1"})
+    assert out == ("docker run --runtime nvidia --gpus all -p 8000:8000 --shm-size 10g -e NCCL_P2P_DISABLE=1 "
+                   "vllm/vllm-openai:v0.8.5 --model m --tensor-parallel-size 1")
+
+
+def test_docker_with_vllm_serve_after_the_image():
+    out = fixed("docker run --gpus all vllm/vllm-openai:latest vllm serve m --port 8000", {"--port": "8001"})
+    assert out == "docker run --gpus all vllm/vllm-openai:latest vllm serve m --port 8001"
+
+
+def test_systemd_execstart_line():
+    launch = parse_launch("ExecStart=/opt/venv/bin/vllm serve m --max-model-len 32768")
+    assert launch.form == "vllm-serve"
+    assert render(apply_changes(launch, {"--max-model-len": "8192"})) == "/opt/venv/bin/vllm serve m --max-model-len 8192"
+
+
+def test_llm_python_call_gets_keyword_arguments():
+    launch = parse_launch('llm = LLM(model="mistralai/Mistral-7B-v0.1", gpu_memory_utilization=0.1, enforce_eager=True)')
+    out = render(apply_changes(launch, {"--gpu-memory-utilization": "0.9", "--max-model-len": "4096"}))
+    assert out == "LLM(model='mistralai/Mistral-7B-v0.1', gpu_memory_utilization=0.9, enforce_eager=True, max_model_len=4096)"
+
+
+def test_llm_multiline_call_with_env_change():
+    launch = parse_launch('LLM(\n    model="deepseek-ai/DeepSeek-V2-Lite",\n    trust_remote_code=True,\n)')
+    out = render(apply_changes(launch, {"env:VLLM_WORKER_MULTIPROC_METHOD": "spawn"}))
+    assert out == "import os\nos.environ[\"VLLM_WORKER_MULTIPROC_METHOD\"] = 'spawn'\nLLM(model='deepseek-ai/DeepSeek-V2-Lite', trust_remote_code=True)"
+
+
+def test_reconstructed_launch_renders_as_vllm_serve():
+    launch = from_engine_args({"model_tag": "/srv/m", "model": "/srv/m", "port": 8011, "max_model_len": 256,
+                               "enforce_eager": True, "served_model_name": ["a"]})
+    assert render(apply_changes(launch, {"--max-model-len": "128"})) == \
+        "vllm serve /srv/m --port 8011 --max-model-len 128 --enforce-eager --served-model-name a"
+
+
+def test_shell_operators_are_kept_apart_from_arguments():
+    launch = parse_launch("vllm serve m --port 8000; rm -rf ~")
+    assert launch.get("--port") == "8000"
+    assert launch.shell_operators == [";"]
+
+
+def test_prose_mentioning_vllm_serve_is_not_taken_for_a_launch(diagnose_text):
+    report = diagnose_text("WARNING 04-10 22:41:05 [argparse_utils.py:191] With `vllm serve`, you should provide the model "
+                           "as a positional argument or in a config file instead of via the `--model` option.\n")
+    assert report["facts"]["launch"] is None
+
+
+def test_plain_words_are_not_a_launch():
+    assert parse_launch("hello world") is None

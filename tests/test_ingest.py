@@ -1,0 +1,113 @@
+"""Reading every input form, and refusing bad input with a clear error."""
+
+import gzip
+import json
+
+import pytest
+
+from diagnose.errors import InputError
+from diagnose.ingest import MAX_LINE_CHARS, Source, TextSource
+from diagnose.lineformat import message_of
+
+
+def read(source) -> str:
+    return "".join(source.blocks())
+
+
+def test_plain_file_crlf_and_ansi_are_normalised(tmp_path):
+    path = tmp_path / "a.log"
+    path.write_bytes(b"\x1b[31mERROR\x1b[0m line one\r\nline two\r\n")
+    assert read(Source(str(path))) == "ERROR line one\nline two\n"
+
+
+def test_gzip_is_detected_by_content_not_name(tmp_path):
+    path = tmp_path / "crash.txt"
+    path.write_bytes(gzip.compress(b"ValueError: No available memory for the cache blocks.\n"))
+    assert "No available memory" in read(Source(str(path)))
+
+
+def test_truncated_gzip_gives_a_partial_answer_and_a_note(tmp_path):
+    data = gzip.compress(("INFO line\n" * 5000 + "ValueError: boom\n").encode())
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[: len(data) // 2])
+    source = Source(str(path))
+    text = read(source)
+    assert text.startswith("INFO line")
+    assert "ends early" in source.notes.truncated_input
+
+
+def test_docker_json_file_lines_are_unwrapped(tmp_path):
+    path = tmp_path / "container-json.log"
+    lines = [{"log": "INFO 05-22 10:00:00 llm_engine.py:150] # GPU blocks: 0\n", "stream": "stderr", "time": "t"},
+             {"log": "ValueError: No available memory for the cache blocks.\n", "stream": "stderr", "time": "t"}]
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    source = Source(str(path))
+    assert read(source).splitlines()[1] == "ValueError: No available memory for the cache blocks."
+    assert source.notes.format == "docker-json"
+
+
+def test_journal_json_messages_are_unwrapped_including_byte_arrays(tmp_path):
+    path = tmp_path / "journal.json"
+    records = [{"__CURSOR": "s=1", "MESSAGE": "first"}, {"__CURSOR": "s=2", "MESSAGE": list(b"second \xe2\x9c\x93")}]
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    assert read(Source(str(path))) == "first\nsecond ✓\n"
+
+
+def test_binary_data_is_refused_with_a_clear_error(tmp_path):
+    path = tmp_path / "core"
+    path.write_bytes(bytes(range(256)) * 64)
+    with pytest.raises(InputError, match="binary"):
+        read(Source(str(path)))
+
+
+def test_a_directory_is_refused(tmp_path):
+    with pytest.raises(InputError, match="directory"):
+        read(Source(str(tmp_path)))
+
+
+def test_a_missing_file_is_refused(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read(Source(str(tmp_path / "nope.log")))
+
+
+def test_an_empty_file_yields_nothing(tmp_path):
+    path = tmp_path / "empty.log"
+    path.write_bytes(b"")
+    assert read(Source(str(path))) == ""
+
+
+def test_a_100_mb_line_is_cut_and_counted_without_holding_it(tmp_path):
+    path = tmp_path / "long.log"
+    with open(path, "wb") as handle:
+        handle.write(b"start\n")
+        chunk = b"x" * (1 << 20)
+        for _ in range(100):
+            handle.write(chunk)
+        handle.write(b"\nValueError: after the long line\n")
+    source = Source(str(path))
+    lines = read(source).splitlines()
+    assert lines[0] == "start"
+    assert len(lines[1]) == MAX_LINE_CHARS
+    assert lines[2] == "ValueError: after the long line"
+    assert source.notes.truncated_lines == 1
+
+
+def test_broken_utf8_and_nuls_do_not_break_reading():
+    text = read(TextSource("t", "ok \udcff\x00 line\n"))
+    assert "\x00" not in text and text.startswith("ok")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("INFO 05-22 10:00:00 llm_engine.py:150] # GPU blocks: 0", "# GPU blocks: 0"),
+    ("INFO 05-21 09:32:56 [worker.py:287] Memory profiling takes 10.14 seconds", "Memory profiling takes 10.14 seconds"),
+    ("(EngineCore_DP0 pid=1094) ValueError: x", "ValueError: x"),
+    ("(VllmWorker rank=7 pid=10948) ERROR 03-16 06:12:38 [multiproc_executor.py:375] RuntimeError: y", "RuntimeError: y"),
+    ("(RayWorkerWrapper pid=4225, ip=172.31.68.176) ERROR 07-08 23:11:35 worker.py:40] boom", "boom"),
+    ("[rank0]: AssertionError: z", "AssertionError: z"),
+    ("Nov 03 02:14:07 gpu-host vllm[90210]: ERROR 11-03 02:14:07 [core.py:700] EngineCore failed to start.", "EngineCore failed to start."),
+    ("  Value error, Tensor parallel size (2) cannot be larger than the number of available GPUs (1). [type=value_error, input_value=x]",
+     "Tensor parallel size (2) cannot be larger than the number of available GPUs (1)."),
+    (">   | [2024-09-05T00:38:34Z] ERROR:    [Errno 98] error while attempting to bind", "[Errno 98] error while attempting to bind"),
+])
+def test_every_era_of_line_header_reduces_to_the_message(line, message):
+    assert message_of(line) == message
