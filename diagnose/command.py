@@ -182,6 +182,11 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token(text[i:i + width], text[i:i + width]))
             i += width
             continue
+        placeholder = re.match(r"<[^\s<>]+>", text[i:]) if text[i] == "<" else None
+        if placeholder:
+            tokens.append(Token(placeholder.group(0), placeholder.group(0)))
+            i += placeholder.end()
+            continue
         if text[i] in ";|&<>":
             j = i + 1
             while j < n and text[j] in "|&>":

@@ -1,7 +1,9 @@
 """From signature hits and facts to ranked diagnoses, each with ranked fixes.
 
 A rule fires when one of its error signatures matched (and its conditions
-hold), or, for rules that allow it, when its conditions alone hold. When
+hold), or, for rules that allow it, when its conditions alone hold; such an
+inferred diagnosis (a log cut before its error line) is kept only when no
+rule fired on an error line. When
 several rules fire, `outranks` puts the root cause first and lowers the
 others' confidence: a log usually shows a chain (the warning that predicts
 the error, the error, its echo in the API server).
@@ -40,6 +42,7 @@ class Diagnosis:
     fixes: list[RankedFix] = field(default_factory=list)
     why: str = ""
     secondary_of: str | None = None
+    inferred: bool = False
 
 
 def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
@@ -63,7 +66,9 @@ def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
         else:
             continue
         matches = sorted({m.line: m for h in [*errors, *contexts] for m in [*h.first, h.last] if m}.values(), key=lambda m: m.line)
-        fired.append(Diagnosis(rule, round(min(confidence, 0.99), 2), _bounded(matches), captures))
+        fired.append(Diagnosis(rule, round(min(confidence, 0.99), 2), _bounded(matches), captures, inferred=not errors))
+    if any(not d.inferred for d in fired):
+        fired = [d for d in fired if not d.inferred]
     return order(fired)
 
 

@@ -175,7 +175,7 @@ _DICT_PAIR = re.compile(r"'(?P<key>\w+)':\s*(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]
 class ArgsExtractor(_RegexExtractor):
     literals = ("non-default args", "namespace(", "with config:", "using max model len", "initializing a v1 llm engine",
                 "initializing a v0 llm engine", "detected platform", "no platform detected", "application startup complete",
-                "uvicorn running on", "/vllm/v1/", "enginecore", "/vllm/worker/", "model_runner.py", "gpu_executor.py")
+                "uvicorn running on", "doesn't include cpu backend", "cpu_worker.py", "/vllm/v1/", "enginecore", "/vllm/worker/", "model_runner.py", "gpu_executor.py")
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         facts = self.facts
@@ -197,6 +197,8 @@ class ArgsExtractor(_RegexExtractor):
             facts.platform = match.group(1)
         elif "No platform detected" in message:
             facts.platform = "unspecified"
+        elif facts.platform is None and ("doesn't include CPU backend" in message or "cpu_worker.py" in message):
+            facts.platform = "cpu"
         if facts.engine_v1 is None:
             if "/vllm/v1/" in message or "EngineCore" in message:
                 facts.engine_v1 = True
@@ -234,9 +236,9 @@ _MEMORY_PATTERNS: list[tuple[re.Pattern, str]] = [
                 r"PyTorch activation peak memory takes (?P<activation>-?[\d.]+\s*G(?:i)?B); the rest of the memory reserved for KV Cache is (?P<kv>-?[\d.]+\s*G(?:i)?B)"), "breakdown"),
     (re.compile(r"# (?:GPU|cuda|CUDA|NPU|XPU) blocks: (?P<blocks>[\d,]+)"), "blocks"),
     (re.compile(r"Available KV cache memory: (?P<kv>-?[\d.]+\s*G(?:i)?B)"), "kv"),
-    (re.compile(r"GPU KV cache size: (?P<tokens>[\d,]+) tokens"), "kv_tokens"),
+    (re.compile(r"(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: (?P<tokens>[\d,]+) tokens"), "kv_tokens"),
     (re.compile(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x"), "concurrency"),
-    (re.compile(r"Free memory on device \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than desired GPU memory utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)"), "free_check"),
+    (re.compile(r"Free memory on device(?: \S+)? \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than (?:desired GPU memory utilization|the engine's budget after excluding external process's weights) \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)"), "free_check"),
     (re.compile(r"Available memory on node \d+ \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)"), "free_check_cpu"),
     (re.compile(r"Explicitly set \((?P<kv>[\d.]+)/(?P<total>[\d.]+)\) GiB for KV cache"), "explicit_kv"),
     (re.compile(r"estimated maximum model length is (?P<estimate>\d+)"), "estimate"),
@@ -254,7 +256,7 @@ _OOM_PYTORCH = re.compile(r"(?P<alloc>" + _SIZE + r") is allocated by PyTorch|(?
 
 class MemoryExtractor(_RegexExtractor):
     literals = ("weights took", "model loading took", "total_gpu_memory", "model weights take", " blocks: ",
-                "available kv cache memory", "kv cache size", "maximum concurrency", "free memory on device",
+                "available kv cache memory", "kv cache size:", "maximum concurrency", "free memory on device",
                 "available memory on node", "explicitly set", "estimated maximum model length", "kv cache is needed",
                 "stored in kv cache", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len")
 

@@ -412,8 +412,10 @@ def tensor_parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
     choice, basis = None, ""
     if weights and per_gpu:
         for t in candidates:
-            if weights / t <= per_gpu * ctx.utilization() * 0.8:
-                choice, basis = t, f"{assumed}{weights:.0f} GiB of weights ÷ {t} GPUs fits {per_gpu:.0f} GiB per GPU with room for the KV cache"
+            reserve = _activation_and_one_sequence_gib(ctx, t)
+            if weights / t + reserve <= per_gpu * ctx.utilization():
+                choice, basis = t, (f"{assumed}{weights:.0f} GiB of weights ÷ {t} GPUs = {weights / t:.1f} GiB, plus {reserve:.1f} GiB "
+                                    f"for activations and one full-length sequence, fits {per_gpu:.0f} GiB × {ctx.utilization()}")
                 break
     if choice is None and gpus:
         choice, basis = candidates[-1], f"spread over the {gpus} GPUs the log shows"
@@ -426,6 +428,15 @@ def tensor_parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
                cost_note=f"uses {choice} GPUs", will_start=True if weights and per_gpu and not assumed else None,
                not_evaluable=("GPU size unknown: " + assumed.strip("; ")) if assumed else
                (None if weights and per_gpu else "weights or GPU size unknown: chosen from the GPU count"))
+
+
+def _activation_and_one_sequence_gib(ctx: Context, tp: int) -> float:
+    """Memory besides the weights that one full-length request needs: ~2 GiB activations + its KV cache."""
+    per_token = memory.kv_bytes_per_token(ctx.model, tp, ctx.arg("--kv-cache-dtype")) if ctx.model else None
+    length = ctx.max_model_len()
+    if per_token and length:
+        return 2.0 + per_token * length / memory.GIB
+    return 4.0
 
 
 @strategy("bigger-gpu")

@@ -22,7 +22,9 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
     experts = parse_int(ctx.captures.get("experts"))
     gpus = ctx.gpu_count()
     limit = min(requested, gpus) if gpus else requested
-    choice = next((t for t in range(limit, 0, -1) if _divisors_ok(t, heads, kv_heads, experts)), None)
+    valid = [t for t in range(limit, 0, -1) if _divisors_ok(t, heads, kv_heads, experts)]
+    powers_of_two = [t for t in valid if t & (t - 1) == 0]
+    choice = (powers_of_two or valid or [None])[0]
     if choice is None or choice == requested:
         return None
     counts = ", ".join(f"{n} {what}" for n, what in ((heads, "attention heads"), (kv_heads, "KV heads"), (experts, "experts")) if n)
@@ -30,8 +32,8 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
     extra = f"; {requested - choice} GPU(s) stay free for a second replica or pipeline parallelism" if choice < requested else ""
     return Fix(title=f"Use a tensor-parallel size that divides the model: --tensor-parallel-size {choice}",
                changes={"--tensor-parallel-size": str(choice)},
-               why=f"Tensor parallelism splits {counts or 'the heads'} evenly across GPUs; {choice} is the largest size "
-                   f"≤ {limit} that divides them{extra}.",
+               why=f"Tensor parallelism splits {counts or 'the heads'} evenly across GPUs; {choice} is the largest "
+                   f"power-of-two size ≤ {limit} that divides them (KV-head counts are powers of two){extra}.",
                cost="throughput", cost_note=cost, will_start=True, predicted={"tensor_parallel_size": choice})
 
 
