@@ -3,7 +3,9 @@
 budget = total × gpu_memory_utilization (default 0.90; 0.92 from 0.20)
 KV     = budget − weights − activation peak − non-torch (− CUDA graphs in V1)
 KV bytes per token = 2 × layers × ⌈kv_heads / TP⌉ × head_dim × dtype bytes
-                     (MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes)
+                     (MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes, not split by TP;
+                      sliding-window models under V1's hybrid allocator: only the full-attention
+                      layers grow with the context; hybrid Mamba models: only the attention layers)
 Figures vLLM printed in the log always win over these estimates.
 """
 
@@ -43,8 +45,14 @@ def parse_version(version: str | None) -> tuple[int, int, int] | None:
     return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
 
 
-def kv_bytes_per_token(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None = None) -> int | None:
-    """KV cache bytes one token needs on one GPU (the formula in the module docstring)."""
+def kv_bytes_per_token(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None = None,
+                       hybrid_allocator: bool = True) -> int | None:
+    """KV cache bytes one token of context needs on one GPU (the formula in the module docstring).
+
+    >>> from diagnose.models import ModelInfo
+    >>> kv_bytes_per_token(ModelInfo("llama-3.1-8b", "test", layers=32, kv_heads=8, head_dim=128, dtype="bfloat16"))
+    131072
+    """
     if model.layers is None:
         return None
     bytes_per = dtype_bytes(kv_cache_dtype if kv_cache_dtype and kv_cache_dtype != "auto" else model.dtype)
@@ -56,6 +64,8 @@ def kv_bytes_per_token(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None
     layers = model.layers
     if model.hybrid and model.hybrid.get("attention_layers"):
         layers = int(model.hybrid["attention_layers"])
+    elif hybrid_allocator and model.sliding_window and model.sliding_window.get("full_attention_layers"):
+        layers = int(model.sliding_window["full_attention_layers"])
     kv_heads_per_gpu = math.ceil(model.kv_heads / max(tp, 1))
     return 2 * layers * kv_heads_per_gpu * model.head_dim * bytes_per
 
