@@ -18,11 +18,8 @@ import json
 import re
 import shlex
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-_DATA = Path(__file__).parent / "data" / "flags.yaml"
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*)?[$#%>]\s+|^\s*\w[\w.-]*>\s+")
 _SHELL_OPERATORS = {";", "&&", "||", "|", "&", ">", ">>", "<", "&>", "&>>", "2>", "2>&1", "1>", "|&"}
@@ -40,12 +37,10 @@ _LAUNCH_HINT = re.compile(
 )
 
 
-@lru_cache(maxsize=1)
 def flag_table() -> dict:
-    import yaml
+    from .datafiles import load_yaml
 
-    with open(_DATA, encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return load_yaml("flags.yaml")
 
 
 def canonical_flag(token: str) -> str:
@@ -264,13 +259,13 @@ def _parse_vllm_args(tokens: list[Token], launch: Launch, positional_model: bool
     while i < len(tokens):
         token = tokens[i]
         word = token.value
-        if word.startswith("-") and len(word) > 1 and not _is_number(word):
+        if _looks_like_option(word):
             if "=" in word and word.startswith("--"):
                 name, value = word.split("=", 1)
                 raw_value = token.raw.split("=", 1)[1] if "=" in token.raw else value
                 arg = Arg(name, value, equals=True, raw_value=raw_value)
                 i += 1
-            elif is_switch(word) or i + 1 >= len(tokens) or (tokens[i + 1].value.startswith("-") and not _is_number(tokens[i + 1].value)):
+            elif is_switch(word) or i + 1 >= len(tokens) or _looks_like_option(tokens[i + 1].value):
                 arg = Arg(word, None)
                 i += 1
             else:
@@ -286,6 +281,11 @@ def _parse_vllm_args(tokens: list[Token], launch: Launch, positional_model: bool
             else:
                 launch.args.append(Arg(word, None))
             i += 1
+
+
+def _looks_like_option(word: str) -> bool:
+    """As argparse sees it: '-x…' is an option, '-' and negative numbers are values."""
+    return word.startswith("-") and word != "-" and not _is_number(word)
 
 
 def _is_number(word: str) -> bool:

@@ -19,7 +19,6 @@ from .rules import RuleSet, load_rules
 from .scan import Scanner, ScanResult
 
 MAX_UNEXPLAINED = 10
-_DATA = Path(__file__).parent / "data"
 
 
 @dataclass
@@ -46,10 +45,9 @@ class Outcome:
 
 @lru_cache(maxsize=1)
 def echoes() -> tuple[str, ...]:
-    import yaml
+    from .datafiles import load_yaml
 
-    with open(_DATA / "echoes.yaml", encoding="utf-8") as handle:
-        return tuple(yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+    return tuple(load_yaml("echoes.yaml"))
 
 
 _ERROR_LINE = re.compile(
@@ -87,7 +85,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     names: list[str] = []
     for source in sources:
         names.append(source.name)
-        scanner.scan(source.blocks(), result, first_line=result.lines + 1)
+        scanner.scan(source.raw_blocks(), result, first_line=result.lines + 1)
         if source.notes.truncated_lines:
             notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
         if source.notes.truncated_input:
@@ -155,28 +153,37 @@ def _differs_from_default(key: str, value) -> bool:
 
 
 def attach_gpus(ctx: Context, options: Options) -> Snapshot | None:
-    """GPU facts: the log's own figures first; a snapshot (file or live NVML) fills what the log lacks."""
+    """GPU facts: the log's figures describe the failure and win; a snapshot (file or live NVML) fills the gaps
+    and tells who holds the GPU now."""
     facts = ctx.facts
     snapshot: Snapshot | None = None
     if options.snapshot_path:
         snapshot = load_snapshot(options.snapshot_path)
-    elif options.gpu_mode == "auto" and not facts.gpus:
+    elif options.gpu_mode == "auto":
         snapshot = live_snapshot()
+    devices = [d for d in (snapshot.devices if snapshot else []) if d.get("visible", True) and "error" not in d]
     log_gpus = [facts.gpus[k] for k in sorted(facts.gpus)]
     if log_gpus:
-        ctx.gpus = log_gpus
-        ctx.gpu_source = "log"
-    elif snapshot is not None and snapshot.devices:
-        ctx.gpus = [_gpu_from_device(d, snapshot.source) for d in snapshot.devices if d.get("visible", True)]
-        ctx.gpu_source = snapshot.source
+        by_index = {d.get("index"): _gpu_from_device(d, snapshot.source) for d in devices}
+        for gpu in log_gpus:
+            live = by_index.get(gpu.index)
+            if live is not None:
+                gpu.name = gpu.name or live.name
+                gpu.compute_capability = gpu.compute_capability or live.compute_capability
+                gpu.total_gib = gpu.total_gib or live.total_gib
+        ctx.gpus, ctx.gpu_source = log_gpus, "log"
+    elif devices:
+        ctx.gpus, ctx.gpu_source = [_gpu_from_device(d, snapshot.source) for d in devices], snapshot.source
     ctx.processes = list(facts.processes.values())
-    if snapshot is not None and snapshot.processes and not ctx.processes:
-        ctx.processes = [
-            GpuProcess(p["pid"], p.get("used_gib") if isinstance(p.get("used_gib"), float) else None,
-                       p.get("command") if isinstance(p.get("command"), str) else None, p.get("gpu_index"), snapshot.source)
-            for p in snapshot.processes if "pid" in p and not p.get("is_vllm_under_diagnosis")
-        ]
-    ctx.driver_version = facts.driver_version or (snapshot.driver_version if snapshot and isinstance(snapshot.driver_version, str) else None)
+    known = {p.pid for p in ctx.processes}
+    for p in (snapshot.processes if snapshot else []):
+        if "pid" in p and p["pid"] not in known and not p.get("is_vllm_under_diagnosis"):
+            used = p.get("used_gib")
+            command = p.get("command")
+            ctx.processes.append(GpuProcess(p["pid"], used if isinstance(used, float) else None,
+                                            command if isinstance(command, str) else None, p.get("gpu_index"), snapshot.source))
+    driver = snapshot.driver_version if snapshot and isinstance(snapshot.driver_version, str) else None
+    ctx.driver_version = facts.driver_version or driver
     return snapshot
 
 

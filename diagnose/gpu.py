@@ -11,25 +11,19 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
 from .errors import InputError
 
-_GPUS = Path(__file__).parent / "data" / "gpus.yaml"
 MIB = 2**20
 GIB = 2**30
 
 
-@lru_cache(maxsize=1)
 def gpu_table() -> list[dict]:
-    if not _GPUS.exists():
-        return []
-    import yaml
+    from .datafiles import load_yaml
 
-    with open(_GPUS, encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
+    return load_yaml("gpus.yaml") or []
 
 
 def lookup_gpu(name: str) -> dict | None:

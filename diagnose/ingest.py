@@ -37,7 +37,6 @@ class IngestNotes:
     truncated_lines: int = 0
     truncated_input: str | None = None
     bytes_read: int = 0
-    lines: int = 0
 
 
 @dataclass
@@ -61,14 +60,19 @@ class Source:
         except OSError as exc:
             raise InputError(f"{self.name}: cannot open ({exc.strerror or exc})") from None
 
-    def blocks(self) -> Iterator[str]:
-        """Yield text blocks made of whole lines, each ending with a newline."""
+    def raw_blocks(self) -> Iterator[bytes]:
+        """Blocks of whole, cleaned lines as UTF-8 bytes (what the scanner reads), each ending with a newline."""
         raw = self.open_binary()
         try:
-            yield from _blocks_from_binary(_maybe_gunzip(raw, self), self.notes, self.name)
+            yield from _raw_blocks(_maybe_gunzip(raw, self), self.notes, self.name)
         finally:
             if raw is not sys.stdin.buffer:
                 raw.close()
+
+    def blocks(self) -> Iterator[str]:
+        """The same blocks decoded to text (invalid UTF-8 replaced)."""
+        for block in self.raw_blocks():
+            yield block.decode("utf-8", "replace")
 
 
 class TextSource(Source):
@@ -118,8 +122,8 @@ class _TolerantGzip(io.RawIOBase):
             return b""
 
 
-def _raw_lines(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
-    """Split a byte stream into lines, cutting any line longer than MAX_LINE_CHARS."""
+def _chunks(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
+    """Chunks of whole lines (each ends with a newline); a line longer than MAX_LINE_CHARS is cut and counted."""
     carry = b""
     skipping = False
     while True:
@@ -127,30 +131,46 @@ def _raw_lines(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
         if not chunk:
             break
         notes.bytes_read += len(chunk)
-        data = carry + chunk if carry else chunk
-        start = 0
-        while True:
-            nl = data.find(b"\n", start)
+        if skipping:
+            nl = chunk.find(b"\n")
             if nl < 0:
-                break
-            if skipping:
-                skipping = False
-            else:
-                line = data[start:nl]
-                if len(line) > MAX_LINE_CHARS:
-                    notes.truncated_lines += 1
-                    line = line[:MAX_LINE_CHARS]
-                yield line
-            start = nl + 1
-        carry = data[start:]
+                continue
+            chunk, skipping = chunk[nl + 1:], False
+        data = carry + chunk if carry else chunk
+        end = data.rfind(b"\n") + 1
+        carry = data[end:]
         if len(carry) > MAX_LINE_CHARS:
-            if not skipping:
-                notes.truncated_lines += 1
-                yield carry[:MAX_LINE_CHARS]
-                skipping = True
-            carry = b""
+            notes.truncated_lines += 1
+            data = data[:end] + carry[:MAX_LINE_CHARS] + b"\n"
+            carry, skipping, end = b"", True, len(data)
+        whole = data[:end] if end else b""
+        if whole:
+            yield _cut_long_lines(whole, notes)
     if carry and not skipping:
-        yield carry
+        yield _cut_long_lines(carry + b"\n", notes)
+
+
+def _has_long_line(block: bytes) -> bool:
+    """True when some line is longer than MAX_LINE_CHARS; jumps a window at a time, not a line at a time."""
+    pos, size = 0, len(block)
+    while size - pos > MAX_LINE_CHARS:
+        last = block.rfind(b"\n", pos, pos + MAX_LINE_CHARS + 1)
+        if last < 0:
+            return True
+        pos = last + 1
+    return False
+
+
+def _cut_long_lines(block: bytes, notes: IngestNotes) -> bytes:
+    if not _has_long_line(block):
+        return block
+    out = []
+    for line in block.split(b"\n")[:-1]:
+        if len(line) > MAX_LINE_CHARS:
+            notes.truncated_lines += 1
+            line = line[:MAX_LINE_CHARS]
+        out.append(line)
+    return b"\n".join(out) + b"\n"
 
 
 def looks_binary(sample: bytes) -> bool:
@@ -162,6 +182,19 @@ def looks_binary(sample: bytes) -> bool:
         return True
     odd = sum(1 for b in window if b < 32 and b not in _TEXT_CONTROL)
     return odd > max(2, len(window) // 10)
+
+
+_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
+
+
+def _clean_bytes(block: bytes) -> bytes:
+    if b"\x1b" in block:
+        block = _ANSI_BYTES.sub(b"", block)
+    if b"\r" in block:
+        block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if b"\x00" in block:
+        block = block.replace(b"\x00", b"")
+    return block
 
 
 def _clean(text: str) -> str:
@@ -186,61 +219,49 @@ def _detect_format(first_line: bytes) -> str:
     return "text"
 
 
-def _blocks_from_binary(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[str]:
-    lines = _raw_lines(stream, notes)
-    first: bytes | None = None
-    for line in lines:
-        if line.strip():
-            first = line
-            break
-        notes.lines += 1
+def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[bytes]:
+    chunks = _chunks(stream, notes)
+    first = next(chunks, None)
+    while first is not None and not first.strip():
+        first = next(chunks, None)
     if first is None:
         return
-    fmt = _detect_format(first)
+    stripped = first.lstrip()
+    fmt = _detect_format(stripped[: stripped.find(b"\n") + 1 or None])
     notes.format = fmt
-    if fmt == "text" and looks_binary(first + b"\n"):
-        raise InputError(f"{name}: looks like binary data, not a log (NUL or control bytes); nothing to diagnose")
+    if fmt == "text":
+        if looks_binary(first[:4096]):
+            raise InputError(f"{name}: looks like binary data, not a log (NUL or control bytes); nothing to diagnose")
+        yield _clean_bytes(first)
+        for chunk in chunks:
+            yield _clean_bytes(chunk)
+        return
 
-    def all_lines() -> Iterator[bytes]:
-        yield first
-        yield from lines
+    def lines() -> Iterator[bytes]:
+        yield from first.split(b"\n")[:-1]
+        for chunk in chunks:
+            yield from chunk.split(b"\n")[:-1]
 
     if fmt == "journal-export":
-        messages: Iterator[str] = _journal_export_messages(all_lines())
+        messages: Iterator[str] = _journal_export_messages(lines())
     else:
-        unwrap = {"docker-json": _docker_message, "journal-json": _journal_json_message}.get(fmt)
-        messages = (_decode_line(raw, unwrap) for raw in all_lines())
-    yield from _batch(messages, notes)
+        unwrap = {"docker-json": _docker_message, "journal-json": _journal_json_message}[fmt]
+        messages = (unwrap(raw.decode("utf-8", "replace")) for raw in lines())
+    yield from _batch(messages)
 
 
-def _decode_line(raw: bytes, unwrap) -> str:
-    text = raw.decode("utf-8", "replace")
-    if unwrap is not None:
-        text = unwrap(text)
-    return text
-
-
-def _batch(messages: Iterator[str], notes: IngestNotes) -> Iterator[str]:
+def _batch(messages: Iterator[str]) -> Iterator[bytes]:
     buf: list[str] = []
     size = 0
     for message in messages:
-        message = _clean(message)
-        if "\n" in message:
-            parts = message.split("\n")
-            if parts[-1] == "":
-                parts.pop()
-        else:
-            parts = [message]
-        for part in parts:
-            buf.append(part)
-            size += len(part) + 1
+        message = _clean(message).rstrip("\n")
+        buf.append(message)
+        size += len(message) + 1
         if size >= CHUNK_BYTES:
-            notes.lines += len(buf)
-            yield "\n".join(buf) + "\n"
+            yield ("\n".join(buf) + "\n").encode("utf-8", "replace")
             buf, size = [], 0
     if buf:
-        notes.lines += len(buf)
-        yield "\n".join(buf) + "\n"
+        yield ("\n".join(buf) + "\n").encode("utf-8", "replace")
 
 
 def _docker_message(text: str) -> str:

@@ -13,7 +13,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-_CATALOG = Path(__file__).parent / "data" / "models.yaml"
 
 
 @dataclass
@@ -54,12 +53,9 @@ class ModelInfo:
 @lru_cache(maxsize=1)
 def catalog() -> dict[str, dict]:
     """Lower-cased repo id (and alias, and bare name) → catalog entry."""
-    if not _CATALOG.exists():
-        return {}
-    import yaml
+    from .datafiles import load_yaml
 
-    with open(_CATALOG, encoding="utf-8") as handle:
-        entries = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or []
+    entries = load_yaml("models.yaml") or []
     index: dict[str, dict] = {}
     for entry in entries:
         for name in [entry["id"], *(entry.get("aliases") or [])]:

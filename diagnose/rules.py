@@ -108,10 +108,9 @@ class RuleSet:
 
 def taxonomy() -> dict[str, str]:
     """Category id → family ('memory', 'configuration', 'environment')."""
-    import yaml
+    from .datafiles import load_yaml
 
-    with open(DATA_DIR / "taxonomy.yaml", encoding="utf-8") as handle:
-        data = yaml.load(handle, Loader=_safe_loader())
+    data = load_yaml("taxonomy.yaml")
     return {cid: family for family, ids in data.items() for cid in ids}
 
 
@@ -140,7 +139,7 @@ def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleS
     for path in files:
         try:
             contents.append((path, path.read_bytes()))
-        except OSError as exc:
+        except OSError:
             contents.append((path, b""))
     key = _cache_key(contents)
     if use_cache:

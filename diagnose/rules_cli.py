@@ -110,9 +110,13 @@ def lint_rules(rules_dirs, cases_dir):
 @rules.command("export-patterns")
 @_RULES_OPT
 @click.option("--literals", is_flag=True, help="Export the prefilter literals instead of the regexes.")
-def export_patterns(rules_dirs, literals):
-    """One pattern per line, for `rg -f` / `grep -E -f` comparisons."""
+@click.option("--dialect", type=click.Choice(["python", "rg", "ere"]), default="rg", show_default=True,
+              help="Regex syntax: python (as written), rg (ripgrep), ere (grep -E).")
+def export_patterns(rules_dirs, literals, dialect):
+    """One pattern per line, for `rg -f` / `grep -E -f` comparisons with the same signatures."""
     import re
+
+    from .dialects import to_dialect
 
     ruleset = _load(rules_dirs)
     seen = set()
@@ -120,7 +124,7 @@ def export_patterns(rules_dirs, literals):
         for sig in rule.signatures:
             items = sig.literals if literals else [sig.regex]
             for item in items:
-                item = re.escape(item) if literals else item
+                item = re.escape(item) if literals else (item if dialect == "python" else to_dialect(item, dialect))
                 if item not in seen:
                     seen.add(item)
                     click.echo(item)

@@ -1,8 +1,8 @@
 """One pass over the input: literal prefilter, then regexes on candidate lines.
 
-Every signature and every facts extractor declares literals. A block of text
-is lower-cased once and searched for each literal with `str.find`, which is
-far faster than running regexes line by line; only the lines that contain a
+Every signature and every facts extractor declares literals. A block of
+bytes is searched for all literals at once (see `prefilter`), which is far
+faster than running regexes line by line; only the lines that contain a
 literal are split into header and message and handed to the regexes and
 extractors that asked for that literal. Evidence is bounded per signature,
 so memory does not grow with the input.
@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol
 
 from .lineformat import message_of
+from .prefilter import make_finder
 from .rules import REGEX_TIMEOUT_S, Signature
 
 MAX_EVIDENCE_PER_SIGNATURE = 4
 MAX_LOOKAHEAD_LINES = 40
 MAX_WINDOW_LINE_CHARS = 2000
-_ASCII_LOWER = {c: c + 32 for c in range(ord("A"), ord("Z") + 1)}
 
 
 class Extractor(Protocol):
@@ -79,51 +79,42 @@ class Scanner:
         for extractor in extractors:
             for literal in extractor.literals:
                 self._targets.setdefault(literal.lower(), []).append(extractor)
-        self._literals = list(self._targets)
+        self._finder = make_finder(self._targets)
         self._lookahead = min(MAX_LOOKAHEAD_LINES, max([t.window for ts in self._targets.values() for t in ts] + [1]))
 
-    def scan(self, blocks: Iterable[str], result: ScanResult | None = None, first_line: int = 1) -> ScanResult:
+    @property
+    def engine(self) -> str:
+        return self._finder.name
+
+    def scan(self, blocks: Iterable[bytes | str], result: ScanResult | None = None, first_line: int = 1) -> ScanResult:
         """Scan blocks of whole lines; line numbers start at `first_line` (to continue over several sources)."""
         result = result or ScanResult()
-        tail = ""
+        tail = b""
         tail_first_line = first_line
-        for block in _with_lookahead(blocks):
-            text, is_last = block
-            data = tail + text
-            if is_last:
-                cut = len(data)
-            else:
-                cut = _start_of_last_lines(data, self._lookahead)
+        for block, is_last in _with_lookahead(blocks):
+            if isinstance(block, str):
+                block = block.encode("utf-8", "surrogatepass")
+            data = tail + block
+            cut = len(data) if is_last else _start_of_last_lines(data, self._lookahead)
             self._scan_block(data, tail_first_line, cut, result)
-            consumed_lines = data.count("\n", 0, cut)
-            tail_first_line += consumed_lines
+            tail_first_line += data.count(b"\n", 0, cut)
             tail = data[cut:]
         result.lines = tail_first_line - 1
         return result
 
-    def _scan_block(self, data: str, first_line: int, cut: int, result: ScanResult) -> None:
-        low = data.lower() if data.isascii() else data.translate(_ASCII_LOWER)
-        candidates: dict[int, set[str]] = {}
-        for literal in self._literals:
-            pos = low.find(literal, 0, cut + len(literal))
-            while 0 <= pos < cut:
-                start = low.rfind("\n", 0, pos) + 1
-                candidates.setdefault(start, set()).add(literal)
-                end = low.find("\n", pos)
-                if end < 0:
-                    break
-                pos = low.find(literal, end, cut + len(literal))
+    def _scan_block(self, data: bytes, first_line: int, cut: int, result: ScanResult) -> None:
+        candidates = self._finder.candidates(data, cut)
         if not candidates:
             return
         line_no = first_line
         previous = 0
         for start in sorted(candidates):
-            line_no += data.count("\n", previous, start)
+            line_no += data.count(b"\n", previous, start)
             previous = start
-            end = data.find("\n", start)
+            end = data.find(b"\n", start)
             if end < 0:
                 end = len(data)
-            message = message_of(data[start:end])
+            message = message_of(data[start:end].decode("utf-8", "replace"))
             following: list[str] | None = None
             seen: set[int] = set()
             for literal in candidates[start]:
@@ -156,7 +147,7 @@ class Scanner:
         hits.add(Match(line_no, message[:MAX_WINDOW_LINE_CHARS], {k: v for k, v in found.groupdict().items() if v is not None}))
 
 
-def _with_lookahead(blocks: Iterable[str]) -> Iterator[tuple[str, bool]]:
+def _with_lookahead(blocks: Iterable) -> Iterator[tuple]:
     iterator = iter(blocks)
     try:
         current = next(iterator)
@@ -168,22 +159,22 @@ def _with_lookahead(blocks: Iterable[str]) -> Iterator[tuple[str, bool]]:
     yield current, True
 
 
-def _start_of_last_lines(data: str, count: int) -> int:
+def _start_of_last_lines(data: bytes, count: int) -> int:
     pos = len(data) - 1
     for _ in range(count):
-        pos = data.rfind("\n", 0, pos)
+        pos = data.rfind(b"\n", 0, pos)
         if pos < 0:
             return 0
     return pos + 1
 
 
-def _following_messages(data: str, end: int, count: int) -> list[str]:
+def _following_messages(data: bytes, end: int, count: int) -> list[str]:
     out: list[str] = []
     pos = end + 1
     while len(out) < count and pos < len(data):
-        nxt = data.find("\n", pos)
+        nxt = data.find(b"\n", pos)
         if nxt < 0:
             nxt = len(data)
-        out.append(message_of(data[pos:nxt][:MAX_WINDOW_LINE_CHARS]))
+        out.append(message_of(data[pos:nxt][:MAX_WINDOW_LINE_CHARS].decode("utf-8", "replace")))
         pos = nxt + 1
     return out

@@ -7,6 +7,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 
 os.environ.setdefault("VDIAG_CACHE_DIR", str(ROOT / ".pytest_cache" / "vdiag"))
+# CI tests the pure-Python prefilter; test_scan compares it with the optional Hyperscan engine.
+os.environ["VDIAG_NO_ACCEL"] = "1"
 
 
 @pytest.fixture(scope="session")
