@@ -242,6 +242,7 @@ _MEMORY_PATTERNS: list[tuple[re.Pattern, str]] = [
     (re.compile(r"Available memory on node \d+ \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)"), "free_check_cpu"),
     (re.compile(r"Explicitly set \((?P<kv>[\d.]+)/(?P<total>[\d.]+)\) GiB for KV cache"), "explicit_kv"),
     (re.compile(r"estimated maximum model length is (?P<estimate>\d+)"), "estimate"),
+    (re.compile(r"Graph capturing finished in \d+ secs?, took (?P<graphs>-?[\d.]+) GiB"), "graphs"),
     (re.compile(r"\((?P<need>[\d.]+ ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]+ ?G(?:i)?B)\)"), "kv_needed"),
     (re.compile(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]+)\)"), "kv_tokens"),
     (re.compile(r"max seq len \((?P<len>[\d,]+)\)"), "max_len"),
@@ -258,7 +259,7 @@ class MemoryExtractor(_RegexExtractor):
     literals = ("weights took", "model loading took", "total_gpu_memory", "model weights take", " blocks: ",
                 "available kv cache memory", "kv cache size:", "maximum concurrency", "free memory on device",
                 "available memory on node", "explicitly set", "estimated maximum model length", "kv cache is needed",
-                "stored in kv cache", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len")
+                "stored in kv cache", "graph capturing finished", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len")
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         memory = self.facts.memory
@@ -301,6 +302,8 @@ class MemoryExtractor(_RegexExtractor):
             elif kind == "kv_needed":
                 memory["kv_needed_gib"] = size_gib(g["need"])
                 memory["kv_cache_gib"] = size_gib(g["have"])
+            elif kind == "graphs":
+                memory["cudagraph_gib"] = parse_float(g["graphs"])
             elif kind == "max_len":
                 memory["max_model_len"] = parse_int(g["len"])
         self._oom(message)

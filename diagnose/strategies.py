@@ -73,6 +73,26 @@ def _kv_per_token(ctx: Context) -> int | None:
     return memory.kv_bytes_per_token(ctx.model, ctx.tp(), ctx.arg("--kv-cache-dtype"))
 
 
+def predict_kv(ctx: Context, budget_gib: float) -> dict[str, Any]:
+    """KV capacity and concurrency at a new total budget, when the log's figures and the model allow it."""
+    figures = ctx.facts.memory
+    overhead = None
+    if figures.get("weights_gib") is not None:
+        overhead = figures["weights_gib"] + (figures.get("activation_gib") or 0) + (figures.get("non_torch_gib") or 0)
+    elif figures.get("budget_gib") is not None and figures.get("kv_cache_gib") is not None:
+        overhead = figures["budget_gib"] - figures["kv_cache_gib"]
+    per_token = _kv_per_token(ctx)
+    if overhead is None or not per_token:
+        return {}
+    kv_gib = budget_gib - overhead
+    tokens = memory.tokens_for(kv_gib, per_token)
+    prediction: dict[str, Any] = {"kv_cache_gib": round(kv_gib, 2), "kv_tokens": tokens}
+    length = ctx.max_model_len()
+    if length:
+        prediction["max_concurrency"] = round(tokens / length, 2)
+    return prediction
+
+
 # ---------------------------------------------------------------- memory: context length
 
 
@@ -148,6 +168,7 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
         return None
     starts = value <= ceiling
     shown = min(value, ceiling)
+    predicted = {"gpu_memory_utilization": shown, "budget_gib": round(shown * total, 2), **predict_kv(ctx, shown * total)}
     return Fix(
         title=f"Raise --gpu-memory-utilization to {shown}",
         changes={"--gpu-memory-utilization": f"{shown}"},
@@ -156,7 +177,7 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
               else f"{shown} is the most that leaves headroom.")),
         cost="config", cost_note="less headroom for other processes and fragmentation",
         will_start=starts if needed_gib is not None else None,
-        predicted={"gpu_memory_utilization": shown, "budget_gib": round(shown * total, 2)},
+        predicted=predicted,
         not_evaluable=None if needed_gib is not None else "shortfall unknown",
     )
 
@@ -199,10 +220,12 @@ def lower_utilization(ctx: Context, params: dict) -> Fix | None:
     value = memory.floor2(current - float(params.get("by", 0.05)))
     if value <= 0.3:
         return None
+    total = ctx.gpu_total_gib()
     return Fix(title=f"Leave headroom outside the KV cache: --gpu-memory-utilization {value}",
                changes={"--gpu-memory-utilization": f"{value}"},
                why=f"At {current} the KV cache takes all the budget; CUDA graphs and other allocations need room beyond it.",
                cost="throughput", cost_note="a slightly smaller KV cache", will_start=None,
+               predicted=predict_kv(ctx, value * total) if total else {},
                not_evaluable="the memory CUDA graph capture needs is not in the log")
 
 
@@ -243,7 +266,7 @@ def fit_free(ctx: Context, params: dict) -> Fix | None:
         why=f"Only {free:.2f} of {total:.2f} GiB is free; {value} × {total:.2f} GiB = {value * total:.2f} GiB stays "
             f"{margin} GiB below it.",
         cost="throughput", cost_note=f"KV cache shrinks with the smaller budget ({value * total:.2f} GiB in all)",
-        will_start=starts, predicted={"budget_gib": round(value * total, 2)},
+        will_start=starts, predicted={"budget_gib": round(value * total, 2), **predict_kv(ctx, value * total)},
         not_evaluable=None if weights is not None else "weights size unknown: cannot confirm they fit in the smaller budget",
     )
 
@@ -331,10 +354,12 @@ def enforce_eager(ctx: Context, params: dict) -> Fix | None:
     value = ctx.arg("--enforce-eager") or ctx.facts.engine_config.get("enforce_eager")
     if value in ("true", "True"):
         return None
+    graphs = ctx.facts.memory.get("cudagraph_gib")
+    cost_of_graphs = f"{graphs} GiB here (from the log)" if graphs else "1–3 GiB per GPU, more in V1 (estimated)"
     return Fix(
         title="Skip CUDA graph capture: --enforce-eager",
         changes={"--enforce-eager": True},
-        why="CUDA graphs take extra memory (1–3 GiB per GPU, more in V1) after the KV cache has been sized.",
+        why=f"CUDA graphs take extra memory after the KV cache has been sized: {cost_of_graphs}.",
         cost="throughput", cost_note="decode is slower without CUDA graphs (often 10–30 %)", will_start=True,
     )
 

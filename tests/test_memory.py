@@ -93,3 +93,21 @@ def test_computed_max_model_len_is_within_5_percent_of_vllms_own_estimate(diagno
                            launch="vllm serve meta-llama/Llama-3.1-8B-Instruct")
     value = int(report["diagnoses"][0]["fixes"][0]["changes"]["--max-model-len"])
     assert 40960 * 0.95 <= value <= 40960
+
+
+def test_fixes_predict_kv_capacity_from_the_logs_breakdown(diagnose_text):
+    log = (
+        "INFO 05-21 09:32:56 [worker.py:287] the current vLLM instance can use total_gpu_memory (79.15GiB) x "
+        "gpu_memory_utilization (0.90) = 71.24GiB\n"
+        "INFO 05-21 09:32:56 [worker.py:287] model weights take 14.99GiB; non_torch_memory takes 0.50GiB; PyTorch activation "
+        "peak memory takes 4.00GiB; the rest of the memory reserved for KV Cache is 51.75GiB.\n"
+        "INFO 05-21 09:33:10 model_runner.py:1200] Capturing cudagraphs for decoding.\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 64.00 MiB. GPU 0 has a total capacity of 79.15 GiB "
+        "of which 20.38 MiB is free.\n")
+    report = diagnose_text(log, launch="vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768")
+    lower = next(f for f in report["diagnoses"][0]["fixes"] if f["changes"].get("--gpu-memory-utilization"))
+    util = float(lower["changes"]["--gpu-memory-utilization"])
+    kv_gib = util * 79.15 - (14.99 + 0.5 + 4.0)
+    per_token = 2 * 32 * 8 * 128 * 2
+    assert lower["predicted"]["kv_tokens"] == int(kv_gib * GIB // (per_token * 16)) * 16
+    assert lower["predicted"]["max_concurrency"] == round(lower["predicted"]["kv_tokens"] / 32768, 2)
