@@ -242,6 +242,10 @@ _MEMORY_PATTERNS: list[tuple[re.Pattern, str]] = [
     (re.compile(r"Available memory on node \d+ \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)"), "free_check_cpu"),
     (re.compile(r"Explicitly set \((?P<kv>[\d.]+)/(?P<total>[\d.]+)\) GiB for KV cache"), "explicit_kv"),
     (re.compile(r"estimated maximum model length is (?P<estimate>\d+)"), "estimate"),
+    (re.compile(r"Free memory on device(?: \S+)? \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup\. Desired GPU memory "
+                r"utilization is \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)\. Actual usage is (?:(?P<weights>[\d.]+) GiB for weight, "
+                r"|(?P<consumed>[\d.]+) GiB for consumed memory \(weights \+ non-torch\), )(?P<activation>[\d.]+) GiB for peak activation, "
+                r"(?:(?P<non_torch>[\d.]+) GiB for non-torch memory, )?and (?P<graphs>[\d.]+) GiB for CUDAGraph memory"), "actual_usage"),
     (re.compile(r"Graph capturing finished in \d+ secs?, took (?P<graphs>-?[\d.]+) GiB"), "graphs"),
     (re.compile(r"\((?P<need>[\d.]+ ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]+ ?G(?:i)?B)\)"), "kv_needed"),
     (re.compile(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]+)\)"), "kv_tokens"),
@@ -302,6 +306,14 @@ class MemoryExtractor(_RegexExtractor):
             elif kind == "kv_needed":
                 memory["kv_needed_gib"] = size_gib(g["need"])
                 memory["kv_cache_gib"] = size_gib(g["have"])
+            elif kind == "actual_usage":
+                memory["free_gib"] = parse_float(g["free"])
+                memory["total_gpu_gib"] = parse_float(g["total"])
+                memory["gpu_memory_utilization"] = parse_float(g["util"])
+                memory["weights_gib"] = parse_float(g["weights"] or g["consumed"])
+                memory["activation_gib"] = parse_float(g["activation"])
+                memory["non_torch_gib"] = parse_float(g["non_torch"]) if g["non_torch"] else memory.get("non_torch_gib")
+                memory["cudagraph_gib"] = parse_float(g["graphs"])
             elif kind == "graphs":
                 memory["cudagraph_gib"] = parse_float(g["graphs"])
             elif kind == "max_len":

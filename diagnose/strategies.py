@@ -136,10 +136,11 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
     needed_gib = None
     if figures.get("kv_needed_gib") is not None and figures.get("kv_cache_gib") is not None:
         needed_gib = figures["kv_needed_gib"] - figures["kv_cache_gib"]
-    elif figures.get("kv_cache_gib") is not None and figures["kv_cache_gib"] <= 0:
-        per_token = _kv_per_token(ctx)
-        want = (ctx.max_model_len() or 0) * per_token / memory.GIB if per_token else 0
-        needed_gib = -figures["kv_cache_gib"] + want + 0.5
+    elif figures.get("kv_cache_gib") is not None and (per_token := _kv_per_token(ctx)) and ctx.max_model_len():
+        one_sequence_gib = ctx.max_model_len() * per_token / memory.GIB
+        needed_gib = max(one_sequence_gib - figures["kv_cache_gib"], 0) + (0.5 if figures["kv_cache_gib"] <= 0 else 0)
+        if needed_gib == 0:
+            needed_gib = None
     if ctx.utilization_given() is not None and ctx.utilization_given() < 0.5 and needed_gib is None:
         value = memory.default_gpu_memory_utilization(ctx.version)
         return Fix(

@@ -111,3 +111,19 @@ def test_fixes_predict_kv_capacity_from_the_logs_breakdown(diagnose_text):
     per_token = 2 * 32 * 8 * 128 * 2
     assert lower["predicted"]["kv_tokens"] == int(kv_gib * GIB // (per_token * 16)) * 16
     assert lower["predicted"]["max_concurrency"] == round(lower["predicted"]["kv_tokens"] / 32768, 2)
+
+
+def test_the_utilization_needed_leaves_room_for_one_full_length_sequence(diagnose_text):
+    log = (
+        "INFO 05-21 09:32:56 [worker.py:287] the current vLLM instance can use total_gpu_memory (79.15GiB) x "
+        "gpu_memory_utilization (0.90) = 71.24GiB\n"
+        "INFO 05-21 09:32:56 [worker.py:287] model weights take 60.00GiB; non_torch_memory takes 0.50GiB; PyTorch activation "
+        "peak memory takes 8.74GiB; the rest of the memory reserved for KV Cache is 2.00GiB.\n"
+        "ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be stored in "
+        "KV cache (16384). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    report = diagnose_text(log, launch="vllm serve meta-llama/Llama-3.1-8B-Instruct")
+    raise_util = next(f for f in report["diagnoses"][0]["fixes"] if "--gpu-memory-utilization" in f["changes"])
+    one_sequence_gib = 131072 * 2 * 32 * 8 * 128 * 2 / GIB
+    needed = 0.90 + (one_sequence_gib - 2.0) / 79.15
+    assert float(raise_util["changes"]["--gpu-memory-utilization"]) == 0.95
+    assert raise_util["predicted"]["starts"] is (needed <= 0.95)
