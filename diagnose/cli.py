@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -14,13 +15,33 @@ from .errors import ExitCode, VdiagError
 FORMATS = click.Choice(["text", "json", "md"])
 
 
+LAZY_COMMANDS = {
+    "rules": ("diagnose.rules_cli", "rules"),
+    "verify": ("diagnose.verify_cli", "verify"),
+    "hook": ("diagnose.hook_cli", "hook"),
+    "triage": ("diagnose.triage_cli", "triage"),
+}
+
+
 class DefaultGroup(click.Group):
-    """`vdiag FILE…` means `vdiag diagnose FILE…`."""
+    """`vdiag FILE…` means `vdiag diagnose FILE…`; subcommands other than diagnose import only when used."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h", "--version")):
+        known = set(self.commands) | set(LAZY_COMMANDS)
+        if not args or (args[0] not in known and args[0] not in ("--help", "-h", "--version")):
             args = ["diagnose", *args]
         return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name not in self.commands and name in LAZY_COMMANDS:
+            import importlib
+
+            module, attribute = LAZY_COMMANDS[name]
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return self.commands.get(name)
 
 
 def _fail(error: VdiagError) -> None:
@@ -78,6 +99,25 @@ def _options(launch, rules_dirs, no_gpu, snapshot):
                    gpu_mode="none" if no_gpu else "auto", snapshot_path=snapshot)
 
 
+PROGRESS_MIN_BYTES = 64 * 2**20
+
+
+@contextlib.contextmanager
+def progress_for(files: tuple[str, ...]):
+    """A progress bar on stderr for big inputs (about a second or more), only on a terminal."""
+    sizes = [os.path.getsize(f) for f in files if f != "-" and os.path.isfile(f)]
+    if not sys.stderr.isatty() or sum(sizes) < PROGRESS_MIN_BYTES:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  transient=True, console=Console(stderr=True)) as bar:
+        task = bar.add_task("scanning", total=sum(sizes))
+        yield lambda count: bar.advance(task, count)
+
+
 def emit(report: dict, fmt: str) -> None:
     from .render import print_text, to_json, to_markdown
 
@@ -106,7 +146,11 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes)
         from .engine import diagnose as run_diagnosis
         from .report import build_report, exit_code_for
 
-        outcome = run_diagnosis(_sources(files), _options(launch, rules_dirs, no_gpu, snapshot))
+        sources = _sources(files)
+        options = _options(launch, rules_dirs, no_gpu, snapshot)
+        with progress_for(files) as on_bytes:
+            options.on_bytes = on_bytes
+            outcome = run_diagnosis(sources, options)
         for problem in outcome.rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         report = build_report(outcome)
@@ -137,8 +181,3 @@ def snapshot(fmt):
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))
-
-
-from .rules_cli import rules  # noqa: E402  (subcommand group lives beside its harness)
-
-main.add_command(rules)
