@@ -154,11 +154,13 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes)
         for problem in outcome.rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         report = build_report(outcome)
-        emit(report, fmt)
         if then_verify:
             from .verify_cli import verify_outcome
 
-            return verify_outcome(outcome, fmt=fmt, assume_yes=yes)
+            if fmt != "json":
+                emit(report, fmt)
+            return verify_outcome(outcome, fmt=fmt, assume_yes=yes, report=report if fmt == "json" else None)
+        emit(report, fmt)
         return exit_code_for(report)
 
     sys.exit(int(run_guarded(run)))

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Iterator
 
 from . import command, models
 from .context import Context, HintExtractor
@@ -28,6 +28,7 @@ class Options:
     gpu_mode: str = "auto"  # auto | none | file
     snapshot_path: str | None = None
     use_rule_cache: bool = True
+    on_bytes: Callable[[int], None] | None = None
 
 
 @dataclass
@@ -85,7 +86,10 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     names: list[str] = []
     for source in sources:
         names.append(source.name)
-        scanner.scan(source.raw_blocks(), result, first_line=result.lines + 1)
+        blocks = source.raw_blocks()
+        if options.on_bytes is not None:
+            blocks = _reporting(blocks, options.on_bytes)
+        scanner.scan(blocks, result, first_line=result.lines + 1)
         if source.notes.truncated_lines:
             notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
         if source.notes.truncated_input:
@@ -102,6 +106,12 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     if fired:
         leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
     return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, names)
+
+
+def _reporting(blocks: Iterator[bytes], on_bytes: Callable[[int], None]) -> Iterator[bytes]:
+    for block in blocks:
+        on_bytes(len(block))
+        yield block
 
 
 def _echoes_diagnosis(text: str, fired: list[Diagnosis]) -> bool:

@@ -30,7 +30,7 @@ class GpuTextExtractor(_RegexExtractor):
     literals = ("mib |", "mib /", "driver version", "uuid: gpu-", "gpu 0:", "gpu 1:", "gpu 2:", "gpu 3:", "compute capability",
                 "cuda capability", "current capability", "mib", "x rtx", "x nvidia", "x tesla", "x a100", "x h100",
                 "x a6000", "x l40", "[tesla", "[geforce", "/dev/shm has only", "transformers", "torch ", "pytorch version",
-                "cuda runtime version")
+                "cuda runtime version", "  on  |", "  off |", " on |", " off |")
     window = 1
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from functools import lru_cache
 from typing import Iterable
 
 
@@ -72,8 +73,13 @@ class HyperscanFinder:
 
 
 def make_finder(literals: Iterable[str]):
-    literals = list(literals)
-    if os.environ.get("VDIAG_NO_ACCEL") != "1":
+    """The fastest engine available, built once per process for a given literal set (batches reuse it)."""
+    return _finder_for(tuple(literals), os.environ.get("VDIAG_NO_ACCEL") == "1")
+
+
+@lru_cache(maxsize=8)
+def _finder_for(literals: tuple[str, ...], pure_only: bool):
+    if not pure_only:
         try:
             return HyperscanFinder(literals)
         except Exception:  # not installed, or no wheel for this platform: the pure engine is always correct

@@ -25,6 +25,14 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
     valid = [t for t in range(limit, 0, -1) if _divisors_ok(t, heads, kv_heads, experts)]
     powers_of_two = [t for t in valid if t & (t - 1) == 0]
     choice = (powers_of_two or valid or [None])[0]
+    if params.get("choose") == "one":
+        if choice in (None, 1):
+            return None
+        return Fix(title="Run on a single GPU: --tensor-parallel-size 1", changes={"--tensor-parallel-size": "1"},
+                   why="One worker holds the whole model: nothing to divide. Right when the model fits one GPU, and the only "
+                       "layout on a one-NUMA-node CPU host.",
+                   cost="throughput", cost_note="one GPU: less memory for weights and KV cache", will_start=None,
+                   not_evaluable="whether the weights fit one GPU")
     if choice is None or choice == requested:
         return None
     counts = ", ".join(f"{n} {what}" for n, what in ((heads, "attention heads"), (kv_heads, "KV heads"), (experts, "experts")) if n)
@@ -34,12 +42,13 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
                changes={"--tensor-parallel-size": str(choice)},
                why=f"Tensor parallelism splits {counts or 'the heads'} evenly across GPUs; {choice} is the largest "
                    f"power-of-two size ≤ {limit} that divides them (KV-head counts are powers of two){extra}.",
-               cost="throughput", cost_note=cost, will_start=True, predicted={"tensor_parallel_size": choice})
+               cost="throughput", cost_note=cost, will_start=True if gpus else None,
+               not_evaluable=None if gpus else "number of GPUs not in the log", predicted={"tensor_parallel_size": choice})
 
 
 @strategy("tensor-parallel-within-gpus")
 def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
-    available = parse_int(ctx.captures.get("gpus")) or ctx.gpu_count()
+    available = parse_int(ctx.captures.get("gpus")) or parse_int(params.get("available")) or ctx.gpu_count()
     requested = parse_int(ctx.captures.get("tp")) or ctx.tp()
     if not available or available >= requested:
         return None

@@ -1,0 +1,169 @@
+"""`vdiag verify`: diagnose, then relaunch vLLM with the fixes until one serves. Parse, ask, call, render."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import ExitCode, VdiagError
+from .redact import redact
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
+@click.option("--launch", help="The launch command (or LLM(...) call), when the log does not show it.")
+@click.option("--yes", is_flag=True, help="Run without asking (needed without a terminal).")
+@click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True, help="Launches at most.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1), default=1800, show_default=True,
+              help="Overall limit in seconds.")
+@click.option("--attempt-timeout", "attempt_timeout_s", type=click.FloatRange(1), default=600, show_default=True,
+              help="Limit per launch in seconds (start-up, health and the first completion).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
+@click.option("--vllm-python", type=click.Path(dir_okay=False), envvar="VDIAG_VLLM_PYTHON",
+              help="Interpreter where vLLM imports; runs `PYTHON -m vllm.entrypoints.openai.api_server` (env VDIAG_VLLM_PYTHON).")
+@click.option("--no-gpu", is_flag=True, help="Do not read the GPU through NVML (diagnosis and the memory-release check).")
+@click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Extra rules folder, added to the bundled knowledge base (repeatable).")
+@click.option("--keep-logs", is_flag=True, help="Keep each attempt's full log (its path is in the report).")
+def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, vllm_python, no_gpu, rules_dirs, keep_logs):
+    """Relaunch vLLM with the rank-1 fix, prove it serves, stop it; on failure try the next fix.
+
+    \b
+      vdiag verify crash.log
+      vdiag verify --yes --max-attempts 3 --timeout 600 crash.log
+      vdiag verify --launch "vllm serve M --max-model-len 131072" crash.log
+    """
+    from .cli import _options, _sources, run_guarded
+
+    def run():
+        from .engine import diagnose
+        from .verify import VerifyOptions
+
+        _require_consent(yes)
+        _check_python(vllm_python)
+        outcome = diagnose(_sources(files), _options(launch, rules_dirs, no_gpu, None))
+        for problem in outcome.rule_problems:
+            click.echo(f"vdiag: rule skipped: {problem}", err=True)
+        options = VerifyOptions(max_attempts=max_attempts, timeout_s=timeout_s, attempt_timeout_s=attempt_timeout_s,
+                                vllm_python=vllm_python, gpu_check=not no_gpu,
+                                rules_dirs=tuple(Path(d) for d in rules_dirs), keep_logs=keep_logs)
+        return _run_and_render(outcome, options, fmt, yes, launch)
+
+    sys.exit(int(run_guarded(run)))
+
+
+def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report: dict | None = None) -> ExitCode:
+    """`vdiag diagnose --verify`: verify an outcome already diagnosed; with JSON, `report` is printed once, with
+    the verify result under its `verify` key (one JSON object on stdout)."""
+    from .verify import VerifyOptions
+
+    _require_consent(assume_yes)
+    python = os.environ.get("VDIAG_VLLM_PYTHON") or None
+    _check_python(python)
+    options = VerifyOptions(vllm_python=python)
+    return _run_and_render(outcome, options, fmt, assume_yes, None, report)
+
+
+def _check_python(path: str | None) -> None:
+    if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise VdiagError(f"--vllm-python {path}: not an executable file", ExitCode.USAGE)
+
+
+def _require_consent(assume_yes: bool) -> None:
+    if not assume_yes and not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise VdiagError("verify runs vLLM and needs your go-ahead: no terminal to ask on, so pass --yes", ExitCode.USAGE)
+
+
+def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: str | None,
+                    report: dict | None = None) -> ExitCode:
+    from .verify import verify as run_verify
+
+    def confirm(number: int, command: str) -> bool:
+        if assume_yes:
+            return True
+        click.echo(f"attempt {number} will run:\n  $ {redact(command)}", err=True)
+        return click.confirm("Run it?", default=False, err=True)
+
+    result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=_progress)
+    if fmt == "json":
+        from .render import to_json
+
+        click.echo(to_json({**report, "verify": result.as_json()} if report is not None else result.as_json()))
+    elif fmt == "md":
+        click.echo(to_markdown(result.as_json()), nl=False)
+    else:
+        click.echo(to_text(result.as_json()), nl=False)
+    return result.exit_code()
+
+
+def _progress(event: str, data) -> None:
+    """The human running commentary, on stderr (the result goes to stdout)."""
+    if event == "start":
+        click.echo(f"vdiag verify: attempt {data.number} ({data.origin}): {redact(data.ran)}", err=True)
+    elif event == "done":
+        ready = f" in {data.seconds_to_ready} s" if data.seconds_to_ready is not None else ""
+        click.echo(f"vdiag verify: attempt {data.number} {data.outcome}{ready}: {redact(data.detail)}", err=True)
+    elif event == "refused":
+        click.echo(f"vdiag verify: attempt {data.number} not run: {redact(data.detail)}", err=True)
+
+
+def _outcome_line(attempt: dict) -> str:
+    parts = [attempt["outcome"]]
+    if attempt["seconds_to_ready"] is not None:
+        parts.append(f"ready in {attempt['seconds_to_ready']} s")
+    if attempt["completion"] is not None:
+        parts.append(f"completion {attempt['completion']!r}")
+    parts.append(attempt["detail"])
+    diagnosis = attempt.get("diagnosis")
+    if diagnosis:
+        parts.append(f"new diagnosis: {diagnosis['rule']} ({diagnosis['category']})" if diagnosis.get("rule")
+                     else f"unexplained error: {diagnosis.get('line', '')}")
+    return " · ".join(p for p in parts if p)
+
+
+def to_text(result: dict) -> str:
+    """The verify result for a terminal (already redacted by `VerifyResult.as_json`)."""
+    lines = []
+    diagnosis = result["diagnosis"]
+    if diagnosis:
+        lines.append(f"Verifying fixes for: {diagnosis['title']} ({diagnosis['rule']})")
+    if result["original_command"]:
+        lines.append(f"  failing command: {result['original_command']}")
+    for attempt in result["attempts"]:
+        lines.append(f"  attempt {attempt['attempt']} · {attempt['origin']} · {attempt['fix']}")
+        lines.append(f"    $ {attempt['ran'] or attempt['command']}")
+        lines.append(f"    {_outcome_line(attempt)}")
+        lines += [f"    note: {note}" for note in attempt["notes"]]
+        if attempt.get("log"):
+            lines.append(f"    log: {attempt['log']}")
+    lines += [f"  note: {note}" for note in result["notes"]]
+    if result["working_command"]:
+        lines += ["✓ This command served a real completion:", f"  $ {result['working_command']}"]
+    else:
+        lines.append(f"✗ No fix made vLLM serve: {result['reason']}")
+    return "\n".join(lines) + "\n"
+
+
+def to_markdown(result: dict) -> str:
+    """The verify result for a support reply."""
+    out = ["## vdiag verify", ""]
+    diagnosis = result["diagnosis"]
+    if diagnosis:
+        out += [f"Diagnosis: **{diagnosis['title']}** (`{diagnosis['rule']}`)", ""]
+    if result["original_command"]:
+        out += ["Failing command:", "", "```", result["original_command"], "```", ""]
+    out += ["| # | fix | outcome | ready (s) | completion |", "|---|---|---|---|---|"]
+    for attempt in result["attempts"]:
+        completion = "" if attempt["completion"] is None else f"`{attempt['completion']!r}`"
+        outcome = _outcome_line({**attempt, "seconds_to_ready": None, "completion": None}).replace("|", "\\|")
+        ready = "" if attempt["seconds_to_ready"] is None else attempt["seconds_to_ready"]
+        out.append(f"| {attempt['attempt']} | {attempt['fix'].replace('|', '/')} | {outcome} | {ready} | {completion} |")
+    out.append("")
+    if result["working_command"]:
+        out += ["**Working command** (served a real completion, then stopped):", "", "```", result["working_command"], "```"]
+    else:
+        out.append(f"**No fix made vLLM serve:** {result['reason']}")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,131 @@
+"""A stand-in for vLLM's OpenAI server, for verify's process-handling tests.
+
+It accepts vLLM's arguments, fails like vLLM 0.32 when `--max-model-len` exceeds the model's positions
+(unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), otherwise prints vLLM's readiness lines and answers /health,
+/v1/models and /v1/completions on loopback. `FAKE_VLLM_WHEN` (JSON) maps `--flag=value` or `env:NAME=value`
+to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, die-on-request.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+POSITIONS = int(os.environ.get("FAKE_VLLM_POSITIONS", "512"))
+MAX_LEN_ERROR = (
+    "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+    "  Value error, User-specified max_model_len ({value}) is greater than the derived max_model_len "
+    "(max_position_embeddings={positions}.0 or model_max_length=None in model's config.json). To allow overriding "
+    "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with "
+    "extreme caution. [type=value_error, input_value=ArgsKwargs((), {{'model': ...}}), input_type=ArgsKwargs]"
+)
+
+
+def parse(argv):
+    args = {}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word.startswith("--") and "=" in word:
+            key, value = word.split("=", 1)
+            args[key] = value
+        elif word.startswith("--") and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            args[word] = argv[i + 1]
+            i += 1
+        elif word.startswith("--"):
+            args[word] = "true"
+        i += 1
+    return args
+
+
+def behaviour(args):
+    table = json.loads(os.environ.get("FAKE_VLLM_WHEN", "{}"))
+    for key, action in table.items():
+        name, _, value = key.partition("=")
+        if name.startswith("env:") and os.environ.get(name[4:]) == value:
+            return action
+        if args.get(name) == value:
+            return action
+    return "serve"
+
+
+def say(text):
+    print(text, flush=True)
+
+
+def main():
+    args = parse(sys.argv[1:])
+    port = int(args.get("--port", "8000"))
+    model = args.get("--model", "M")
+    action = behaviour(args)
+    say(f"INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {{'model': '{model}', 'port': {port}}}")
+    max_len = int(args.get("--max-model-len", "0"))
+    if max_len > POSITIONS and os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
+        say("Traceback (most recent call last):")
+        say(MAX_LEN_ERROR.format(value=max_len, positions=POSITIONS))
+        sys.exit(1)
+    if action == "crash":
+        say("RuntimeError: fake engine core crashed for no known reason")
+        sys.exit(1)
+    if action == "hang":
+        say("INFO 11-29 09:36:12 [core.py:133] Initializing a V1 LLM engine (hangs)")
+        while True:
+            time.sleep(1)
+    if action == "ignore-sigint":
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if action == "grandchild":
+        stubborn = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                    "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('armed', flush=True); time.sleep(600)")
+        child = subprocess.Popen([sys.executable, "-c", stubborn], stdout=subprocess.PIPE)
+        child.stdout.readline()  # its handlers are installed before the server reports ready
+        with open(os.environ["FAKE_VLLM_PIDFILE"], "w") as handle:
+            handle.write(str(child.pid))
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def reply(self, code, body):
+            data = json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            if self.path == "/health":
+                self.reply(200, {})
+            elif self.path == "/v1/models":
+                self.reply(200, {"data": [{"id": model}]})
+            else:
+                self.reply(404, {})
+
+        def do_POST(self):
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))
+            if action == "die-on-request":
+                say("RuntimeError: fake worker died on the first request")
+                os._exit(3)
+            text = " token-present" if os.environ.get("HF_TOKEN") else " fake"
+            self.reply(200, {"choices": [{"index": 0, "text": text}]})
+
+    try:
+        server = ThreadingHTTPServer((args.get("--host", "0.0.0.0"), port), Handler)
+    except OSError as error:
+        say(f"OSError: [Errno {error.errno}] {error.strerror}")
+        sys.exit(1)
+    say("INFO:     Started server process")
+    say("INFO:     Waiting for application startup.")
+    say("INFO:     Application startup complete.")
+    say(f"INFO:     Uvicorn running on http://0.0.0.0:{port} (Press CTRL+C to quit)")
+    try:
+        server.serve_forever(poll_interval=0.1)
+    except KeyboardInterrupt:
+        say("INFO:     Shutting down")
+
+
+if __name__ == "__main__":
+    main()
