@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -93,6 +94,8 @@ def _text(value: Any) -> Any:
 def live_snapshot(own_pids: set[int] | None = None, nvml=None) -> Snapshot:
     """Read NVML now. `nvml` is injectable for tests (defaults to the `pynvml` module)."""
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if nvml is None and not _nvml_library_present():
+        return Snapshot("none", error="NVMLError_LibraryNotFound: NVML Shared Library Not Found", cuda_visible_devices=visible)
     if nvml is None:
         try:
             import pynvml as nvml  # provided by nvidia-ml-py
@@ -109,6 +112,19 @@ def live_snapshot(own_pids: set[int] | None = None, nvml=None) -> Snapshot:
             nvml.nvmlShutdown()
         except Exception:
             pass
+
+
+def _nvml_library_present() -> bool:
+    """Cheap check before importing pynvml (which costs more than the rest of a typical diagnosis)."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
 
 
 def _read_nvml(nvml, own_pids: set[int], visible: str | None) -> Snapshot:

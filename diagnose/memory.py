@@ -12,7 +12,6 @@ Figures vLLM printed in the log always win over these estimates.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from .models import ModelInfo
 
@@ -82,12 +81,6 @@ def weights_gib(model: ModelInfo, tp: int = 1) -> float | None:
     bits = model.weight_bits or (8 * dtype_bytes(model.dtype))
     return round(model.params_b * 1e9 * bits / 8 / GIB / max(tp, 1), 2)
 
-
-@dataclass
-class KvPlan:
-    kv_gib: float
-    kv_tokens: int
-    max_model_len: int
 
 
 def tokens_for(kv_gib: float, per_token_bytes: int) -> int:

@@ -61,10 +61,14 @@ def generate(path: Path, size: int, seed: int = 7) -> None:
         out.write(_CRASH)
 
 
+# As installed for real: byte-compiled modules (a sandbox may set PYTHONDONTWRITEBYTECODE).
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of one child process."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, env=CHILD_ENV)
     _pid, _status, usage = os.wait4(proc.pid, 0)
     return time.perf_counter() - start, usage.ru_maxrss
 
@@ -81,11 +85,16 @@ def main() -> int:
     parser.add_argument("--tmp", default=None, help="where to write the generated logs")
     args = parser.parse_args()
 
-    py = [sys.executable, "-c", "pass"]
-    base = statistics.median(run(py)[0] for _ in range(args.startup_runs))
-    typical = statistics.median(run([*VDIAG, "--format", "json", "--no-gpu", str(TYPICAL)])[0] for _ in range(args.startup_runs))
-    print(f"start-up: python3 -c pass {base * 1000:.0f} ms; vdiag --format json on a typical crash log "
-          f"({TYPICAL.stat().st_size // 1024} KiB) {typical * 1000:.0f} ms = {typical / base:.1f}x")
+    system_python = shutil.which("python3") and os.path.realpath(subprocess.run(
+        ["python3", "-c", "import sys; print(sys.executable)"], capture_output=True, text=True).stdout.strip())
+    run([*VDIAG, "--format", "json", str(TYPICAL)])
+    typical = statistics.median(run([*VDIAG, "--format", "json", str(TYPICAL)])[0] for _ in range(args.startup_runs))
+    print(f"start-up: vdiag --format json on a typical crash log ({TYPICAL.stat().st_size // 1024} KiB, NVML probed) "
+          f"{typical * 1000:.0f} ms")
+    for label, python in (("python3 -c pass", system_python), ("vdiag's own interpreter -c pass", sys.executable)):
+        if python:
+            base = statistics.median(run([python, "-c", "pass"])[0] for _ in range(args.startup_runs))
+            print(f"  vs {label} ({python}): {base * 1000:.0f} ms, ratio {typical / base:.1f}x")
 
     workdir = Path(tempfile.mkdtemp(prefix="vdiag-bench-", dir=args.tmp))
     try:

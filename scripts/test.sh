@@ -4,7 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
-.venv/bin/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | grep -v "^WARNING: Location" || true
+.venv/bin/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | { grep -v "^WARNING: Location" || true; }
+# The optional Hyperscan prefilter: the suite runs the pure-Python engine and compares the two when this is present.
+.venv/bin/pip install -q --disable-pip-version-check -e '.[accel]' >/dev/null 2>&1 || echo "note: hyperscan not installable here; the accelerator comparison test will be skipped"
 if ! [ -x /usr/lib/systemd/systemd-journal-remote ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
   (apt-get install -y -qq systemd-journal-remote >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq systemd-journal-remote >/dev/null 2>&1; }) || echo "note: systemd-journal-remote not installed; hook tests on real journal files will be skipped"
 fi

@@ -34,7 +34,7 @@ VLLM_WORDS = ["INFO 05-22 10:00:00 llm_engine.py:150] ", "(EngineCore_DP0 pid=1)
 log_text = st.lists(st.one_of(st.sampled_from(VLLM_WORDS), st.text(max_size=20)), max_size=40).map("".join)
 
 
-@settings(max_examples=300 if not LONG else 20000)
+@settings(max_examples=1500 if not LONG else 50000)
 @given(st.binary(max_size=3000))
 def test_ingest_never_crashes_on_arbitrary_bytes(tmp_path_factory, data):
     path = tmp_path_factory.mktemp("fuzz") / "input"
@@ -46,7 +46,7 @@ def test_ingest_never_crashes_on_arbitrary_bytes(tmp_path_factory, data):
     assert "\x00" not in text and "\r" not in text
 
 
-@settings(max_examples=200 if not LONG else 10000)
+@settings(max_examples=1000 if not LONG else 20000)
 @given(st.binary(min_size=1, max_size=2000), st.integers(min_value=0, max_value=100))
 def test_truncated_gzip_is_a_partial_answer(tmp_path_factory, data, cut_percent):
     compressed = gzip.compress(data)
@@ -135,7 +135,7 @@ def test_launch_parsing_never_crashes_on_any_text(text):
         render(launch)
 
 
-@settings(max_examples=300 if not LONG else 10000)
+@settings(max_examples=1000 if not LONG else 20000)
 @given(st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
                     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)),
                     max_leaves=20))
