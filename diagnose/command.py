@@ -347,8 +347,8 @@ def _parse_python(text: str) -> Launch | None:
     except SyntaxError:
         node = None
     if isinstance(node, ast.Call):
-        for index, positional in enumerate(node.args[:1]):
-            launch.python_kwargs["model"] = _literal(positional)
+        if node.args:
+            launch.python_kwargs["model"] = _literal(node.args[0])
         for keyword in node.keywords:
             if keyword.arg:
                 launch.python_kwargs[keyword.arg] = _literal(keyword.value)

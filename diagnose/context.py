@@ -7,7 +7,6 @@ without carrying code.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -278,11 +277,6 @@ def _swap(ctx: Context) -> bool:
 @predicate("served")
 def _served(ctx: Context) -> bool:
     return ctx.facts.served
-
-
-@predicate("running-in-container")
-def _container(ctx: Context) -> bool:
-    return _docker(ctx) or os.path.exists("/.dockerenv") and False
 
 
 _HINTS = [

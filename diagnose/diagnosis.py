@@ -124,8 +124,11 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
 
 
 def _rank_key(fix: Fix, position: int) -> tuple:
+    """Predicted to start first, and among those the cheapest; fixes whose outcome cannot be evaluated keep the
+    rule author's order, and workarounds come after cures."""
     start = {True: 0, None: 1, False: 2}[fix.will_start]
-    return (start, fix.workaround, position, COST_ORDER.get(fix.cost, 7))
+    cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
+    return (start, fix.workaround, cost, position)
 
 
 def _rank_reason(fix: Fix) -> str:

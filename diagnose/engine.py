@@ -12,7 +12,7 @@ from . import command, models
 from .context import Context, HintExtractor
 from .diagnosis import Diagnosis, fire_rules, plan_fixes
 from .facts import ArgsExtractor, Facts, GpuFact, GpuProcess, LaunchExtractor, MemoryExtractor, VersionExtractor
-from .gpu import Snapshot, Unavailable, live_snapshot, load_snapshot
+from .gpu import Snapshot, live_snapshot, load_snapshot
 from .gpu_text import GpuTextExtractor
 from .ingest import Source
 from .rules import RuleSet, load_rules
@@ -208,5 +208,3 @@ def _gpu_from_device(device: dict, source: str) -> GpuFact:
                    used_gib=number("used_gib"), free_gib=number("free_gib"),
                    compute_capability=cc if isinstance(cc, str) else None, source=source)
 
-
-__all__ = ["Options", "Outcome", "diagnose", "Unavailable"]

@@ -11,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from . import __version__
+from .datafiles import read_cached, write_cached
 
 DATA_DIR = Path(__file__).parent / "data"
 REGEX_TIMEOUT_S = 0.25
@@ -141,14 +141,14 @@ def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleS
             contents.append((path, path.read_bytes()))
         except OSError:
             contents.append((path, b""))
-    key = _cache_key(contents)
+    key = "rules-" + _cache_key(contents)
     if use_cache:
-        cached = _read_cache(key)
-        if cached is not None:
+        cached = read_cached(key)
+        if isinstance(cached, RuleSet):
             return cached
     ruleset = _load_uncached(contents)
     if use_cache:
-        _write_cache(key, ruleset)
+        write_cached(key, ruleset)
     return ruleset
 
 
@@ -160,33 +160,6 @@ def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
         digest.update(str(path).encode())
         digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()[:32]
-
-
-def _cache_dir() -> Path:
-    base = os.environ.get("VDIAG_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "vdiag"
-
-
-def _read_cache(key: str) -> RuleSet | None:
-    path = _cache_dir() / f"rules-{key}.pickle"
-    try:
-        with open(path, "rb") as handle:
-            ruleset = pickle.load(handle)
-    except Exception:
-        return None
-    return ruleset if isinstance(ruleset, RuleSet) else None
-
-
-def _write_cache(key: str, ruleset: RuleSet) -> None:
-    directory = _cache_dir()
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        tmp = directory / f".rules-{key}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as handle:
-            pickle.dump(ruleset, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, directory / f"rules-{key}.pickle")
-    except OSError:
-        pass
 
 
 def _safe_loader():

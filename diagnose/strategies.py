@@ -17,8 +17,10 @@ from . import memory
 from .context import Context, kv_capacity_tokens
 from .units import parse_float, parse_int
 
-# cost classes, cheapest first: ranking prefers a fix that starts, then the cheapest
-COST_ORDER = {"none": 0, "config": 1, "context": 2, "throughput": 3, "quality": 4, "downtime": 5, "hardware": 6, "unknown": 7}
+# Cost classes, cheapest first: ranking prefers a fix that starts, then the cheapest. Losing context the user asked
+# for is a functional loss, so it ranks after slower or slightly less accurate serving.
+COST_ORDER = {"none": 0, "config": 1, "memory": 2, "throughput": 3, "quality": 4, "context": 5, "downtime": 6,
+              "hardware": 7, "unknown": 8}
 
 
 @dataclass

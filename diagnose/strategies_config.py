@@ -124,7 +124,7 @@ def batched_cover(ctx: Context, params: dict) -> Fix | None:
     return Fix(title=f"Let one batch hold a whole sequence: --max-num-batched-tokens {max_len}",
                changes={"--max-num-batched-tokens": str(max_len)},
                why="Without chunked prefill a prompt is scheduled in one step, so the batch budget must cover max_model_len.",
-               cost="throughput", cost_note="larger activation peak during profiling", will_start=True)
+               cost="memory", cost_note="larger activation peak during profiling", will_start=True)
 
 
 @strategy("trust-remote-code")

@@ -11,7 +11,7 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnose.command import apply_changes, parse_launch, render
+from diagnose.command import parse_launch, render
 from diagnose.engine import Options, diagnose
 from diagnose.errors import VdiagError
 from diagnose.ingest import Source, TextSource
