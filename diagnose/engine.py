@@ -64,13 +64,15 @@ class UnexplainedExtractor:
 
     def __init__(self) -> None:
         self.lines: dict[str, int] = {}
+        self.echo_lines: dict[str, int] = {}
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         if len(self.lines) >= 200 or not _ERROR_LINE.search(message):
             return
         key = message[:300]
-        if key not in self.lines and not any(echo in message for echo in echoes()):
-            self.lines[key] = line_no
+        target = self.echo_lines if any(echo in message for echo in echoes()) else self.lines
+        if key not in target and len(target) < 200:
+            target[key] = line_no
 
 
 def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | None = None) -> Outcome:
@@ -105,6 +107,9 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     leftovers = sorted((line, text) for text, line in unexplained.lines.items() if line not in explained)
     if fired:
         leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
+    elif not leftovers and not facts.served:
+        # the log holds only the echoes of an error cut from the excerpt: they still show that something failed
+        leftovers = sorted((line, text) for text, line in unexplained.echo_lines.items())
     return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, names)
 
 

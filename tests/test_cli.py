@@ -147,3 +147,11 @@ def test_rules_commands(tmp_path):
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_a_log_with_only_the_echo_of_an_error_is_not_called_clean(tmp_path):
+    log = _write(tmp_path / "echo.log", b"RuntimeError: Engine process failed to start. See stack trace for the root cause.\n")
+    proc = run("--format", "json", "--no-gpu", str(log))
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 6 and report["status"] == "errors-unexplained"
+    assert report["unexplained"][0]["line"] == 1
