@@ -75,6 +75,16 @@ def _kv_per_token(ctx: Context) -> int | None:
     return memory.kv_bytes_per_token(ctx.model, ctx.tp(), ctx.arg("--kv-cache-dtype"))
 
 
+def weights_per_gpu_gib(ctx: Context) -> tuple[float | None, str]:
+    """The log's figure when it printed one, else params × bytes per weight ÷ TP from the model's architecture."""
+    logged = ctx.facts.memory.get("weights_gib")
+    if logged is not None:
+        return logged, "from the log"
+    if ctx.model is not None and (estimate := memory.weights_gib(ctx.model, ctx.tp())) is not None:
+        return estimate, f"estimated from {ctx.model.source}"
+    return None, ""
+
+
 def predict_kv(ctx: Context, budget_gib: float) -> dict[str, Any]:
     """KV capacity and concurrency at a new total budget, when the log's figures and the model allow it."""
     figures = ctx.facts.memory
@@ -259,7 +269,7 @@ def fit_free(ctx: Context, params: dict) -> Fix | None:
     value = memory.floor2(max(free - margin, 0) / total)
     if value <= 0.05:
         return None
-    weights = figures.get("weights_gib")
+    weights, weights_source = weights_per_gpu_gib(ctx)
     starts = None
     if weights is not None:
         starts = value * total > weights + (figures.get("activation_gib") or 1.0) + (figures.get("non_torch_gib") or 0.5)
@@ -267,7 +277,8 @@ def fit_free(ctx: Context, params: dict) -> Fix | None:
         title=f"Fit vLLM into the memory that is free: --gpu-memory-utilization {value}",
         changes={"--gpu-memory-utilization": f"{value}"},
         why=f"Only {free:.2f} of {total:.2f} GiB is free; {value} × {total:.2f} GiB = {value * total:.2f} GiB stays "
-            f"{margin} GiB below it.",
+            f"{margin} GiB below it." + (f" The weights take {weights:.2f} GiB ({weights_source})"
+                                         f"{'' if starts else ', more than that budget leaves room for'}." if weights else ""),
         cost="throughput", cost_note=f"KV cache shrinks with the smaller budget ({value * total:.2f} GiB in all)",
         will_start=starts, predicted={"budget_gib": round(value * total, 2), **predict_kv(ctx, value * total)},
         not_evaluable=None if weights is not None else "weights size unknown: cannot confirm they fit in the smaller budget",
