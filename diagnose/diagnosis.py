@@ -23,6 +23,7 @@ from .strategies import COST_ORDER, STRATEGIES, Fix
 
 MAX_EVIDENCE = 6
 CONTEXT_BONUS = 0.03
+STANDALONE_WEIGHT = 0.95  # an error signature this specific needs no context, even in a rule that asks for it
 
 
 @dataclass
@@ -57,7 +58,7 @@ def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
         ctx.captures = captures
         if rule.conditions and not evaluate(rule.conditions, ctx):
             continue
-        if rule.requires_context and not contexts:
+        if rule.requires_context and not contexts and not any(h.signature.weight >= STANDALONE_WEIGHT for h in errors):
             continue
         if errors:
             confidence = max(h.signature.weight for h in errors) + CONTEXT_BONUS * len(contexts)
@@ -161,6 +162,6 @@ def _fill_why(template: str, captures: dict[str, str], ctx: Context) -> str:
     values.setdefault("model", ctx.model_name() or "the model")
 
     def sub(match: re.Match) -> str:
-        return str(values.get(match.group(1), match.group(0)))
+        return str(values.get(match.group(1), "(not in the log)"))
 
     return _PLACEHOLDER.sub(sub, template)

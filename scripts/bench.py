@@ -65,12 +65,17 @@ def generate(path: Path, size: int, seed: int = 7) -> None:
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run(argv: list[str], stdout=subprocess.DEVNULL) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one child process."""
+def run(argv: list[str], stdout=subprocess.DEVNULL, ok=(0, 1, 6)) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one child process; a tool that fails is reported, not timed."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.DEVNULL, env=CHILD_ENV)
-    _pid, _status, usage = os.wait4(proc.pid, 0)
-    return time.perf_counter() - start, usage.ru_maxrss
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=CHILD_ENV)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        error = proc.stderr.read().decode(errors="replace").strip().splitlines()[-1:] if proc.stderr else []
+        raise RuntimeError(f"{Path(argv[0]).name} exited {code}: {' '.join(error)}")
+    return seconds, usage.ru_maxrss
 
 
 def parse_size(text: str) -> int:
@@ -113,12 +118,15 @@ def main() -> int:
             real = log.stat().st_size
             vd_s, vd_rss = run([*VDIAG, "--format", "json", "--no-gpu", str(log)])
             line = f"{size_text:>5}: vdiag {vd_s:6.2f} s ({real / vd_s / 2**20:6.1f} MiB/s, peak RSS {vd_rss / 1024:5.1f} MiB)"
-            if rg:
-                rg_s, _ = run([rg, "-c", "-f", str(patterns), str(log)])
-                line += f" | rg {rg_s:6.2f} s, vdiag/rg speed {rg_s / vd_s:.2f}x"
-            if grep:
-                grep_s, _ = run([grep, "-c", "-E", "-f", str(ere), str(log)])
-                line += f" | grep -E {grep_s:6.2f} s, vdiag/grep speed {grep_s / vd_s:.2f}x"
+            for name, tool in (("rg", [rg, "-c", "-f", str(patterns), str(log)] if rg else None),
+                               ("grep -E", [grep, "-c", "-E", "-f", str(ere), str(log)] if grep else None)):
+                if tool is None:
+                    continue
+                try:
+                    tool_s, _ = run(tool, ok=(0, 1))
+                    line += f" | {name} {tool_s:6.2f} s, vdiag/{name.split()[0]} speed {tool_s / vd_s:.2f}x"
+                except RuntimeError as exc:
+                    line += f" | {name} failed ({exc})"
             print(line, flush=True)
             log.unlink()
     finally:
