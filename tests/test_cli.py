@@ -155,3 +155,24 @@ def test_a_log_with_only_the_echo_of_an_error_is_not_called_clean(tmp_path):
     report = json.loads(proc.stdout)
     assert proc.returncode == 6 and report["status"] == "errors-unexplained"
     assert report["unexplained"][0]["line"] == 1
+
+
+def test_a_third_party_rules_folder_is_tested_with_the_same_harness(tmp_path):
+    folder = tmp_path / "my-rules"
+    folder.mkdir()
+    (folder / "acme-license-expired.yaml").write_text(
+        "id: acme-license-expired\ncategory: broken-install\ntitle: The ACME plugin licence expired\nseverity: fatal\n"
+        "summary: The in-house ACME plugin refuses to load with an expired licence.\n"
+        "why: The plugin checks its licence file at import time.\n"
+        "signatures:\n  - {name: expired, literals: [acme licence expired], regex: 'ACME licence expired on (?P<date>[\\d-]+)'}\n"
+        "fixes:\n  - {strategy: step, params: {title: Renew the ACME licence, command: acme-renew}}\n")
+    (folder / "acme-license-expired.cases.yaml").write_text(
+        "rule: acme-license-expired\ncases:\n"
+        "  - name: fires\n    log: |\n      RuntimeError: ACME licence expired on 2026-01-01\n    expect: {category: broken-install}\n"
+        "  - name: near-miss\n    log: |\n      INFO ACME licence valid until 2027-01-01\n    expect: {fires: false}\n")
+    result = CliRunner().invoke(main, ["rules", "test", str(folder)])
+    assert result.exit_code == 0 and "2 passed, 0 failed" in result.output
+    (folder / "acme-license-expired.cases.yaml").write_text(
+        "rule: acme-license-expired\ncases:\n  - name: wrong\n    log: |\n      ACME licence ok\n    expect: {fires: true}\n")
+    failed = CliRunner().invoke(main, ["rules", "test", str(folder)])
+    assert failed.exit_code == 4 and "FAIL acme-license-expired::wrong" in failed.output
