@@ -74,8 +74,8 @@ class Facts:
         return self.gpus[key]
 
 
-class _RegexExtractor:
-    """Base: literals, a compiled regex list, and a handler per regex."""
+class _ExtractorBase:
+    """Base of the facts extractors: the literals it wants to see, its look-ahead window, and the facts it fills."""
 
     window = 0
     literals: tuple[str, ...] = ()
@@ -99,7 +99,7 @@ _VERSION_PATTERNS = [
 ]
 
 
-class VersionExtractor(_RegexExtractor):
+class VersionExtractor(_ExtractorBase):
     literals = ("server version", "llm engine (v", "version 0.", "version 1.", "vllm version", "vllm ", "vllm:", "vllm==",
                 "vllm-0.", "vllm-1.", "vllm-openai", "vllm `", "vllm\t")
 
@@ -116,7 +116,7 @@ class VersionExtractor(_RegexExtractor):
 # ---------------------------------------------------------------- launch
 
 
-class LaunchExtractor(_RegexExtractor):
+class LaunchExtractor(_ExtractorBase):
     literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "execstart=")
     window = 30
 
@@ -172,7 +172,7 @@ _PAIR = re.compile(r"(?P<key>\w+)=(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^,()]
 _DICT_PAIR = re.compile(r"'(?P<key>\w+)':\s*(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[-\w.]+)")
 
 
-class ArgsExtractor(_RegexExtractor):
+class ArgsExtractor(_ExtractorBase):
     literals = ("non-default args", "namespace(", "with config:", "using max model len", "initializing a v1 llm engine",
                 "initializing a v0 llm engine", "detected platform", "no platform detected", "application startup complete",
                 "uvicorn running on", "doesn't include cpu backend", "cpu_worker.py", "/vllm/v1/", "enginecore", "/vllm/worker/", "model_runner.py", "gpu_executor.py")
@@ -259,7 +259,7 @@ _OOM_SELF = re.compile(r"this process has (?P<used>" + _SIZE + r") memory in use
 _OOM_PYTORCH = re.compile(r"(?P<alloc>" + _SIZE + r") is allocated by PyTorch|(?P<alloc2>" + _SIZE + r") already allocated")
 
 
-class MemoryExtractor(_RegexExtractor):
+class MemoryExtractor(_ExtractorBase):
     literals = ("weights took", "model loading took", "total_gpu_memory", "model weights take", " blocks: ",
                 "available kv cache memory", "kv cache size:", "maximum concurrency", "free memory on device",
                 "available memory on node", "explicitly set", "estimated maximum model length", "kv cache is needed",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .facts import Facts, GpuProcess, _RegexExtractor
+from .facts import Facts, GpuProcess, _ExtractorBase
 from .units import size_gib
 
 _NAME = r"(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct|Radeon)[\w .\-/]*?"
@@ -26,7 +26,7 @@ _SHM = re.compile(r"/dev/shm has only (?P<bytes>\d+) bytes")
 _LIB_VERSION = re.compile(r"(?i)^(?P<lib>transformers|torch|pytorch)(?: version)?\s*[:=]*\s+(?P<v>\d+\.\d+[\w.+-]*)")
 
 
-class GpuTextExtractor(_RegexExtractor):
+class GpuTextExtractor(_ExtractorBase):
     literals = ("mib |", "mib /", "driver version", "uuid: gpu-", "gpu 0:", "gpu 1:", "gpu 2:", "gpu 3:", "compute capability",
                 "cuda capability", "current capability", "mib", "x rtx", "x nvidia", "x tesla", "x a100", "x h100",
                 "x a6000", "x l40", "[tesla", "[geforce", "/dev/shm has only", "transformers", "torch ", "pytorch version",

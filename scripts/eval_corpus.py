@@ -98,9 +98,9 @@ def agreement(flags: dict, changes: dict, ctx) -> tuple[bool, bool]:
         if key not in changes:
             return False, False
         got = changes[key]
-        s, l = value_agrees(key, want, got, ctx)
-        strict &= s
-        lenient &= l
+        strict_ok, lenient_ok = value_agrees(key, want, got, ctx)
+        strict &= strict_ok
+        lenient &= lenient_ok
     return strict, lenient
 
 
