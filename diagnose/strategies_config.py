@@ -46,6 +46,23 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
                not_evaluable=None if gpus else "number of GPUs not in the log", predicted={"tensor_parallel_size": choice})
 
 
+@strategy("divisible-parallel-size")
+def divisible_parallel_size(ctx: Context, params: dict) -> Fix | None:
+    """The largest size ≤ the requested one that divides a count: e.g. `--pipeline-parallel-size` for the layers."""
+    count = parse_int(ctx.captures.get(params["count"]))
+    requested = parse_int(ctx.captures.get(params["size"]))
+    if not count or not requested:
+        return None
+    choice = next(s for s in range(requested, 0, -1) if count % s == 0)
+    if choice == requested:
+        return None
+    flag = params["flag"]
+    return Fix(title=f"Use a size that divides {count} {params.get('what', 'evenly')}: {flag} {choice}", changes={flag: str(choice)},
+               why=f"{count} {params.get('what', '')} cannot be split evenly over {requested}; {choice} is the largest size "
+                   f"≤ {requested} that divides it.".replace("  ", " "),
+               cost="throughput", cost_note=f"{requested - choice} fewer parallel workers", will_start=True)
+
+
 @strategy("tensor-parallel-within-gpus")
 def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
     available = parse_int(ctx.captures.get("gpus")) or parse_int(params.get("available")) or ctx.gpu_count()
