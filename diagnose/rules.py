@@ -154,6 +154,7 @@ def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleS
 
 def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
     digest = hashlib.sha256(__version__.encode())
+    digest.update(Path(__file__).read_bytes())  # the pickled classes are defined here
     for name in ("rule.schema.json", "taxonomy.yaml"):
         digest.update((DATA_DIR / name).read_bytes())
     for path, data in contents:
