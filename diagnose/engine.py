@@ -41,7 +41,15 @@ class Outcome:
     notes: list[str] = field(default_factory=list)
     rule_problems: list[str] = field(default_factory=list)
     snapshot: Snapshot | None = None
-    sources: list[str] = field(default_factory=list)
+    sources: list[tuple[str, int]] = field(default_factory=list)  # (name, lines before it): line numbers run on
+
+    def locate(self, line: int) -> tuple[str | None, int]:
+        """The source a running line number falls in, and the line number inside that source."""
+        owner, offset = None, 0
+        for name, before in self.sources:
+            if line > before:
+                owner, offset = name, before
+        return owner, line - offset
 
 
 @lru_cache(maxsize=1)
@@ -85,9 +93,9 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
     notes: list[str] = []
-    names: list[str] = []
+    spans: list[tuple[str, int]] = []
     for source in sources:
-        names.append(source.name)
+        spans.append((source.name, result.lines))
         blocks = source.raw_blocks()
         if options.on_bytes is not None:
             blocks = _reporting(blocks, options.on_bytes)
@@ -110,7 +118,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     elif not leftovers and not facts.served:
         # the log holds only the echoes of an error cut from the excerpt: they still show that something failed
         leftovers = sorted((line, text) for text, line in unexplained.echo_lines.items())
-    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, names)
+    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
 
 
 def _reporting(blocks: Iterator[bytes], on_bytes: Callable[[int], None]) -> Iterator[bytes]:

@@ -30,7 +30,7 @@ def to_markdown(report: dict[str, Any], emails: bool = False) -> str:
             out.append(f"**Why:** {d['why']}\n")
         if d["evidence"]:
             out.append("**Evidence**\n\n```")
-            out += [f"{e['line']:>6}: {e['text']}" for e in d["evidence"]]
+            out += [f"{_where(e):>6}: {e['text']}" for e in d["evidence"]]
             out.append("```\n")
         if d["fixes"]:
             out.append("**Fixes, best first**\n")
@@ -96,7 +96,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = False) -> Non
             if d["evidence"]:
                 say("  Evidence:", "bold")
                 for e in d["evidence"]:
-                    say(f"    line {e['line']}: {e['text'][:400]}", "yellow")
+                    say(f"    line {_where(e)}: {e['text'][:400]}", "yellow")
             if d["fixes"]:
                 say("  Fixes, best first:", "bold")
                 for fix in d["fixes"]:
@@ -132,6 +132,10 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = False) -> Non
             say(f"  line {u['line']}: {u['text'][:300]}")
     for note in report.get("notes", []):
         say(f"note: {note}", "dim")
+
+
+def _where(entry: dict) -> str:
+    return f"{entry['source']}:{entry['line']}" if entry.get("source") else str(entry["line"])
 
 
 def _change_text(key: str, value) -> str:

@@ -39,8 +39,8 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
             "platform": facts.platform,
             "lines": ctx.scan.lines,
         },
-        "diagnoses": [_diagnosis(d) for d in outcome.diagnoses],
-        "unexplained": [{"line": line, "text": text} for line, text in outcome.unexplained],
+        "diagnoses": [_diagnosis(d, outcome) for d in outcome.diagnoses],
+        "unexplained": [_line(outcome, line, text) for line, text in outcome.unexplained],
         "notes": list(outcome.notes),
     }
     if outcome.rule_problems:
@@ -48,7 +48,15 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
     return report
 
 
-def _diagnosis(diagnosis) -> dict[str, Any]:
+def _line(outcome: Outcome, line: int, text: str) -> dict[str, Any]:
+    """An evidence line; with several inputs, numbered within its own file and named."""
+    if len(outcome.sources) < 2:
+        return {"line": line, "text": text}
+    source, local = outcome.locate(line)
+    return {"line": local, "text": text, "source": source}
+
+
+def _diagnosis(diagnosis, outcome: Outcome) -> dict[str, Any]:
     rule = diagnosis.rule
     return {
         "rule": rule.id,
@@ -59,7 +67,7 @@ def _diagnosis(diagnosis) -> dict[str, Any]:
         "summary": rule.summary,
         "why": diagnosis.why,
         "secondary_of": diagnosis.secondary_of,
-        "evidence": [{"line": m.line, "text": m.text} for m in diagnosis.evidence],
+        "evidence": [_line(outcome, m.line, m.text) for m in diagnosis.evidence],
         "captures": diagnosis.captures,
         "fixes": [_fix(r) for r in diagnosis.fixes],
         "verify": list(rule.verify),

@@ -176,3 +176,11 @@ def test_a_third_party_rules_folder_is_tested_with_the_same_harness(tmp_path):
         "rule: acme-license-expired\ncases:\n  - name: wrong\n    log: |\n      ACME licence ok\n    expect: {fires: true}\n")
     failed = CliRunner().invoke(main, ["rules", "test", str(folder)])
     assert failed.exit_code == 4 and "FAIL acme-license-expired::wrong" in failed.output
+
+
+def test_evidence_from_several_files_names_its_file_and_line(tmp_path):
+    first = _write(tmp_path / "a.log", b"INFO one\nINFO two\n")
+    second = _write(tmp_path / "b.log", b"INFO three\nValueError: No available memory for the cache blocks.\n")
+    report = json.loads(run("--format", "json", "--no-gpu", str(first), str(second)).stdout)
+    assert report["diagnoses"][0]["evidence"][0] == {"line": 2, "text": "ValueError: No available memory for the cache blocks.",
+                                                    "source": str(second)}
