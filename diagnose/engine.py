@@ -202,9 +202,11 @@ def attach_gpus(ctx: Context, options: Options) -> Snapshot | None:
     for p in (snapshot.processes if snapshot else []):
         if "pid" in p and p["pid"] not in known and not p.get("is_vllm_under_diagnosis"):
             used = p.get("used_gib")
-            command = p.get("command")
+            command = p.get("command") if isinstance(p.get("command"), str) else None
+            if command and p.get("is_vllm"):
+                command = f"a vLLM process still running: {command}"
             ctx.processes.append(GpuProcess(p["pid"], used if isinstance(used, float) else None,
-                                            command if isinstance(command, str) else None, p.get("gpu_index"), snapshot.source))
+                                            command, p.get("gpu_index"), snapshot.source))
     driver = snapshot.driver_version if snapshot and isinstance(snapshot.driver_version, str) else None
     ctx.driver_version = facts.driver_version or driver
     return snapshot

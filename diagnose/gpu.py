@@ -167,13 +167,18 @@ def _read_nvml(nvml, own_pids: set[int], visible: str | None) -> Snapshot:
         for proc in procs:
             pid = int(getattr(proc, "pid", 0))
             used = getattr(proc, "usedGpuMemory", None)
+            command = process_command(pid)
             snap.processes.append({
                 "gpu_index": index, "pid": pid,
                 "used_gib": round(used / GIB, 2) if isinstance(used, int) else Unavailable("not reported (MIG or container)"),
-                "command": process_command(pid),
+                "command": command,
+                "is_vllm": isinstance(command, str) and bool(_VLLM_COMMAND.search(command)),
                 "is_vllm_under_diagnosis": pid in own_pids,
             })
     return snap
+
+
+_VLLM_COMMAND = re.compile(r"vllm\s+serve|vllm\.entrypoints|VLLM::|\bvllm\b.*\b(?:EngineCore|Worker)")
 
 
 def _visible_indices(visible: str | None, count: int) -> set[int]:

@@ -31,7 +31,7 @@ def snapshot_text(snap: Snapshot) -> str:
         if "error" in p:
             lines.append(f"  processes on GPU {p.get('gpu_index')}: {p['error']}")
             continue
-        mark = " (the vLLM being diagnosed)" if p.get("is_vllm_under_diagnosis") else ""
+        mark = " (the vLLM being diagnosed)" if p.get("is_vllm_under_diagnosis") else (" (a vLLM process)" if p.get("is_vllm") else "")
         lines.append(f"  pid {p['pid']} on GPU {p['gpu_index']}: {_show(p.get('used_gib'))} GiB, {_show(p.get('command'))}{mark}")
     if not snap.devices and not snap.error:
         lines.append("no GPU devices")

@@ -179,3 +179,21 @@ def test_a_broken_snapshot_file_is_a_clear_error(tmp_path):
     log.write_text("hello\n")
     result = CliRunner().invoke(main, ["--snapshot", str(path), str(log)])
     assert result.exit_code == 3 and "snapshot" in result.output
+
+
+def test_a_leftover_vllm_process_is_marked_as_such(monkeypatch):
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "vllm", "serve", "m"])
+    try:
+        fake = FakeNvml([A100], {0: [SimpleNamespace(pid=child.pid, usedGpuMemory=20 * GIB)]})
+        proc = live_snapshot(nvml=fake).processes[0]
+        assert proc["is_vllm"] and not proc["is_vllm_under_diagnosis"]
+        from diagnose.snapshot_text import snapshot_text
+
+        assert f"pid {child.pid} on GPU 0: 20.0 GiB" in snapshot_text(live_snapshot(nvml=fake))
+        assert "(a vLLM process)" in snapshot_text(live_snapshot(nvml=fake))
+    finally:
+        child.kill()
+        child.wait()
