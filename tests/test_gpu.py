@@ -185,8 +185,15 @@ def test_a_leftover_vllm_process_is_marked_as_such(monkeypatch):
     import subprocess
     import sys
 
+    import time
+
+    import psutil
+
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "vllm", "serve", "m"])
     try:
+        deadline = time.monotonic() + 10
+        while "serve" not in psutil.Process(child.pid).cmdline() and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the child has exec'd and shows its own command line
         fake = FakeNvml([A100], {0: [SimpleNamespace(pid=child.pid, usedGpuMemory=20 * GIB)]})
         proc = live_snapshot(nvml=fake).processes[0]
         assert proc["is_vllm"] and not proc["is_vllm_under_diagnosis"]
