@@ -89,7 +89,6 @@ class Launch:
     docker_opts: list[Arg] = field(default_factory=list)
     image: str | None = None
     tail: list[str] = field(default_factory=list)
-    python_source: str | None = None
     python_kwargs: dict[str, Any] = field(default_factory=dict)
     origin: str = "log"
 
@@ -102,9 +101,6 @@ class Launch:
             if arg.flag == flag:
                 return "true" if arg.value is None else arg.value
         return None
-
-    def has(self, flag: str) -> bool:
-        return self.get(flag) is not None
 
     def env_value(self, name: str) -> str | None:
         for key, value in reversed(self.env):
@@ -341,7 +337,7 @@ def _parse_python(text: str) -> Launch | None:
                 end = pos + 1
                 break
     call_text = text[start.start():end] if end else text[start.start():] + ")"
-    launch = Launch(form="llm-python", python_source=call_text)
+    launch = Launch(form="llm-python")
     try:
         node = ast.parse(call_text.strip(), mode="eval").body
     except SyntaxError:

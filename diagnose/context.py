@@ -31,7 +31,6 @@ class Context:
     gpu_source: str | None = None
     driver_version: str | None = None
     captures: dict[str, str] = field(default_factory=dict)
-    signature_names: set[str] = field(default_factory=set)
     text_hints: set[str] = field(default_factory=set)
 
     @property
@@ -155,12 +154,6 @@ def _kv_below(ctx: Context) -> bool:
     return capacity is not None and wanted is not None and 0 < capacity < wanted
 
 
-@predicate("no-kv-blocks")
-def _no_blocks(ctx: Context) -> bool:
-    figures = ctx.facts.memory
-    return figures.get("gpu_blocks") == 0 or (figures.get("kv_cache_gib") is not None and figures["kv_cache_gib"] <= 0)
-
-
 @predicate("weights-exceed-one-gpu")
 def _weights_exceed(ctx: Context) -> bool:
     if ctx.model is None or ctx.tp() * ctx.pp() > 1:
@@ -206,20 +199,9 @@ def _seqs_unset(ctx: Context) -> bool:
     return ctx.arg("--max-num-seqs") is None
 
 
-@predicate("enforce-eager-unset")
-def _eager_unset(ctx: Context) -> bool:
-    value = ctx.arg("--enforce-eager") or ctx.facts.engine_config.get("enforce_eager")
-    return value not in ("true", "True", True)
-
-
 @predicate("docker-launch")
 def _docker(ctx: Context) -> bool:
     return ctx.launch is not None and ctx.launch.form == "docker"
-
-
-@predicate("tp-gt-1")
-def _tp_gt_1(ctx: Context) -> bool:
-    return ctx.tp() * ctx.pp() > 1
 
 
 @predicate("multi-node-evidence")
@@ -246,11 +228,6 @@ def _cpu(ctx: Context) -> bool:
 @predicate("vllm-port-set")
 def _vllm_port(ctx: Context) -> bool:
     return (ctx.launch is not None and ctx.launch.env_value("VLLM_PORT") is not None) or "VLLM_PORT" in ctx.text_hints
-
-
-@predicate("model-in-catalog")
-def _in_catalog(ctx: Context) -> bool:
-    return ctx.model is not None and ctx.model.source in ("catalog", "config.json", "hf-cache")
 
 
 @predicate("long-max-model-len")

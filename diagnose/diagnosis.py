@@ -11,7 +11,6 @@ the error, the error, its echo in the API server).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from . import strategies_config  # noqa: F401  (registers strategies)
@@ -19,7 +18,7 @@ from .command import apply_changes, render
 from .context import Context, evaluate
 from .rules import Rule
 from .scan import Match
-from .strategies import COST_ORDER, STRATEGIES, Fix
+from .strategies import COST_ORDER, STRATEGIES, Fix, fill
 
 MAX_EVIDENCE = 6
 CONTEXT_BONUS = 0.03
@@ -121,7 +120,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         RankedFix(rank, fix, _command_for(fix, ctx), _rank_reason(fix))
         for rank, (_i, fix) in enumerate(ranked, start=1)
     ]
-    diagnosis.why = _fill_why(diagnosis.rule.why, diagnosis.captures, ctx)
+    diagnosis.why = fill(diagnosis.rule.why, ctx, missing="(not in the log)")
 
 
 def _rank_key(fix: Fix, position: int) -> tuple:
@@ -152,16 +151,3 @@ def _command_for(fix: Fix, ctx: Context) -> str | None:
     if any(k.startswith("docker:") for k in fix.changes) and ctx.launch.form != "docker":
         return None
     return render(apply_changes(ctx.launch, fix.changes))
-
-
-_PLACEHOLDER = re.compile(r"\{(\w+)\}")
-
-
-def _fill_why(template: str, captures: dict[str, str], ctx: Context) -> str:
-    values = dict(captures)
-    values.setdefault("model", ctx.model_name() or "the model")
-
-    def sub(match: re.Match) -> str:
-        return str(values.get(match.group(1), "(not in the log)"))
-
-    return _PLACEHOLDER.sub(sub, template)

@@ -32,6 +32,3 @@ class VdiagError(Exception):
 class InputError(VdiagError):
     exit_code = ExitCode.INPUT_ERROR
 
-
-class RulesError(VdiagError):
-    exit_code = ExitCode.RULES_ERROR

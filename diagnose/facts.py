@@ -61,8 +61,6 @@ class Facts:
     cuda_version: str | None = None
     platform: str | None = None
     dev_shm_bytes: int | None = None
-    transformers_version: str | None = None
-    torch_version: str | None = None
     served: bool = False
     engine_v1: bool | None = None
     max_model_len: int | None = None

@@ -17,7 +17,6 @@ from typing import Any, Callable
 
 from .errors import InputError
 
-MIB = 2**20
 GIB = 2**30
 
 

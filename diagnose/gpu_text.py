@@ -23,13 +23,12 @@ _INDEX_NAME_MIB = re.compile(r"^(?P<index>\d+): (?P<name>" + _NAME + r") (?P<mib
 _COUNT_NAME = re.compile(r"^(?P<count>\d+)\s*x\s*(?P<name>(?:NVIDIA |Tesla |GeForce )?(?:RTX|GTX|Tesla|Quadro|[ABHLV]\d+|GB\d+|MI\d+)[\w \-]*?)\s*$", re.I)
 _LSPCI = re.compile(r"\[(?P<name>(?:Tesla|GeForce|Quadro|RTX) [\w -]+)\]")
 _SHM = re.compile(r"/dev/shm has only (?P<bytes>\d+) bytes")
-_LIB_VERSION = re.compile(r"(?i)^(?P<lib>transformers|torch|pytorch)(?: version)?\s*[:=]*\s+(?P<v>\d+\.\d+[\w.+-]*)")
 
 
 class GpuTextExtractor(_ExtractorBase):
-    literals = ("mib |", "mib /", "driver version", "uuid: gpu-", "gpu 0:", "gpu 1:", "gpu 2:", "gpu 3:", "compute capability",
+    literals = ("driver version", "uuid: gpu-", "gpu 0:", "gpu 1:", "gpu 2:", "gpu 3:", "compute capability",
                 "cuda capability", "current capability", "mib", "x rtx", "x nvidia", "x tesla", "x a100", "x h100",
-                "x a6000", "x l40", "[tesla", "[geforce", "/dev/shm has only", "transformers", "torch ", "pytorch version",
+                "x a6000", "x l40", "[tesla", "[geforce", "/dev/shm has only",
                 "cuda runtime version", "  on  |", "  off |", " on |", " off |")
     window = 1
 
@@ -89,8 +88,3 @@ class GpuTextExtractor(_ExtractorBase):
             facts.driver_version = match.group("driver")
         if match := _ENV_CUDA.search(message):
             facts.cuda_version = match.group("cuda")
-        if match := _LIB_VERSION.search(message):
-            if match.group("lib").lower() == "transformers":
-                facts.transformers_version = match.group("v")
-            else:
-                facts.torch_version = match.group("v")

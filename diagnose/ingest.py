@@ -36,7 +36,6 @@ class IngestNotes:
     format: str = "text"
     truncated_lines: int = 0
     truncated_input: str | None = None
-    bytes_read: int = 0
 
 
 @dataclass
@@ -130,7 +129,6 @@ def _chunks(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
         chunk = stream.read(CHUNK_BYTES)
         if not chunk:
             break
-        notes.bytes_read += len(chunk)
         if skipping:
             nl = chunk.find(b"\n")
             if nl < 0:

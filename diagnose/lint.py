@@ -21,8 +21,16 @@ ADVERSARIAL = [
 def lint(ruleset: RuleSet, cases_dir: Path | None = None) -> list[str]:
     problems = [f"{p}" for p in ruleset.problems]
     covered = _rules_with_cases(cases_dir) if cases_dir and cases_dir.exists() else None
+    from .context import PREDICATES
+    from .diagnosis import STRATEGIES
+
     for rule in ruleset.rules:
         where = f"{rule.path}:{rule.line}: {rule.id}"
+        names = [*rule.conditions, *(c for fix in rule.fixes for c in fix.when)]
+        for name in sorted({n.lstrip("!") for n in names} - set(PREDICATES)):
+            problems.append(f"{where}: unknown condition '{name}' (it would always be false)")
+        for name in sorted({fix.strategy for fix in rule.fixes} - set(STRATEGIES)):
+            problems.append(f"{where}: unknown fix strategy '{name}' (the fix would never be offered)")
         if not any(s.kind == "error" for s in rule.signatures) and rule.fire_on_conditions is None:
             problems.append(f"{where}: no error signature and no fire_on_conditions: the rule can never fire")
         for sig in rule.signatures:

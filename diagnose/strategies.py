@@ -50,14 +50,17 @@ def strategy(name: str):
     return register
 
 
-def fill(template: Any, ctx: Context) -> Any:
-    """Replace `{capture}` placeholders with the rule's captures or known facts."""
+def fill(template: Any, ctx: Context, missing: str | None = None) -> Any:
+    """Replace `{capture}` placeholders with the rule's captures or known facts.
+
+    An unknown placeholder stays as written (strategies then decline to propose a value), or becomes `missing`.
+    """
     if not isinstance(template, str):
         return template
     values = {**_fact_values(ctx), **ctx.captures}
 
     def sub(match: re.Match) -> str:
-        return str(values.get(match.group(1), match.group(0)))
+        return str(values.get(match.group(1), match.group(0) if missing is None else missing))
 
     return re.sub(r"\{(\w+)\}", sub, template)
 

@@ -89,3 +89,15 @@ def test_lint_reports_a_catastrophic_regex_and_an_empty_match(tmp_path):
     problems = lint(load_rules([tmp_path], use_cache=False), None)
     text = "\n".join(problems)
     assert "backtrack" in text and "empty string" in text
+
+
+def test_lint_reports_conditions_and_strategies_that_do_not_exist(tmp_path):
+    from diagnose.lint import lint
+    from diagnose.rules import load_rules
+
+    (tmp_path / "typo.yaml").write_text(
+        "id: typo-rule\ncategory: port-in-use\ntitle: A rule with typos\nseverity: fatal\nsummary: summary text here\n"
+        "why: why text goes here\nconditions: [dockr-launch]\nsignatures:\n  - {name: s, literals: [boom], regex: 'boom'}\n"
+        "fixes:\n  - {strategy: change-prot}\n")
+    text = "\n".join(lint(load_rules([tmp_path], use_cache=False), None))
+    assert "unknown condition 'dockr-launch'" in text and "unknown fix strategy 'change-prot'" in text
