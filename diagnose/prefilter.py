@@ -48,8 +48,8 @@ class HyperscanFinder:
 
         self.literals = list(literals)
         key = "hyperscan-" + hashlib.sha256("\0".join(self.literals).encode() + hyperscan.__version__.encode()).hexdigest()[:24]
-        serialized = read_cached(key)
-        if isinstance(serialized, bytes):
+        serialized = read_cached(key, binary=True)
+        if serialized:
             self.db = hyperscan.loadb(serialized, hyperscan.HS_MODE_BLOCK)
             self.db.scratch = hyperscan.Scratch(self.db)
             return
@@ -57,7 +57,7 @@ class HyperscanFinder:
         self.db = hyperscan.Database()
         self.db.compile(expressions=expressions, ids=list(range(len(expressions))), elements=len(expressions),
                         flags=[hyperscan.HS_FLAG_CASELESS] * len(expressions))
-        write_cached(key, hyperscan.dumpb(self.db))
+        write_cached(key, hyperscan.dumpb(self.db), binary=True)
 
     def candidates(self, data: bytes, cut: int) -> dict[int, set[str]]:
         found: dict[int, set[str]] = {}

@@ -3,7 +3,8 @@
 A broken rule file is reported with its file and line and skipped; the
 other rules still load. Validated rules are cached on disk keyed by the
 content of every rule file, so a warm start parses no YAML and imports no
-schema library. Regexes compile lazily, on the first candidate line.
+schema library. The cache holds plain data (JSON, see datafiles.py), never
+objects. Regexes compile lazily, on the first candidate line.
 """
 
 from __future__ import annotations
@@ -51,11 +52,6 @@ class Signature:
 
             self._compiled = regex.compile(self.regex, regex.V0)
         return self._compiled
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_compiled"] = None
-        return state
 
 
 @dataclass
@@ -144,17 +140,48 @@ def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleS
     key = "rules-" + _cache_key(contents)
     if use_cache:
         cached = read_cached(key)
-        if isinstance(cached, RuleSet):
-            return cached
+        if cached is not None:
+            try:
+                return ruleset_from_data(cached)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                pass  # a cache from another layout: parse again
     ruleset = _load_uncached(contents)
     if use_cache:
-        write_cached(key, ruleset)
+        write_cached(key, ruleset_to_data(ruleset))
     return ruleset
+
+
+def ruleset_to_data(ruleset: RuleSet) -> dict:
+    """The rule set as plain JSON-able data (what the cache stores).
+
+    >>> data = ruleset_to_data(RuleSet([], [LoadProblem("a.yaml", 3, "bad")]))
+    >>> ruleset_from_data(data).problems[0].line
+    3
+    """
+    rules = []
+    for rule in ruleset.rules:
+        item = {name: getattr(rule, name) for name in Rule.__dataclass_fields__ if name not in ("signatures", "fixes")}
+        item["signatures"] = [{name: getattr(sig, name) for name in Signature.__dataclass_fields__ if name != "_compiled"}
+                              for sig in rule.signatures]
+        item["fixes"] = [{"strategy": fix.strategy, "params": fix.params, "when": fix.when} for fix in rule.fixes]
+        rules.append(item)
+    return {"rules": rules, "problems": [vars(problem) for problem in ruleset.problems]}
+
+
+def ruleset_from_data(data: dict) -> RuleSet:
+    rules = []
+    for item in data["rules"]:
+        fields = {name: tuple(value) if isinstance(value, list) else value
+                  for name, value in item.items() if name not in ("signatures", "fixes")}
+        signatures = [Signature(**{**sig, "literals": tuple(sig["literals"])}) for sig in item["signatures"]]
+        fixes = [FixSpec(fix["strategy"], dict(fix["params"]), tuple(fix["when"])) for fix in item["fixes"]]
+        rules.append(Rule(signatures=signatures, fixes=fixes, **fields))
+    return RuleSet(rules, [LoadProblem(**problem) for problem in data["problems"]])
 
 
 def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
     digest = hashlib.sha256(__version__.encode())
-    digest.update(Path(__file__).read_bytes())  # the pickled classes are defined here
+    digest.update(Path(__file__).read_bytes())  # the cached layout is defined here
     for name in ("rule.schema.json", "taxonomy.yaml"):
         digest.update((DATA_DIR / name).read_bytes())
     for path, data in contents:
