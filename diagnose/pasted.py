@@ -1,0 +1,141 @@
+"""Undo what a terminal did to a log before it was pasted: lines hard-wrapped at a fixed width.
+
+A terminal (tmux, screen, a serial console, `kubectl logs` in a narrow window)
+copies a long line as several lines of exactly its width, cutting words in the
+middle: `…total capacit` / `y of 44.42 GiB…`. Such input shows a telltale
+width W: many lines of exactly W characters and none longer. Rejoining every
+line of width W with the next one restores the original text exactly.
+
+Line numbers must keep pointing at the user's file, so a rejoined line is
+followed by an empty line standing in for the one it absorbed.
+
+>>> log = b"INFO 05-22 10:00:00 llm_engine.py:150] # GPU blocks: 0\\n" * 3 + b"INFO 05-22 10:00:01 api.py:1] done\\n"
+>>> detect_wrap_width(log) is None  # repeated lines of the same length, each followed by a new log line
+True
+>>> line = "torch.OutOfMemoryError: CUDA out of memory. GPU 0 has a total capacity of 44.42 GiB"
+>>> pasted = "".join(line[i:i + 24] + "\\n" for i in range(0, len(line), 24)).encode()
+>>> print(pasted.decode(), end="")
+torch.OutOfMemoryError: 
+CUDA out of memory. GPU 
+0 has a total capacity o
+f 44.42 GiB
+>>> width = detect_wrap_width(pasted * 2); width
+24
+>>> print(b"".join(unwrap_blocks([pasted])).decode().replace("\\n\\n\\n\\n", " [3 empty lines]"))
+torch.OutOfMemoryError: CUDA out of memory. GPU 0 has a total capacity of 44.42 GiB [3 empty lines]
+>>> unwrap_block(b"abcdefghijklmnopqrst\\nuvw\\nend\\n", 20)
+b'abcdefghijklmnopqrstuvw\\n\\nend\\n'
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Iterable, Iterator
+
+SAMPLE_BYTES = 256 * 1024
+MIN_WIDTH = 20
+MIN_WRAPPED_LINES = 3
+MIN_SHARE = 0.05
+MIN_CONTINUATION_SHARE = 0.8
+# how a new log line starts: a level, a timestamp, a process tag, a traceback; a wrapped line's rest does not
+_NEW_LINE = re.compile(
+    r"^\s*(?:$|\(|\[|\{|<|\||\+|#|>|\$|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b|Traceback|File \"|"
+    r"\d{4}-\d\d-\d\d|\d\d-\d\d \d\d:|[A-Z][a-z]{2} [ \d]\d \d\d:|[A-Za-z_.]*(?:Error|Exception|Warning)\b)")
+_TABLE_EDGE = ("|", "+", "=", "-")
+
+
+def detect_wrap_width(sample: bytes) -> int | None:
+    """The width the text was hard-wrapped at, or None when it was not.
+
+    Wrapped text has no line longer than the width, at least 3 lines of exactly it, and those make at
+    least 5 % of the lines; without wrapping, lines have all sorts of lengths and the longest is rare.
+    """
+    lines = [line.rstrip("\r") for line in sample.decode("utf-8", "replace").split("\n")]
+    if len(lines) > 1 and not sample.endswith(b"\n"):
+        lines = lines[:-1]  # the sample may stop in the middle of a line
+    lengths = Counter(len(line) for line in lines if line.strip())
+    if not lengths:
+        return None
+    width = max(lengths)
+    if width < MIN_WIDTH:
+        return None
+    full = [i for i, line in enumerate(lines[:-1]) if len(line) == width and not line.endswith(_TABLE_EDGE)]
+    continued = [i for i in full if _continues(lines[i + 1])]
+    if len(continued) < MIN_WRAPPED_LINES or len(full) < MIN_SHARE * sum(lengths.values()):
+        return None
+    if len(continued) < MIN_CONTINUATION_SHARE * len(full):
+        return None  # the longest lines are followed by new log lines: they are whole lines, not wrapped
+    return width
+
+
+def _continues(line: str) -> bool:
+    """Whether a line reads as the rest of the line before it rather than a new log line."""
+    return bool(line.strip()) and not _NEW_LINE.match(line)
+
+
+def unwrap_block(block: bytes, width: int) -> bytes:
+    """Join each line of exactly `width` characters with the next one; keeps the number of lines."""
+    lines = block.split(b"\n")
+    out: list[bytes] = []
+    pending: list[bytes] = []
+    for index, line in enumerate(lines):
+        pending.append(line)
+        text = line.decode("utf-8", "replace").rstrip("\r")
+        nxt = lines[index + 1].decode("utf-8", "replace") if index + 1 < len(lines) else ""
+        if len(text) == width and not text.endswith(_TABLE_EDGE) and _continues(nxt):
+            if pending[-1].endswith(b"\r"):
+                pending[-1] = pending[-1][:-1]
+            continue
+        out.append(b"".join(pending))
+        out.extend(b"" for _ in range(len(pending) - 1))
+        pending = []
+    if pending:
+        out.append(b"".join(pending))
+        out.extend(b"" for _ in range(len(pending) - 1))
+    return b"\n".join(out)
+
+
+def unwrap_blocks(blocks: Iterable[bytes]) -> Iterator[bytes]:
+    """Pass blocks through, rejoining hard-wrapped lines when the start of the input shows a wrap width.
+
+    A wrapped line at the end of a block is held back and joined with the start of the next block.
+    """
+    iterator = iter(blocks)
+    head: list[bytes] = []
+    size = 0
+    for block in iterator:
+        head.append(block)
+        size += len(block)
+        if size >= SAMPLE_BYTES:
+            break
+    width = detect_wrap_width(b"".join(head)[:SAMPLE_BYTES]) if head else None
+    if width is None:
+        yield from head
+        yield from iterator
+        return
+    carry = b""
+    for block in _chain(head, iterator):
+        data = carry + block
+        cut = _safe_cut(data, width)
+        if cut > 0:
+            yield unwrap_block(data[:cut], width)
+        carry = data[cut:]
+    if carry:
+        yield unwrap_block(carry, width)
+
+
+def _safe_cut(data: bytes, width: int) -> int:
+    """Where the block can end: after a whole line that is not wrapped onto the next one."""
+    end = data.rfind(b"\n")
+    while end >= 0:
+        start = data.rfind(b"\n", 0, end) + 1
+        if len(data[start:end].decode("utf-8", "replace").rstrip("\r")) != width:
+            return end + 1
+        end = start - 1
+    return 0
+
+
+def _chain(head: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield from head
+    yield from rest
