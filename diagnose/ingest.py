@@ -6,7 +6,9 @@ caller receives blocks of whole lines, never the whole input.
 
 Envelopes are unwrapped here so that later stages only see log text: docker's
 `json-file` lines (`{"log": …}`), `journalctl -o json` and journal export
-format. Carriage returns, NULs and ANSI colour are removed.
+format. Carriage returns, NULs and ANSI colour are removed; a leading run of NULs
+(copytruncate) is skipped and UTF-16 is decoded (see textdetect). Only regular files
+are opened (see safeio); a FIFO or device is refused, never waited on.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import re
 import sys
 import zlib
@@ -22,11 +23,12 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
 from .errors import InputError
+from .safeio import open_regular
+from .textdetect import as_utf8, looks_binary
 
 CHUNK_BYTES = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
-_TEXT_CONTROL = set(b"\t\n\r\x1b\x0c\x08")
 
 
 @dataclass
@@ -48,22 +50,13 @@ class Source:
     def open_binary(self) -> BinaryIO:
         if self.name == "-":
             return sys.stdin.buffer
-        if os.path.isdir(self.name):
-            raise InputError(f"{self.name}: is a directory, not a log file")
-        try:
-            return open(self.name, "rb")
-        except FileNotFoundError:
-            raise InputError(f"{self.name}: no such file") from None
-        except PermissionError:
-            raise InputError(f"{self.name}: permission denied") from None
-        except OSError as exc:
-            raise InputError(f"{self.name}: cannot open ({exc.strerror or exc})") from None
+        return open_regular(self.name, "log file")
 
     def raw_blocks(self) -> Iterator[bytes]:
         """Blocks of whole, cleaned lines as UTF-8 bytes (what the scanner reads), each ending with a newline."""
         raw = self.open_binary()
         try:
-            yield from _raw_blocks(_maybe_gunzip(raw, self), self.notes, self.name)
+            yield from _raw_blocks(as_utf8(_maybe_gunzip(raw, self))[0], self.notes, self.name)
         finally:
             if raw is not sys.stdin.buffer:
                 raw.close()
@@ -171,17 +164,6 @@ def _cut_long_lines(block: bytes, notes: IngestNotes) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-def looks_binary(sample: bytes) -> bool:
-    """True when a sample is mostly not text (NULs, control bytes)."""
-    if not sample:
-        return False
-    window = sample[:4096]
-    if window.count(0) > max(2, len(window) // 20):
-        return True
-    odd = sum(1 for b in window if b < 32 and b not in _TEXT_CONTROL)
-    return odd > max(2, len(window) // 10)
-
-
 _ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
 
 
@@ -228,8 +210,8 @@ def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[byt
     fmt = _detect_format(stripped[: stripped.find(b"\n") + 1 or None])
     notes.format = fmt
     if fmt == "text":
-        if looks_binary(first[:4096]):
-            raise InputError(f"{name}: looks like binary data, not a log (NUL or control bytes); nothing to diagnose")
+        if looks_binary(first):
+            raise InputError(f"{name}: looks like binary data, not a log (control bytes or invalid UTF-8); nothing to diagnose")
         yield _clean_bytes(first)
         for chunk in chunks:
             yield _clean_bytes(chunk)

@@ -1,0 +1,75 @@
+"""Open only regular files: a FIFO, socket or device given as input must never hang or feed vdiag forever.
+
+The path is checked with `os.stat` before opening; the open itself uses
+O_NONBLOCK (so a FIFO swapped in after the check cannot block) and the opened
+descriptor is checked again with `fstat`.
+
+>>> kind_of(os.stat("/dev/null").st_mode)
+'a character device'
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import BinaryIO
+
+from .errors import InputError
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def not_regular(path: str) -> str | None:
+    """Why `path` is not a regular file (following symlinks), or None when it is one or does not exist."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) else kind_of(mode)
+
+
+def open_regular(path: str, what: str = "file") -> BinaryIO:
+    """`path` opened for binary reading; InputError for anything but an existing, readable regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{path}: is a directory, not a {what}")
+    if not stat.S_ISREG(mode):
+        raise InputError(f"{path}: is {kind_of(mode)}, not a regular {what}; nothing read")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise InputError(f"{path}: is {kind_of(mode)}, not a regular {what}; nothing read")
+    if hasattr(os, "set_blocking"):
+        os.set_blocking(fd, True)
+    return os.fdopen(fd, "rb")
+
+
+def read_regular(path: str, what: str = "file") -> bytes:
+    """The whole content of a regular file (see `open_regular`)."""
+    with open_regular(path, what) as handle:
+        return handle.read()
