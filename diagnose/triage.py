@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import os
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from .errors import VdiagError
 from .redact import redact
+from .replies import ReplyNames, reply_markdown, write_reply
 from .triage_templates import template_id, template_of
 from .triage_tickets import Ticket
 
@@ -96,7 +97,9 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
         return _error_result(ticket, title, f"{INTERNAL_ERROR_PREFIX}{type(error).__name__}: {error}", settings)
     result = _summarise(ticket, title, report)
     if settings.replies_dir is not None:
-        write_reply(settings.replies_dir, ticket.id, reply_markdown(title, report, result.row["questions"]))
+        problem = _write_reply(ticket, settings, reply_markdown(title, report, result.row["questions"]))
+        if problem:
+            result.row["error"] = _clean(problem)
     return result
 
 
@@ -130,8 +133,9 @@ def _error_result(ticket: Ticket, title: str | None, message: str, settings: Set
     row = {"id": _clean(ticket.id), "title": _clean(title), "status": STATUS_ERROR, "category": None, "rule": None,
            "confidence": None, "fix": None, "command": None, "questions": [ASK_READABLE], "unexplained": None,
            "notes": [], "error": _clean(message)}
-    if settings.replies_dir is not None:
-        write_reply(settings.replies_dir, ticket.id, _error_reply(title, row["error"]))
+    problem = _write_reply(ticket, settings, _error_reply(title, row["error"])) if settings.replies_dir else None
+    if problem:
+        row["error"] = _clean(f"{message}; {problem}")
     return TicketResult(row)
 
 
@@ -141,41 +145,21 @@ def _clean(text: str | None) -> str | None:
 
 # ---------------------------------------------------------------- reply drafts
 
-def reply_markdown(title: str | None, report: dict[str, Any], questions: list[str]) -> str:
-    """A Markdown reply a support engineer can send: the diagnosis, then the questions."""
-    from .render import to_markdown
-
-    parts = [f"Re: {title}\n" if title else "", "Hello,\n",
-             "thank you for the details. Here is what we found in the output you sent.\n",
-             to_markdown(report, emails=True)]
-    if questions:
-        parts.append("\n### To be sure, could you send us\n")
-        parts += [f"- {q}" for q in questions]
-    return redact("\n".join(p for p in parts if p).rstrip() + "\n", emails=True)
-
-
 def _error_reply(title: str | None, error: str) -> str:
     parts = [f"Re: {title}\n" if title else "", "Hello,\n",
              f"thank you for the details. We could not read the attachment ({error}).\n", f"- {ASK_READABLE}"]
     return redact("\n".join(p for p in parts if p) + "\n", emails=True)
 
 
-def reply_path(replies_dir: Path, ticket_id: str) -> Path:
-    """`replies_dir/<id>.md`, the id's folders kept, anything that could escape the folder dropped."""
-    parts = [_safe_part(p) for p in _clean(ticket_id).replace("\\", "/").split("/")]
-    parts = [p for p in parts if p] or ["ticket"]
-    return replies_dir.joinpath(*parts[:-1], parts[-1] + ".md")
-
-
-def _safe_part(part: str) -> str:
-    cleaned = "".join(c if c.isalnum() or c in "._-+@" else "_" for c in part).strip(".")
-    return cleaned[:120]
-
-
-def write_reply(replies_dir: Path, ticket_id: str, text: str) -> None:
-    path = reply_path(replies_dir, ticket_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+def _write_reply(ticket: Ticket, settings: Settings, text: str) -> str | None:
+    """Write the ticket's reply draft; why it could not be written, or None."""
+    if settings.replies_dir is None:
+        return None
+    try:
+        write_reply(settings.replies_dir, ticket.reply_name or ReplyNames().assign(_clean(ticket.id) or "ticket"), text)
+    except OSError as exc:
+        return f"reply draft not written ({exc.strerror or exc})"
+    return None
 
 
 # ---------------------------------------------------------------- the batch
@@ -252,6 +236,8 @@ def triage(tickets: Iterable[Ticket], total: int, settings: Settings = Settings(
     `ruleset` serves the in-process path; worker processes load their own rules.
     """
     jobs = jobs or default_jobs()
+    if settings.replies_dir is not None:
+        tickets = _with_reply_names(tickets)
     summary = Summary()
     rows: list[dict[str, Any]] = []
     if jobs > 1 and total >= PARALLEL_MIN_TICKETS:
@@ -264,6 +250,13 @@ def triage(tickets: Iterable[Ticket], total: int, settings: Settings = Settings(
         if on_progress is not None:
             on_progress(done, total)
     return Batch(rows, summary)
+
+
+def _with_reply_names(tickets: Iterable[Ticket]) -> Iterator[Ticket]:
+    """Each ticket with its own reply file name, given out here, in input order, so no two drafts share one."""
+    names = ReplyNames()
+    for ticket in tickets:
+        yield replace(ticket, reply_name=names.assign(_clean(ticket.id) or "ticket"))
 
 
 def _serial(tickets: Iterable[Ticket], settings: Settings, ruleset) -> Iterator[TicketResult]:

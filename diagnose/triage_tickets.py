@@ -2,7 +2,8 @@
 
 A ticket here is a light reference (an id and where its text lives); the text
 is read later, in the worker that diagnoses it, so a batch of 10,000 tickets
-never sits in memory at once. A record that cannot be read becomes a ticket
+never sits in memory at once. Only regular files are read: a FIFO, socket or
+device among the tickets becomes a ticket with an error. A record that cannot be read becomes a ticket
 that carries its error, so one bad ticket never stops the batch.
 
 >>> dotted_get({"fields": {"body": "log", "tags": ["a", "b"]}}, "fields.tags.1")
@@ -21,6 +22,7 @@ from typing import Any, Iterator
 
 from .errors import InputError
 from .ingest import Source, TextSource
+from .safeio import not_regular, open_regular
 
 TICKET_SUFFIXES = (".txt", ".md", ".eml", ".log", ".gz")
 _ATTACHMENT_SUFFIXES = (".txt", ".log", ".md")
@@ -34,6 +36,7 @@ class Ticket:
     path: str | None = None
     text: str | None = None
     error: str | None = None
+    reply_name: str | None = None
 
     def source(self) -> tuple[Source, str | None]:
         """The ticket's text as a diagnosable source, and its title when it has one (an e-mail subject)."""
@@ -71,6 +74,9 @@ def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, It
                 plan.append(("file", path, Path(path).relative_to(given).as_posix()))
                 total += 1
         elif given.lower().endswith(".jsonl"):
+            kind = not_regular(given)
+            if kind:
+                raise InputError(f"{given}: is {kind}, not a regular .jsonl file; nothing read")
             if not os.path.isfile(given):
                 raise InputError(f"{given}: no such file")
             plan.append(("jsonl", given, ""))
@@ -92,7 +98,7 @@ def _ticket_files(folder: str) -> list[str]:
 
 
 def _count_records(path: str) -> int:
-    with open(path, "rb") as handle:
+    with open_regular(path, ".jsonl file") as handle:
         return sum(1 for line in handle if line.strip())
 
 
@@ -107,7 +113,7 @@ def _iterate(plan: list[tuple[str, str, str]], fields: JsonlFields) -> Iterator[
 def jsonl_tickets(path: str, fields: JsonlFields) -> Iterator[Ticket]:
     """One ticket per record; a record without the fields becomes a ticket with an error."""
     name = Path(path).name
-    with open(path, "rb") as handle:
+    with open_regular(path, ".jsonl file") as handle:
         for line_no, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
@@ -147,7 +153,7 @@ def dotted_get(record: Any, dotted: str) -> Any:
 def read_eml(path: str) -> tuple[str | None, str]:
     """An e-mail's subject and its text: every text/plain part, plus attached .log/.txt files."""
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, "e-mail file") as handle:
             message = email.message_from_binary_file(handle, policy=email.policy.default)
     except OSError as exc:
         raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
