@@ -20,6 +20,8 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+_PLACEHOLDER = re.compile(r"<[^\s<>]+>")
+
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*)?[$#%>]\s+|^\s*\w[\w.-]*>\s+")
 _SHELL_OPERATORS = {";", "&&", "||", "|", "&", ">", ">>", "<", "&>", "&>>", "2>", "2>&1", "1>", "|&"}
@@ -173,10 +175,10 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token(text[i:i + width], text[i:i + width]))
             i += width
             continue
-        placeholder = re.match(r"<[^\s<>]+>", text[i:]) if text[i] == "<" else None
+        placeholder = _PLACEHOLDER.match(text, i) if text[i] == "<" else None
         if placeholder:
             tokens.append(Token(placeholder.group(0), placeholder.group(0)))
-            i += placeholder.end()
+            i = placeholder.end()
             continue
         if text[i] in ";|&<>":
             j = i + 1
