@@ -6,33 +6,67 @@
 7.5
 >>> parse_int("1,234")
 1234
+>>> parse_int("1e999") is None and parse_float("inf") is None
+True
+>>> plausible_int("99999999999", 1, 4096) is None
+True
 """
 
 from __future__ import annotations
 
+import math
 import re
 
-_SIZE = re.compile(r"^\s*(?P<num>-?[\d,]*\.?\d+)\s*(?P<unit>[KMGTP]i?B|bytes?|B)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(?P<num>-?[\d,]{0,40}\.?\d{1,40})\s*(?P<unit>[KMGTP]i?B|bytes?|B)?\s*$", re.IGNORECASE)
 _FACTOR_GIB = {"b": 1 / 2**30, "byte": 1 / 2**30, "bytes": 1 / 2**30, "kb": 1 / 2**20, "kib": 1 / 2**20,
                "mb": 1 / 2**10, "mib": 1 / 2**10, "gb": 1.0, "gib": 1.0, "tb": 2**10, "tib": 2**10, "pb": 2**20, "pib": 2**20}
 
 
+MAX_PLAUSIBLE_GIB = 2.0**30  # an exbibyte: no GPU or host memory figure is larger
+MAX_NUMBER_CHARS = 40  # a number written with more characters than this is not a fact from a log
+
+
 def parse_int(text: str | None) -> int | None:
+    """An integer as printed; None for anything else, including infinities, NaN and absurdly long digit runs."""
     if text is None:
         return None
+    cleaned = str(text).replace(",", "").replace("_", "").strip()
+    if len(cleaned) > MAX_NUMBER_CHARS:
+        return None
     try:
-        return int(float(str(text).replace(",", "").replace("_", "").strip()))
-    except ValueError:
+        return int(float(cleaned))
+    except (ValueError, OverflowError):
         return None
 
 
 def parse_float(text: str | None) -> float | None:
+    """A finite float as printed; None otherwise (`inf`, `nan`, `1e999`)."""
     if text is None:
         return None
-    try:
-        return float(str(text).replace(",", "").strip())
-    except ValueError:
+    cleaned = str(text).replace(",", "").strip()
+    if len(cleaned) > MAX_NUMBER_CHARS:
         return None
+    try:
+        value = float(cleaned)
+    except (ValueError, OverflowError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def plausible_int(text, lo: int, hi: int) -> int | None:
+    """An integer fact only when it is finite and within [lo, hi]: a log can print anything.
+
+    >>> plausible_int("8", 1, 4096), plausible_int("0", 1, 4096), plausible_int(None, 1, 2)
+    (8, None, None)
+    """
+    value = text if isinstance(text, int) and not isinstance(text, bool) else parse_int(text)
+    return value if value is not None and lo <= value <= hi else None
+
+
+def plausible_float(text, lo: float, hi: float) -> float | None:
+    """A float fact only when it is finite and within [lo, hi]."""
+    value = float(text) if isinstance(text, (int, float)) and not isinstance(text, bool) else parse_float(text)
+    return value if value is not None and math.isfinite(value) and lo <= value <= hi else None
 
 
 def size_gib(text: str | None, default_unit: str = "gib") -> float | None:
@@ -46,9 +80,12 @@ def size_gib(text: str | None, default_unit: str = "gib") -> float | None:
     match = _SIZE.match(str(text))
     if not match:
         return None
-    number = float(match.group("num").replace(",", ""))
+    number = parse_float(match.group("num"))
+    if number is None:
+        return None
     unit = (match.group("unit") or default_unit).lower()
-    return round(number * _FACTOR_GIB.get(unit, 1.0), 3)
+    gib = number * _FACTOR_GIB.get(unit, 1.0)
+    return round(gib, 3) if abs(gib) <= MAX_PLAUSIBLE_GIB else None
 
 
 def gib_to_bytes(gib: float) -> int:
