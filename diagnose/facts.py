@@ -15,7 +15,11 @@ from . import command
 from .units import parse_float, parse_int, size_gib
 
 MAX_LAUNCH_CANDIDATES = 12
-_SIZE = r"-?[\d,]*\.?\d+\s*(?:[KMGT]i?B|bytes)"
+# bounded and unambiguous: a digit run never splits two ways, and a start inside a number is skipped
+_SIZE = r"(?<![\d,.])-?(?:\d[\d,]{0,24}(?:\.\d{1,12})?|\.\d{1,12})\s{0,4}(?:[KMGT]i?B|bytes)"
+# every facts pattern is linear: repetitions are bounded, and a line is cut to this length before parsing
+MAX_FACT_LINE_CHARS = 16384
+MAX_LITERAL_CHARS = 16384
 
 
 @dataclass
@@ -85,15 +89,15 @@ class _ExtractorBase:
 # ---------------------------------------------------------------- version
 
 _VERSION_PATTERNS = [
-    (re.compile(r"vLLM API server version\s+v?(?P<v>\d+\.\d+[\w.+-]*)"), "api-server line"),
-    (re.compile(r"LLM engine \(v(?P<v>\d+\.\d+[\w.+-]*)\)"), "engine config line"),
-    (re.compile(r"\bversion\s+(?P<v>\d+\.\d+\.\d+[\w.+-]*)\s*$"), "start-up banner"),
-    (re.compile(r"(?i)\bvllm\s+version\s*:?\s*`?v?(?P<v>\d+\.\d+[\w.+-]*)"), "collect_env"),
-    (re.compile(r"(?i)^vllm\s*[:=]{0,2}\s+`?v?(?P<v>\d+\.\d+[\w.+-]*)`?\s*$"), "package list"),
-    (re.compile(r"(?i)^vllm\s*:\s*(?P<v>\d+\.\d+[\w.+-]*)"), "package list"),
-    (re.compile(r"\bvllm==(?P<v>\d+\.\d+[\w.+-]*)"), "pip requirement"),
-    (re.compile(r"\bvllm-(?P<v>\d+\.\d+[\w.+]*?)(?:\.cu\d+)?-cp\d+"), "wheel name"),
-    (re.compile(r"vllm-openai[:-]v(?P<v>\d+\.\d+[\w.+-]*)"), "docker image tag"),
+    (re.compile(r"vLLM API server version\s{1,20}v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "api-server line"),
+    (re.compile(r"LLM engine \(v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})\)"), "engine config line"),
+    (re.compile(r"\bversion\s{1,20}(?P<v>\d{1,20}\.\d{1,20}\.\d{1,20}[\w.+-]{0,40})\s*$"), "start-up banner"),
+    (re.compile(r"(?i)\bvllm\s{1,20}version\s*:?\s*`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "collect_env"),
+    (re.compile(r"(?i)^vllm\s*[:=]{0,2}\s{1,20}`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})`?\s*$"), "package list"),
+    (re.compile(r"(?i)^vllm\s*:\s*(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "package list"),
+    (re.compile(r"\bvllm==(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "pip requirement"),
+    (re.compile(r"\bvllm-(?P<v>\d{1,20}\.\d{1,20}[\w.+]{0,40}?)(?:\.cu\d{1,20})?-cp\d{1,20}"), "wheel name"),
+    (re.compile(r"vllm-openai[:-]v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "docker image tag"),
 ]
 
 
@@ -165,9 +169,9 @@ def _plausible(launch: command.Launch) -> bool:
 
 _NON_DEFAULT = re.compile(r"non-default args:\s*(?P<body>\{.*)$")
 _NAMESPACE = re.compile(r"args:\s*Namespace\((?P<body>.*)$")
-_ENGINE_CONFIG = re.compile(r"LLM engine.*?with config:\s*(?P<body>.*)$")
-_PAIR = re.compile(r"(?P<key>\w+)=(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^,()]+)")
-_DICT_PAIR = re.compile(r"'(?P<key>\w+)':\s*(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[-\w.]+)")
+_ENGINE_CONFIG = re.compile(r"LLM engine.{0,200}?with config:\s*(?P<body>.*)$")
+_PAIR = re.compile(r"(?<!\w)(?P<key>\w{1,64})=(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[^,()]{1,1024})")
+_DICT_PAIR = re.compile(r"'(?P<key>\w{1,64})':\s*(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[-\w.]{1,1024})")
 
 
 class ArgsExtractor(_ExtractorBase):
@@ -177,10 +181,14 @@ class ArgsExtractor(_ExtractorBase):
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         facts = self.facts
+        cut = len(message) > MAX_FACT_LINE_CHARS
+        if cut:  # a partial answer from the first pairs; the one the cut splits is dropped
+            message = message[:MAX_FACT_LINE_CHARS]
         if match := _NON_DEFAULT.search(message):
-            facts.non_default_args = _parse_dict(match.group("body"))
+            facts.non_default_args = _parse_dict(_whole_pairs(match.group("body"), cut))
         elif match := _NAMESPACE.search(message):
-            facts.namespace_args = {m.group("key"): _python_literal(m.group("value")) for m in _PAIR.finditer(match.group("body"))}
+            body = _whole_pairs(match.group("body"), cut)
+            facts.namespace_args = {m.group("key"): _python_literal(m.group("value")) for m in _PAIR.finditer(body)}
         elif match := _ENGINE_CONFIG.search(message):
             facts.engine_config = {m.group("key"): m.group("value").strip().strip("'\"") for m in _PAIR.finditer(match.group("body"))}
             if "max_seq_len" in facts.engine_config:
@@ -206,53 +214,70 @@ class ArgsExtractor(_ExtractorBase):
             facts.served = True
 
 
+def _whole_pairs(body: str, cut: bool) -> str:
+    return body[:max(body.rfind(", "), 0)] if cut else body
+
+
 def _parse_dict(body: str) -> dict[str, Any]:
+    """The dict vLLM printed; pairs read one by one when it is not a valid literal.
+
+    >>> _parse_dict("{'max_model_len': 4096}")
+    {'max_model_len': 4096}
+    >>> _parse_dict("{[1]: 2, 'model': 'm'}")
+    {'model': 'm'}
+    """
     try:
-        value = ast.literal_eval(body.strip())
-        if isinstance(value, dict):
+        value = _literal(body.strip())
+        if isinstance(value, dict) and all(isinstance(key, str) for key in value):
             return value
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+    except Exception:  # any text: unhashable keys (TypeError), deep nesting, huge numbers
         pass
     return {m.group("key"): _python_literal(m.group("value")) for m in _DICT_PAIR.finditer(body)}
+
+
+def _literal(text: str) -> Any:
+    if len(text) > MAX_LITERAL_CHARS:
+        raise ValueError("too long to be a literal from a log")
+    return ast.literal_eval(text)
 
 
 def _python_literal(text: str) -> Any:
     text = text.strip()
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return _literal(text)
+    except Exception:  # not a literal: keep the text
         return text
 
 
 # ---------------------------------------------------------------- memory figures
 
 _MEMORY_PATTERNS: list[tuple[re.Pattern, str]] = [
-    (re.compile(r"Loading (?:model )?weights took (?P<weights>[\d.]+\s*G(?:i)?B)"), "weights"),
-    (re.compile(r"Model loading took (?P<weights>[\d.]+\s*G(?:i)?B)"), "weights"),
-    (re.compile(r"total_gpu_memory \((?P<total>[\d.]+\s*G(?:i)?B)\) x gpu_memory_utilization \((?P<util>[\d.]+)\) = (?P<budget>[\d.]+\s*G(?:i)?B)"), "budget"),
-    (re.compile(r"model weights take (?P<weights>[\d.]+\s*G(?:i)?B); non_torch_memory takes (?P<non_torch>-?[\d.]+\s*G(?:i)?B); "
-                r"PyTorch activation peak memory takes (?P<activation>-?[\d.]+\s*G(?:i)?B); the rest of the memory reserved for KV Cache is (?P<kv>-?[\d.]+\s*G(?:i)?B)"), "breakdown"),
-    (re.compile(r"# (?:GPU|cuda|CUDA|NPU|XPU) blocks: (?P<blocks>[\d,]+)"), "blocks"),
-    (re.compile(r"Available KV cache memory: (?P<kv>-?[\d.]+\s*G(?:i)?B)"), "kv"),
-    (re.compile(r"(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: (?P<tokens>[\d,]+) tokens"), "kv_tokens"),
-    (re.compile(r"Maximum concurrency for (?P<len>[\d,]+) tokens per request: (?P<x>[\d.]+)x"), "concurrency"),
-    (re.compile(r"Free memory on device(?: \S+)? \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than (?:desired GPU memory utilization|the engine's budget after excluding external process's weights) \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)"), "free_check"),
-    (re.compile(r"Available memory on node \d+ \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)"), "free_check_cpu"),
-    (re.compile(r"Explicitly set \((?P<kv>[\d.]+)/(?P<total>[\d.]+)\) GiB for KV cache"), "explicit_kv"),
-    (re.compile(r"estimated maximum model length is (?P<estimate>\d+)"), "estimate"),
-    (re.compile(r"Free memory on device(?: \S+)? \((?P<free>[\d.]+)/(?P<total>[\d.]+) GiB\) on startup\. Desired GPU memory "
-                r"utilization is \((?P<util>[\d.]+), (?P<want>[\d.]+) GiB\)\. Actual usage is (?:(?P<weights>[\d.]+) GiB for weight, "
-                r"|(?P<consumed>[\d.]+) GiB for consumed memory \(weights \+ non-torch\), )(?P<activation>[\d.]+) GiB for peak activation, "
-                r"(?:(?P<non_torch>[\d.]+) GiB for non-torch memory, )?and (?P<graphs>[\d.]+) GiB for CUDAGraph memory"), "actual_usage"),
-    (re.compile(r"Graph capturing finished in \d+ secs?, took (?P<graphs>-?[\d.]+) GiB"), "graphs"),
-    (re.compile(r"\((?P<need>[\d.]+ ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]+ ?G(?:i)?B)\)"), "kv_needed"),
-    (re.compile(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]+)\)"), "kv_tokens"),
-    (re.compile(r"max seq len \((?P<len>[\d,]+)\)"), "max_len"),
+    (re.compile(r"Loading (?:model )?weights took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
+    (re.compile(r"Model loading took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
+    (re.compile(r"total_gpu_memory \((?P<total>[\d.]{1,32}\s*G(?:i)?B)\) x gpu_memory_utilization \((?P<util>[\d.]{1,32})\) = (?P<budget>[\d.]{1,32}\s*G(?:i)?B)"), "budget"),
+    (re.compile(r"model weights take (?P<weights>[\d.]{1,32}\s*G(?:i)?B); non_torch_memory takes (?P<non_torch>-?[\d.]{1,32}\s*G(?:i)?B); "
+                r"PyTorch activation peak memory takes (?P<activation>-?[\d.]{1,32}\s*G(?:i)?B); the rest of the memory reserved for KV Cache is (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "breakdown"),
+    (re.compile(r"# (?:GPU|cuda|CUDA|NPU|XPU) blocks: (?P<blocks>[\d,]{1,32})"), "blocks"),
+    (re.compile(r"Available KV cache memory: (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "kv"),
+    (re.compile(r"(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: (?P<tokens>[\d,]{1,32}) tokens"), "kv_tokens"),
+    (re.compile(r"Maximum concurrency for (?P<len>[\d,]{1,32}) tokens per request: (?P<x>[\d.]{1,32})x"), "concurrency"),
+    (re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than (?:desired GPU memory utilization|the engine's budget after excluding external process's weights) \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check"),
+    (re.compile(r"Available memory on node \d{1,20} \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check_cpu"),
+    (re.compile(r"Explicitly set \((?P<kv>[\d.]{1,32})/(?P<total>[\d.]{1,32})\) GiB for KV cache"), "explicit_kv"),
+    (re.compile(r"estimated maximum model length is (?P<estimate>\d{1,20})"), "estimate"),
+    (re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup\. Desired GPU memory "
+                r"utilization is \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)\. Actual usage is (?:(?P<weights>[\d.]{1,32}) GiB for weight, "
+                r"|(?P<consumed>[\d.]{1,32}) GiB for consumed memory \(weights \+ non-torch\), )(?P<activation>[\d.]{1,32}) GiB for peak activation, "
+                r"(?:(?P<non_torch>[\d.]{1,32}) GiB for non-torch memory, )?and (?P<graphs>[\d.]{1,32}) GiB for CUDAGraph memory"), "actual_usage"),
+    (re.compile(r"Graph capturing finished in \d{1,20} secs?, took (?P<graphs>-?[\d.]{1,32}) GiB"), "graphs"),
+    (re.compile(r"\((?P<need>[\d.]{1,32} ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]{1,32} ?G(?:i)?B)\)"), "kv_needed"),
+    (re.compile(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]{1,32})\)"), "kv_tokens"),
+    (re.compile(r"max seq len \((?P<len>[\d,]{1,32})\)"), "max_len"),
 ]
 _OOM_TRIED = re.compile(r"Tried to allocate (?P<size>" + _SIZE + r")")
-_OOM_TOTAL = re.compile(r"(?:GPU (?P<gpu>\d+) has a total capacit?y of (?P<total>" + _SIZE + r"))|(?:(?P<total2>" + _SIZE + r") total capacit?y)")
+_OOM_TOTAL = re.compile(r"(?:GPU (?P<gpu>\d{1,20}) has a total capacit?y of (?P<total>" + _SIZE + r"))|(?:(?P<total2>" + _SIZE + r") total capacit?y)")
 _OOM_FREE = re.compile(r"of which (?P<free>" + _SIZE + r") is free|(?P<free2>" + _SIZE + r") free;")
-_OOM_PROCESS = re.compile(r"Process (?P<pid>\d+) has (?P<used>" + _SIZE + r") memory in use")
+_OOM_PROCESS = re.compile(r"Process (?P<pid>\d{1,20}) has (?P<used>" + _SIZE + r") memory in use")
 _OOM_SELF = re.compile(r"this process has (?P<used>" + _SIZE + r") memory in use")
 _OOM_PYTORCH = re.compile(r"(?P<alloc>" + _SIZE + r") is allocated by PyTorch|(?P<alloc2>" + _SIZE + r") already allocated")
 

@@ -7,22 +7,22 @@ import re
 from .facts import Facts, GpuProcess, _ExtractorBase
 from .units import size_gib
 
-_NAME = r"(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct|Radeon)[\w .\-/]*?"
-_SMI_NAME_ROW = re.compile(r"^\|\s*(?P<index>\d+)\s+(?P<name>" + _NAME + r")\s+(?:On|Off)\s*\|")
-_SMI_MEMORY_ROW = re.compile(r"(?P<used>\d+)\s*MiB\s*/\s*(?P<total>\d+)\s*MiB")
-_SMI_DRIVER = re.compile(r"Driver Version:\s*(?P<driver>[\d.]+)(?:\s+CUDA Version:\s*(?P<cuda>[\d.]+))?")
-_SMI_PROCESS = re.compile(r"^\|\s*(?P<gpu>\d+)\s+(?:\S+\s+\S+\s+)?(?P<pid>\d+)\s+(?:C|G|C\+G)\s+(?P<name>\S+)\s+(?P<used>\d+)\s*MiB\s*\|")
-_SMI_LIST = re.compile(r"^GPU (?P<index>\d+): (?P<name>.+?) \(UUID: (?P<uuid>[\w-]+)\)")
-_ENV_GPU = re.compile(r"^GPU (?P<index>\d+): (?P<name>" + _NAME + r")\s*$")
-_ENV_DRIVER = re.compile(r"(?i)nvidia driver version\s*:\s*(?P<driver>[\d.]+)")
-_ENV_CUDA = re.compile(r"(?i)CUDA runtime version\s*:\s*(?P<cuda>[\d.]+)")
-_CAPABILITY = re.compile(r"Your (?P<name>.+?) GPU has compute capability (?P<cc>\d+\.\d+)")
-_FOUND_GPU = re.compile(r"Found GPU(?P<index>\d+) (?P<name>.+?) which is of cuda capability (?P<cc>\d+\.\d+)")
-_MIN_CAPABILITY = re.compile(r"Current capability: (?P<cc>\d+)")
-_INDEX_NAME_MIB = re.compile(r"^(?P<index>\d+): (?P<name>" + _NAME + r") (?P<mib>\d+)\s*MiB\s*$")
-_COUNT_NAME = re.compile(r"^(?P<count>\d+)\s*x\s*(?P<name>(?:NVIDIA |Tesla |GeForce )?(?:RTX|GTX|Tesla|Quadro|[ABHLV]\d+|GB\d+|MI\d+)[\w \-]*?)\s*$", re.I)
+_NAME = r"(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct|Radeon)[\w .\-/]{0,80}?"
+_SMI_NAME_ROW = re.compile(r"^\|\s*(?P<index>\d{1,20})\s+(?P<name>" + _NAME + r")\s{1,40}(?:On|Off)\s*\|")
+_SMI_MEMORY_ROW = re.compile(r"(?P<used>\d{1,20})\s*MiB\s*/\s*(?P<total>\d{1,20})\s*MiB")
+_SMI_DRIVER = re.compile(r"Driver Version:\s*(?P<driver>[\d.]{1,32})(?:\s+CUDA Version:\s*(?P<cuda>[\d.]{1,32}))?")
+_SMI_PROCESS = re.compile(r"^\|\s*(?P<gpu>\d{1,20})\s+(?:\S{1,40}\s{1,40}\S{1,40}\s{1,40})?(?P<pid>\d{1,20})\s+(?:C|G|C\+G)\s+(?P<name>\S{1,400})\s{1,40}(?P<used>\d{1,20})\s*MiB\s*\|")
+_SMI_LIST = re.compile(r"^GPU (?P<index>\d{1,20}): (?P<name>.{1,80}?) \(UUID: (?P<uuid>[\w-]+)\)")
+_ENV_GPU = re.compile(r"^GPU (?P<index>\d{1,20}): (?P<name>" + _NAME + r")\s*$")
+_ENV_DRIVER = re.compile(r"(?i)nvidia driver version\s*:\s*(?P<driver>[\d.]{1,32})")
+_ENV_CUDA = re.compile(r"(?i)CUDA runtime version\s*:\s*(?P<cuda>[\d.]{1,32})")
+_CAPABILITY = re.compile(r"Your (?P<name>.{1,80}?) GPU has compute capability (?P<cc>\d{1,20}\.\d{1,20})")
+_FOUND_GPU = re.compile(r"Found GPU(?P<index>\d{1,20}) (?P<name>.{1,80}?) which is of cuda capability (?P<cc>\d{1,20}\.\d{1,20})")
+_MIN_CAPABILITY = re.compile(r"Current capability: (?P<cc>\d{1,20})")
+_INDEX_NAME_MIB = re.compile(r"^(?P<index>\d{1,20}): (?P<name>" + _NAME + r") (?P<mib>\d{1,20})\s*MiB\s*$")
+_COUNT_NAME = re.compile(r"^(?P<count>\d{1,20})\s*x\s*(?P<name>(?:NVIDIA |Tesla |GeForce )?(?:RTX|GTX|Tesla|Quadro|[ABHLV]\d{1,20}|GB\d{1,20}|MI\d{1,20})[\w \-]{0,60}?)\s{0,20}$", re.I)
 _LSPCI = re.compile(r"\[(?P<name>(?:Tesla|GeForce|Quadro|RTX) [\w -]+)\]")
-_SHM = re.compile(r"/dev/shm has only (?P<bytes>\d+) bytes")
+_SHM = re.compile(r"/dev/shm has only (?P<bytes>\d{1,20}) bytes")
 
 
 class GpuTextExtractor(_ExtractorBase):
