@@ -36,8 +36,11 @@ _PREFIXES = [
     # uvicorn style: "ERROR:    [Errno 98] …"
     re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+"),
 ]
-_PYDANTIC = re.compile(r"^\s*Value error,\s*(?P<msg>.*?)(?:\s*\[type=[\w_]+,.*)?$")
-_PYDANTIC_TAIL = re.compile(r"\s*\[type=value_error,.*$")
+# Linear by construction: the message is cut at the first "[type=…," found with str.find and one bounded match, never by
+# a lazy group racing a greedy one over the same spaces (that was quadratic on a tail of blanks).
+_PYDANTIC = re.compile(r"\s*Value error,\s*")
+_PYDANTIC_TYPE = re.compile(r"\[type=\w{1,64},")
+MAX_PREFIX_CHARS = 512  # no header or envelope prefix is longer: the prefix patterns never see more of a line
 
 
 def message_of(line: str) -> str:
@@ -46,14 +49,32 @@ def message_of(line: str) -> str:
     for _ in range(6):
         before = text
         for pattern in _PREFIXES:
-            match = pattern.match(text)
+            match = pattern.match(text[:MAX_PREFIX_CHARS])
             if match and match.end() > 0:
                 text = text[match.end():]
         if text == before:
             break
     pydantic = _PYDANTIC.match(text)
     if pydantic:
-        return pydantic.group("msg")
+        rest = text[pydantic.end():]
+        cut = _pydantic_type_at(rest)
+        return rest if cut is None else rest[:cut].rstrip()
     if "[type=value_error" in text:
-        text = _PYDANTIC_TAIL.sub("", text)
+        cut = text.find("[type=value_error,")
+        if cut >= 0:
+            text = text[:cut]
     return text.strip()
+
+
+def _pydantic_type_at(text: str) -> int | None:
+    """Where the first `[type=name,` tail starts.
+
+    >>> _pydantic_type_at("x  [type=value_error, input=1]")
+    3
+    """
+    start = text.find("[type=")
+    while start >= 0:
+        if _PYDANTIC_TYPE.match(text, start):
+            return start
+        start = text.find("[type=", start + 1)
+    return None
