@@ -106,6 +106,9 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
             notes.append(f"{source.name}: {source.notes.truncated_input}")
     if result.regex_timeouts:
         notes.append(f"{result.regex_timeouts} regex match(es) timed out and were skipped")
+    if result.budget_spent:
+        notes.append(f"the time budget for rule patterns ({result.regex_budget_s:g} s) was spent; later lines were not "
+                     "matched against the rules, so this answer may be partial")
     ctx = build_context(facts, result, hints, options)
     snapshot = attach_gpus(ctx, options)
     fired = fire_rules(ruleset.rules, ctx)

@@ -6,10 +6,17 @@ faster than running regexes line by line; only the lines that contain a
 literal are split into header and message and handed to the regexes and
 extractors that asked for that literal. Evidence is bounded per signature,
 so memory does not grow with the input.
+
+Time is bounded too: each line is split into its message once (look-ahead
+windows reuse it), extractors see at most `MAX_EXTRACTOR_LINE_CHARS` of a
+line, and rule regexes run under a timeout per match and a total budget per
+input (`REGEX_BUDGET_S`); once it is spent the remaining matches are skipped
+and counted, and the report says so.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol
 
@@ -20,6 +27,8 @@ from .rules import REGEX_TIMEOUT_S, Signature
 MAX_EVIDENCE_PER_SIGNATURE = 4
 MAX_LOOKAHEAD_LINES = 40
 MAX_WINDOW_LINE_CHARS = 2000
+MAX_EXTRACTOR_LINE_CHARS = 16384
+REGEX_BUDGET_S = 8.0  # all rule regexes on one input together
 
 
 class Extractor(Protocol):
@@ -68,6 +77,12 @@ class ScanResult:
     hits: dict[str, SignatureHits] = field(default_factory=dict)
     lines: int = 0
     regex_timeouts: int = 0
+    regex_seconds: float = 0.0
+    regex_budget_s: float = field(default_factory=lambda: REGEX_BUDGET_S)
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.regex_seconds >= self.regex_budget_s
 
 
 class Scanner:
@@ -108,13 +123,11 @@ class Scanner:
             return
         line_no = first_line
         previous = 0
+        messages = _Messages(data)
         for start in sorted(candidates):
             line_no += data.count(b"\n", previous, start)
             previous = start
-            end = data.find(b"\n", start)
-            if end < 0:
-                end = len(data)
-            message = message_of(data[start:end].decode("utf-8", "replace"))
+            message, end = messages.at(start)
             following: list[str] | None = None
             seen: set[int] = set()
             for literal in candidates[start]:
@@ -124,21 +137,29 @@ class Scanner:
                     seen.add(id(target))
                     window = target.window
                     if window and following is None:
-                        following = _following_messages(data, end, self._lookahead)
+                        following = messages.following(end, self._lookahead)
                     if isinstance(target, Signature):
                         self._match(target, line_no, message, following or [], result)
                     else:
-                        target.feed(line_no, message, (following or [])[:window])
+                        target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], (following or [])[:window])
+            messages.forget_before(start)
 
     def _match(self, sig: Signature, line_no: int, message: str, following: list[str], result: ScanResult) -> None:
         text = message
         if sig.window:
             text = " ".join([message, *following[: sig.window]])
+        remaining = result.regex_budget_s - result.regex_seconds
+        if remaining <= 0:
+            result.regex_timeouts += 1
+            return
+        began = time.perf_counter()
         try:
-            found = sig.compiled().search(text, timeout=REGEX_TIMEOUT_S)
+            found = sig.compiled().search(text, timeout=min(REGEX_TIMEOUT_S, remaining))
         except TimeoutError:
             result.regex_timeouts += 1
             return
+        finally:
+            result.regex_seconds += time.perf_counter() - began
         if not found:
             return
         hits = result.hits.get(sig.key)
@@ -168,13 +189,41 @@ def _start_of_last_lines(data: bytes, count: int) -> int:
     return pos + 1
 
 
-def _following_messages(data: bytes, end: int, count: int) -> list[str]:
-    out: list[str] = []
-    pos = end + 1
-    while len(out) < count and pos < len(data):
-        nxt = data.find(b"\n", pos)
-        if nxt < 0:
-            nxt = len(data)
-        out.append(message_of(data[pos:nxt][:MAX_WINDOW_LINE_CHARS].decode("utf-8", "replace")))
-        pos = nxt + 1
-    return out
+class _Messages:
+    """Each line of a block split into its message once, however many windows look at it."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self._lines: dict[int, tuple[str, int]] = {}  # start → (message, end)
+        self._windows: dict[int, tuple[str, int]] = {}  # start → (message of the first MAX_WINDOW_LINE_CHARS, end)
+
+    def _end(self, start: int) -> int:
+        end = self.data.find(b"\n", start)
+        return len(self.data) if end < 0 else end
+
+    def at(self, start: int) -> tuple[str, int]:
+        found = self._lines.get(start)
+        if found is None:
+            end = self._end(start)
+            found = self._lines[start] = (message_of(self.data[start:end].decode("utf-8", "replace")), end)
+        return found
+
+    def following(self, end: int, count: int) -> list[str]:
+        out: list[str] = []
+        pos = end + 1
+        while len(out) < count and pos < len(self.data):
+            found = self._windows.get(pos)
+            if found is None:
+                nxt = self._end(pos)
+                text = self.data[pos:min(nxt, pos + MAX_WINDOW_LINE_CHARS)].decode("utf-8", "replace")
+                found = self._windows[pos] = (message_of(text), nxt)
+            out.append(found[0])
+            pos = found[1] + 1
+        return out
+
+    def forget_before(self, start: int) -> None:
+        """Candidates come in order: lines before this one are never looked at again."""
+        if len(self._windows) > 4 * MAX_LOOKAHEAD_LINES:
+            self._windows = {k: v for k, v in self._windows.items() if k > start}
+        if len(self._lines) > 4 * MAX_LOOKAHEAD_LINES:
+            self._lines = {k: v for k, v in self._lines.items() if k >= start}
