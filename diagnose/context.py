@@ -16,7 +16,9 @@ from .command import Launch
 from .facts import Facts, GpuFact, GpuProcess
 from .models import ModelInfo
 from .scan import ScanResult
-from .units import parse_float, parse_int
+from .units import parse_float, parse_int, plausible_int
+
+MAX_PARALLEL = 1 << 16  # a parallel size above this is not a fact, whatever the text says
 
 
 @dataclass
@@ -49,11 +51,13 @@ class Context:
         return None
 
     def tp(self) -> int:
-        value = parse_int(self.arg("--tensor-parallel-size")) or parse_int(self.facts.engine_config.get("tensor_parallel_size"))
+        value = (plausible_int(self.arg("--tensor-parallel-size"), 1, MAX_PARALLEL)
+                 or plausible_int(self.facts.engine_config.get("tensor_parallel_size"), 1, MAX_PARALLEL))
         return value or 1
 
     def pp(self) -> int:
-        return parse_int(self.arg("--pipeline-parallel-size")) or parse_int(self.facts.engine_config.get("pipeline_parallel_size")) or 1
+        return (plausible_int(self.arg("--pipeline-parallel-size"), 1, MAX_PARALLEL)
+                or plausible_int(self.facts.engine_config.get("pipeline_parallel_size"), 1, MAX_PARALLEL) or 1)
 
     def max_model_len(self) -> int | None:
         return (parse_int(self.captures.get("max_len")) or parse_int(self.arg("--max-model-len"))

@@ -7,22 +7,61 @@ from pathlib import Path
 
 from .context import Context
 from .strategies import Fix, fill, strategy
-from .units import parse_int
+from .units import parse_int, plausible_int
+
+MAX_PARALLEL = 1 << 16  # no tensor/pipeline size, GPU count or model dimension a log reports is larger
+MAX_COUNT = 1 << 24
 
 
-def _divisors_ok(tp: int, *counts: int | None) -> bool:
-    return all(not c or c % tp == 0 for c in counts)
+def divisors(n: int, limit: int | None = None) -> list[int]:
+    """The divisors of n (at most `limit`), largest first; O(√n), and n is a plausible count.
+
+    >>> divisors(12), divisors(64, 6), divisors(7, 0)
+    ([12, 6, 4, 3, 2, 1], [4, 2, 1], [])
+    """
+    small, large = [], []
+    d = 1
+    while d * d <= n:
+        if n % d == 0:
+            small.append(d)
+            if d != n // d:
+                large.append(n // d)
+        d += 1
+    found = sorted(small + large, reverse=True)
+    return [x for x in found if limit is None or x <= limit]
+
+
+def _sizes_that_divide(limit: int, *counts: int | None) -> list[int]:
+    """Sizes ≤ limit dividing every known count, largest first: the divisors of their gcd, never a loop from limit down.
+
+    Unknown counts (None or 0) constrain nothing; with none known every size qualifies, and only the powers of two are
+    listed (the one a fix would pick).
+    >>> _sizes_that_divide(99999999999, 64, 8)
+    [8, 4, 2, 1]
+    >>> _sizes_that_divide(6, None, 0)
+    [4, 2, 1]
+    """
+    import math
+
+    known = [c for c in counts if c]
+    if limit < 1:
+        return []
+    if not known:
+        return [1 << k for k in range(min(limit, MAX_PARALLEL).bit_length() - 1, -1, -1)]
+    return divisors(math.gcd(*known), limit)
 
 
 @strategy("divisible-tensor-parallel")
 def divisible_tp(ctx: Context, params: dict) -> Fix | None:
-    requested = parse_int(ctx.captures.get("tp")) or ctx.tp()
-    heads = parse_int(ctx.captures.get("heads")) or (ctx.model.attention_heads if ctx.model else None)
-    kv_heads = parse_int(ctx.captures.get("kv_heads")) or (ctx.model.kv_heads if ctx.model and not ctx.captures.get("heads") else None)
-    experts = parse_int(ctx.captures.get("experts"))
-    gpus = ctx.gpu_count()
+    requested = plausible_int(ctx.captures.get("tp"), 1, MAX_PARALLEL) or ctx.tp()
+    model_heads = plausible_int(ctx.model.attention_heads, 1, MAX_COUNT) if ctx.model else None
+    model_kv_heads = plausible_int(ctx.model.kv_heads, 1, MAX_COUNT) if ctx.model else None
+    heads = plausible_int(ctx.captures.get("heads"), 1, MAX_COUNT) or model_heads
+    kv_heads = plausible_int(ctx.captures.get("kv_heads"), 1, MAX_COUNT) or (model_kv_heads if not ctx.captures.get("heads") else None)
+    experts = plausible_int(ctx.captures.get("experts"), 1, MAX_COUNT)
+    gpus = plausible_int(ctx.gpu_count(), 1, MAX_PARALLEL)
     limit = min(requested, gpus) if gpus else requested
-    valid = [t for t in range(limit, 0, -1) if _divisors_ok(t, heads, kv_heads, experts)]
+    valid = _sizes_that_divide(limit, heads, kv_heads, experts)
     powers_of_two = [t for t in valid if t & (t - 1) == 0]
     choice = (powers_of_two or valid or [None])[0]
     if params.get("choose") == "one":
@@ -49,11 +88,11 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
 @strategy("divisible-parallel-size")
 def divisible_parallel_size(ctx: Context, params: dict) -> Fix | None:
     """The largest size ≤ the requested one that divides a count: e.g. `--pipeline-parallel-size` for the layers."""
-    count = parse_int(ctx.captures.get(params["count"]))
-    requested = parse_int(ctx.captures.get(params["size"]))
+    count = plausible_int(ctx.captures.get(params["count"]), 1, MAX_COUNT)
+    requested = plausible_int(ctx.captures.get(params["size"]), 1, MAX_PARALLEL)
     if not count or not requested:
         return None
-    choice = next(s for s in range(requested, 0, -1) if count % s == 0)
+    choice = divisors(count, requested)[0]
     if choice == requested:
         return None
     flag = params["flag"]
@@ -65,15 +104,16 @@ def divisible_parallel_size(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("tensor-parallel-within-gpus")
 def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
-    available = parse_int(ctx.captures.get("gpus")) or parse_int(params.get("available")) or ctx.gpu_count()
-    requested = parse_int(ctx.captures.get("tp")) or ctx.tp()
+    available = (plausible_int(ctx.captures.get("gpus"), 1, MAX_PARALLEL) or plausible_int(params.get("available"), 1, MAX_PARALLEL)
+                 or plausible_int(ctx.gpu_count(), 1, MAX_PARALLEL))
+    requested = plausible_int(ctx.captures.get("tp"), 1, MAX_PARALLEL) or ctx.tp()
     if not available or available >= requested:
         return None
     pp = ctx.pp()
     target = max(1, available // pp) if pp > 1 else available
-    heads = ctx.model.attention_heads if ctx.model else None
-    while target > 1 and heads and heads % target:
-        target -= 1
+    heads = plausible_int(ctx.model.attention_heads, 1, MAX_COUNT) if ctx.model else None
+    if heads:
+        target = divisors(heads, target)[0] if target >= 1 else 1
     flag, value = ("--pipeline-parallel-size", str(max(1, available // max(ctx.tp(), 1)))) if pp > 1 else ("--tensor-parallel-size", str(target))
     return Fix(title=f"Stay within the {available} visible GPU(s): {flag} {value}", changes={flag: value},
                why=f"{requested} GPUs were requested but only {available} are visible to this process.",
