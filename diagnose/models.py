@@ -92,12 +92,26 @@ def _catalog_entry(model: str) -> dict | None:
     return None
 
 
-def _config_from_path(model: str) -> tuple[dict, str] | None:
-    path = Path(os.path.expanduser(model))
-    candidate = path / "config.json"
+MAX_CONFIG_BYTES = 4 * 2**20
+
+
+def _read_config(path: Path) -> dict | None:
+    """A config.json as a dict, or None when it cannot be one (too big, not JSON, too deep, a list…)."""
     try:
+        if path.stat().st_size > MAX_CONFIG_BYTES:
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _config_from_path(model: str) -> tuple[dict, str] | None:
+    try:
+        candidate = Path(os.path.expanduser(model)) / "config.json"
         if candidate.is_file():
-            return json.loads(candidate.read_text(encoding="utf-8")), "config.json"
+            config = _read_config(candidate)
+            return (config, "config.json") if config is not None else None
     except (OSError, ValueError):
         return None
     return None
@@ -111,38 +125,81 @@ def _config_from_hf_cache(model: str) -> tuple[dict, str] | None:
     snapshots = Path(home) / ("models--" + model.replace("/", "--")) / "snapshots"
     try:
         for snapshot in sorted(snapshots.iterdir(), reverse=True):
-            config = snapshot / "config.json"
-            if config.is_file():
-                return json.loads(config.read_text(encoding="utf-8")), "hf-cache"
+            config_path = snapshot / "config.json"
+            if config_path.is_file():
+                config = _read_config(config_path)
+                return (config, "hf-cache") if config is not None else None
     except (OSError, ValueError):
         return None
     return None
 
 
+_MAX_DIMENSION = 1 << 24  # layers, heads, hidden sizes, positions: anything larger in a config.json is not a fact
+
+
+def _count(value: Any, hi: int = _MAX_DIMENSION) -> int | None:
+    """A positive integer field of a config.json; None for strings, floats that are not whole, booleans, absurd sizes.
+
+    >>> _count(32), _count("32"), _count(1e308), _count(True), _count(0)
+    (32, None, None, None, None)
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer() and 0 < value <= hi:
+        return int(value)
+    return value if isinstance(value, int) and 0 < value <= hi else None
+
+
+def _number(value: Any, hi: float = 1e6) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if 0 < value <= hi else None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _from_config(name: str, config: dict, source: str) -> ModelInfo:
-    text = config.get("text_config") or config.get("llm_config") or config
-    heads = text.get("num_attention_heads")
-    hidden = text.get("hidden_size")
-    head_dim = text.get("head_dim") or (hidden // heads if hidden and heads else None)
-    quant = config.get("quantization_config") or {}
-    max_pos = text.get("max_position_embeddings") or text.get("seq_length") or text.get("n_positions")
-    rope = text.get("rope_scaling") or {}
-    if isinstance(rope, dict) and rope.get("factor") and rope.get("type", rope.get("rope_type")) in ("yarn", "dynamic", "longrope"):
-        max_pos = int((rope.get("original_max_position_embeddings") or max_pos or 0) * rope["factor"]) or max_pos
+    """The architecture from a config.json; fields of the wrong type or size are unknown, never an error.
+
+    >>> _from_config("m", {"num_attention_heads": "32", "hidden_size": 4096, "num_hidden_layers": [1]}, "config.json").layers
+    """
+    nested = config.get("text_config") or config.get("llm_config")
+    text = nested if isinstance(nested, dict) else config
+    heads = _count(text.get("num_attention_heads"))
+    hidden = _count(text.get("hidden_size"))
+    head_dim = _count(text.get("head_dim")) or (hidden // heads if hidden and heads else None)
+    quant = _dict(config.get("quantization_config"))
+    max_pos = (_count(text.get("max_position_embeddings")) or _count(text.get("seq_length"))
+               or _count(text.get("n_positions")))
+    rope = _dict(text.get("rope_scaling"))
+    factor = _number(rope.get("factor"), 1024)
+    if factor and rope.get("type", rope.get("rope_type")) in ("yarn", "dynamic", "longrope"):
+        max_pos = int((_count(rope.get("original_max_position_embeddings")) or max_pos or 0) * factor) or max_pos
     mla = None
-    if text.get("kv_lora_rank"):
-        mla = {"kv_lora_rank": text["kv_lora_rank"], "qk_rope_head_dim": text.get("qk_rope_head_dim", 64)}
+    if _count(text.get("kv_lora_rank")):
+        mla = {"kv_lora_rank": _count(text["kv_lora_rank"]), "qk_rope_head_dim": _count(text.get("qk_rope_head_dim", 64)) or 64}
     sliding = None
-    if text.get("sliding_window") and text.get("layer_types"):
-        full = sum(1 for t in text["layer_types"] if t == "full_attention")
-        sliding = {"window": text["sliding_window"], "full_attention_layers": full}
-    arch = (config.get("architectures") or [None])[0]
+    layer_types = text.get("layer_types")
+    if _count(text.get("sliding_window")) and isinstance(layer_types, list):
+        full = sum(1 for t in layer_types if t == "full_attention")
+        sliding = {"window": _count(text["sliding_window"]), "full_attention_layers": full}
+    architectures = config.get("architectures")
+    arch = _text(architectures[0]) if isinstance(architectures, list) and architectures else None
+    method = _text(quant.get("quant_method"))
     info = ModelInfo(
-        name=name, source=source, architecture=arch, layers=text.get("num_hidden_layers"), hidden_size=hidden,
-        attention_heads=heads, kv_heads=text.get("num_key_value_heads") or heads, head_dim=head_dim,
-        max_position_embeddings=max_pos, dtype=text.get("torch_dtype") or config.get("torch_dtype") or text.get("dtype"),
-        quantization=quant.get("quant_method"), weight_bits=quant.get("bits") or (8 if quant.get("quant_method") == "fp8" else None),
-        experts=text.get("num_local_experts") or text.get("n_routed_experts") or text.get("num_experts"),
+        name=name, source=source, architecture=arch, layers=_count(text.get("num_hidden_layers")), hidden_size=hidden,
+        attention_heads=heads, kv_heads=_count(text.get("num_key_value_heads")) or heads, head_dim=head_dim,
+        max_position_embeddings=max_pos,
+        dtype=_text(text.get("torch_dtype")) or _text(config.get("torch_dtype")) or _text(text.get("dtype")),
+        quantization=method, weight_bits=_count(quant.get("bits"), 64) or (8 if method == "fp8" else None),
+        experts=(_count(text.get("num_local_experts")) or _count(text.get("n_routed_experts"))
+                 or _count(text.get("num_experts"))),
         kv_layout="mla" if mla else ("sliding" if sliding else None), mla=mla, sliding_window=sliding,
     )
     entry = _catalog_entry(name)
