@@ -59,15 +59,34 @@ def run_guarded(fn, *args, **kwargs):
         click.echo("vdiag: interrupted", err=True)
         sys.exit(130)
     except BrokenPipeError:
+        _silence_stdout()
         sys.exit(0)
     except MemoryError:
         click.echo("vdiag: out of memory while reading the input", err=True)
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    except RecursionError:
+        click.echo("vdiag: the input is nested too deeply to read (JSON or a literal thousands of levels deep)", err=True)
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    except OSError as error:  # a read that failed mid-way (EIO), a report that cannot be written (/dev/full, a bad -o path)
+        _silence_stdout()
+        where = f"{error.filename}: " if error.filename else ""
+        click.echo(f"vdiag: {where}{error.strerror or error}", err=True)
         sys.exit(int(ExitCode.INPUT_ERROR))
     except Exception as error:  # a bug in vdiag: say so without a traceback unless asked
         if os.environ.get("VDIAG_DEBUG"):
             raise
         click.echo(f"vdiag: internal error: {type(error).__name__}: {error} (set VDIAG_DEBUG=1 for a traceback)", err=True)
         sys.exit(int(ExitCode.INTERNAL))
+
+
+def _silence_stdout() -> None:
+    """Stdout failed (full disk, closed pipe): drop what is still buffered, so exiting does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -85,11 +104,21 @@ def main() -> None:
 def _sources(files: tuple[str, ...]):
     from .ingest import Source
 
+    if (not files or "-" in files) and (sys.stdin is None or _closed(sys.stdin)):
+        raise VdiagError("no input: stdin is closed; give a log file, or pipe a log into vdiag", ExitCode.USAGE)
     if not files:
         if sys.stdin.isatty():
             raise VdiagError("no input: give a log file, or pipe a log into vdiag (see vdiag --help)", ExitCode.USAGE)
         files = ("-",)
     return [Source(f) for f in files]
+
+
+def _closed(stream) -> bool:
+    try:
+        os.fstat(stream.fileno())
+        return False
+    except (OSError, ValueError):
+        return True
 
 
 def _options(launch, rules_dirs, no_gpu, snapshot):
@@ -121,12 +150,19 @@ def progress_for(files: tuple[str, ...]):
 def emit(report: dict, fmt: str) -> None:
     from .render import print_text, to_json, to_markdown
 
-    if fmt == "json":
-        click.echo(to_json(report))
-    elif fmt == "md":
-        click.echo(to_markdown(report), nl=False)
-    else:
-        print_text(report)
+    try:
+        if fmt == "json":
+            click.echo(to_json(report))
+        elif fmt == "md":
+            click.echo(to_markdown(report), nl=False)
+        else:
+            print_text(report)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        _silence_stdout()
+        raise VdiagError(f"cannot write the report to standard output: {error.strerror or error}", ExitCode.INPUT_ERROR) from None
 
 
 @main.command()

@@ -36,6 +36,7 @@ class Case:
 
 
 def discover_cases(root: Path) -> list[Case]:
+    """Every case under `root`; a malformed file or case becomes a case whose problems say what is wrong."""
     import yaml
 
     cases: list[Case] = []
@@ -43,23 +44,50 @@ def discover_cases(root: Path) -> list[Case]:
     for path in files:
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
-            cases.append(Case(path.stem, "load", "", {}, path=str(path), problems=[f"cannot load {path}: {exc}"]))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+            cases.append(_broken(path, path.stem, "load", f"cannot load {path}: {exc}"))
+            continue
+        if not isinstance(data, dict):
+            cases.append(_broken(path, path.stem, "load", f"{path}: expected a mapping with 'rule' and 'cases', got {type(data).__name__}"))
             continue
         rule = str(data.get("rule", path.name.split(".")[0]))
-        for raw in data.get("cases") or []:
+        raw_cases = data.get("cases") or []
+        if not isinstance(raw_cases, list):
+            cases.append(_broken(path, rule, "load", f"{path}: 'cases' must be a list, got {type(raw_cases).__name__}"))
+            continue
+        for index, raw in enumerate(raw_cases, 1):
+            if not isinstance(raw, dict):
+                cases.append(_broken(path, rule, f"case-{index}", f"case {index} must be a mapping, got {type(raw).__name__}"))
+                continue
             name = str(raw.get("name", "unnamed"))
             problems: list[str] = []
             text = raw.get("log")
+            if text is not None and not isinstance(text, str):
+                problems.append(f"'log' must be text, got {type(text).__name__}")
+                text = ""
             if text is None and raw.get("log_file"):
-                log_path = (path.parent / raw["log_file"]).resolve()
                 try:
+                    log_path = (path.parent / str(raw["log_file"])).resolve()
                     text = log_path.read_text(encoding="utf-8", errors="replace")
-                except OSError:
+                except (OSError, ValueError):
                     problems.append(f"log_file {raw['log_file']} not found")
                     text = ""
-            cases.append(Case(rule, name, text or "", dict(raw.get("expect") or {}), raw.get("launch"), str(path), problems))
+            expect = raw.get("expect") or {}
+            if not isinstance(expect, dict):
+                problems.append(f"'expect' must be a mapping, got {type(expect).__name__}")
+                expect = {}
+            if isinstance(expect.get("changes"), (list, str, int, float)):
+                problems.append("'expect.changes' must be a mapping of flag to value")
+            launch = raw.get("launch")
+            if launch is not None and not isinstance(launch, str):
+                problems.append(f"'launch' must be text, got {type(launch).__name__}")
+                launch = None
+            cases.append(Case(rule, name, text or "", dict(expect), launch, str(path), problems))
     return cases
+
+
+def _broken(path: Path, rule: str, name: str, problem: str) -> Case:
+    return Case(rule, name, "", {}, path=str(path), problems=[problem])
 
 
 def run_case(case: Case, ruleset: RuleSet) -> list[str]:
