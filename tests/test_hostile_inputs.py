@@ -1,0 +1,186 @@
+"""Hostile inputs (issue #15, parts 3 and 4): every one finishes quickly and exits with a documented code, never 70.
+
+The subprocess timeout is a hang guard only, not a timed assertion; what bounds the work is checked in-process.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from diagnose.engine import Options, diagnose
+from diagnose.ingest import TextSource
+from diagnose.report import build_report
+
+ROOT = Path(__file__).resolve().parent.parent
+HANG_GUARD_S = 60
+DOCUMENTED = {0, 1, 2, 3, 4, 5, 6}
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate "
+HOSTILE = {
+    "oom-1400-digits": OOM + "2.00 GiB. GPU 0 has a total capacity of " + "1" * 1400 + " of which " + "2" * 10 + "\n",
+    "oom-tried-1400-digits": OOM + "1" * 1400 + "\n",
+    "namespace-65000-chars": "INFO 05-22 10:00:00 api_server.py:1] args: Namespace(" + "a" * 65000 + "\n",
+    "namespace-many-pairs": "INFO 05-22 10:00:00 api_server.py:1] args: Namespace(" + "x='" * 20000 + "\n",
+    "pydantic-tail-of-spaces": "  Value error, x" + " " * 20000 + "[type=value_error\n",
+    "pydantic-spaces-then-text": "  Value error, x" + " " * 20000 + "y\n",
+    "tp-absurd": "ValueError: Total number of attention heads (64) must be divisible by tensor parallel size (99999999999).\n",
+    "heads-zero": "ValueError: Total number of attention heads (0) must be divisible by tensor parallel size (99999999999).\n",
+    "tp-exceeds-absurd": "ValueError: Tensor parallel size (99999999999) cannot be larger than the number of available GPUs "
+                         "(99999999998)\n",
+    "pp-absurd": "ValueError: world_size (3) is not equal to tensor_model_parallel_size (1) x pipeline_model_parallel_size "
+                 "(99999999999)\n",
+    "non-default-unhashable": "INFO 05-22 10:00:00 api_server.py:1] non-default args: {[1]: 2}\n",
+    "inf-flags": "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len inf --gpu-memory-utilization 1e999\n"
+                 "ValueError: The model's max seq len (1e999) is larger than the maximum number of tokens that can be stored "
+                 "in KV cache (1000).\n",
+    "inf-tp": "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 1e999 --tensor-parallel-size inf\n"
+              "torch.OutOfMemoryError: CUDA out of memory.\n",
+    "nested-docker-json": '{"log": "x\\n", "stream": "stderr", "time": "2024-01-01T00:00:00Z", "attrs": '
+                          + "[" * 100000 + "]" * 100000 + "}\n",
+    "nested-journal-json": '{"MESSAGE": "x", "__REALTIME_TIMESTAMP": "1", "_X": ' + "[" * 100000 + "]" * 100000 + "}\n",
+}
+
+
+def _vdiag(*args, stdin=subprocess.DEVNULL, **kwargs):
+    env = {**os.environ, "VDIAG_DEBUG": ""}
+    env.pop("VDIAG_DEBUG")
+    return subprocess.run([str(Path(sys.executable).parent / "vdiag"), *args],
+                          stdin=stdin, capture_output=True, text=True, timeout=HANG_GUARD_S, env=env, **kwargs)
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_log_finishes_with_a_documented_code(tmp_path, name):
+    path = tmp_path / f"{name}.log"
+    path.write_text(HOSTILE[name])
+    done = _vdiag("--no-gpu", "--format", "json", str(path))
+    assert done.returncode in DOCUMENTED, done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_repeated_launch_lines_split_each_line_once(monkeypatch):
+    """4 MB of launch lines: each line's message is computed once, not once per look-ahead window that sees it."""
+    from diagnose import scan
+
+    calls = []
+    real = scan.message_of
+    monkeypatch.setattr(scan, "message_of", lambda text: calls.append(1) or real(text))
+    line = "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072 --tensor-parallel-size 2\n"
+    count = 20000
+    diagnose([TextSource("launches", line * count)], Options(gpu_mode="none"))
+    assert len(calls) <= 2 * count + 100
+
+
+def test_rule_regexes_share_one_budget_per_input(monkeypatch, ruleset):
+    from diagnose import scan
+
+    monkeypatch.setattr(scan, "REGEX_BUDGET_S", 0.0)
+    outcome = diagnose([TextSource("t", HOSTILE["tp-absurd"])], Options(gpu_mode="none"), ruleset)
+    assert outcome.ctx.scan.regex_timeouts >= 1
+    assert any("time budget" in note for note in outcome.notes)
+
+
+def test_absurd_sizes_are_not_facts():
+    from diagnose.units import parse_float, parse_int, plausible_int, size_gib
+
+    assert parse_int("1e999") is None and parse_int("inf") is None and parse_float("nan") is None
+    assert size_gib("1" * 1400 + " GiB") is None
+    assert plausible_int("99999999999", 1, 1 << 16) is None and plausible_int("8", 1, 1 << 16) == 8
+
+
+def test_non_default_args_with_unhashable_keys_keep_the_readable_pairs():
+    report = build_report(diagnose([TextSource("t", "non-default args: {[1]: 2, 'model': 'm'}\n")], Options(gpu_mode="none")))
+    assert report["schema"] == 1
+
+
+@pytest.mark.parametrize("config", [[1, 2, 3], {"num_attention_heads": "32", "num_hidden_layers": "x", "hidden_size": 1e308,
+                                                "rope_scaling": {"rope_type": "yarn", "factor": "4"}, "text_config": [1]}])
+def test_a_local_config_json_of_the_wrong_shape_is_ignored(tmp_path, config):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(config))
+    log = tmp_path / "crash.log"
+    log.write_text(f"vllm serve {model} --tensor-parallel-size 3\n"
+                   "ValueError: Total number of attention heads (32) must be divisible by tensor parallel size (3).\n")
+    done = _vdiag("--no-gpu", str(log))
+    assert done.returncode in DOCUMENTED, done.stderr
+
+
+def test_closed_stdin_is_no_input():
+    for args in ((), ("-",)):
+        done = subprocess.run(f"exec {Path(sys.executable).parent / 'vdiag'} --no-gpu {' '.join(args)} <&-", shell=True,
+                              capture_output=True, text=True, timeout=HANG_GUARD_S)
+        assert done.returncode == 2 and "no input" in done.stderr
+
+
+def test_eio_mid_read_is_an_input_error(monkeypatch, capsys):
+    from diagnose import cli
+
+    def failing():
+        raise OSError(5, "Input/output error", "crash.log")
+
+    with pytest.raises(SystemExit) as exit_:
+        cli.run_guarded(failing)
+    assert exit_.value.code == 3 and "Input/output error" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_a_full_stdout_is_a_clear_message():
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([str(Path(sys.executable).parent / "vdiag"), "--no-gpu", str(ROOT / "examples/kv-cache-too-small.log")],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=HANG_GUARD_S)
+    assert done.returncode == 3 and "No space left" in done.stderr and "Exception ignored" not in done.stderr
+
+
+def test_a_bad_output_path_is_a_clear_message(tmp_path):
+    done = _vdiag("triage", str(ROOT / "examples"), "-o", str(tmp_path / "missing" / "out.csv"))
+    assert done.returncode == 3 and "No such file" in done.stderr
+
+
+@pytest.mark.parametrize("text", ["- just a list\n", "rule: x\ncases: 5\n",
+                                  "rule: x\ncases:\n  - a string\n  - {name: n, expect: [1]}\n  - {name: m, log: [1, 2]}\n"])
+def test_rules_test_on_a_malformed_cases_file_is_a_rules_error(tmp_path, text):
+    path = tmp_path / "x.cases.yaml"
+    path.write_text(text)
+    done = _vdiag("rules", "test", str(path))
+    assert done.returncode == 4 and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- fuzz over mutated real log lines
+
+CORPUS_LINES = sorted({line for path in sorted((ROOT / "tests/fixtures/corpus").rglob("*.log"))
+                       for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()})[:4000]
+MUTATIONS = ["1" * 300, "9" * 25, " " * 300, "inf", "1e999", "-0", "(", ")", "[", "]", "{", "}", "'", '"', "\\", ",", "=",
+             "[type=value_error,", "Namespace(", "non-default args: {", "\x00", "é"]
+
+
+@st.composite
+def mutated_lines(draw):
+    lines = draw(st.lists(st.sampled_from(CORPUS_LINES), min_size=1, max_size=4))
+    out = []
+    for line in lines:
+        for _ in range(draw(st.integers(0, 3))):
+            at = draw(st.integers(0, len(line)))
+            kind = draw(st.sampled_from(["insert", "replace-digits", "cut"]))
+            if kind == "insert":
+                line = line[:at] + draw(st.sampled_from(MUTATIONS)) + line[at:]
+            elif kind == "replace-digits":
+                line = "".join(draw(st.sampled_from(["0", "99999999999", "1e999"])) if c.isdigit() else c for c in line)
+            else:
+                line = line[:at]
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.skipif(not CORPUS_LINES, reason="no corpus logs")
+@settings(max_examples=150, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(mutated_lines())
+def test_mutated_real_log_lines_never_raise(ruleset, text):
+    report = build_report(diagnose([TextSource("fuzz", text)], Options(gpu_mode="none"), ruleset))
+    assert report["schema"] == 1
