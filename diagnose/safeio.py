@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 from typing import BinaryIO
 
 from .errors import InputError
@@ -73,3 +74,19 @@ def read_regular(path: str, what: str = "file") -> bytes:
     """The whole content of a regular file (see `open_regular`)."""
     with open_regular(path, what) as handle:
         return handle.read()
+
+
+def read_rule_file(path: Path) -> bytes:
+    """A rule file's bytes; OSError (not InputError) for a FIFO, socket or device, which is never waited on."""
+    try:
+        return read_regular(str(path), "rule file")
+    except InputError as exc:
+        raise OSError(str(exc)) from None
+
+
+def is_within(path: str, folder: Path) -> bool:
+    """Whether `path` (symlinks resolved) lies inside `folder`."""
+    try:
+        return Path(path).resolve().is_relative_to(folder.resolve())
+    except OSError:
+        return False
