@@ -15,6 +15,7 @@ from . import memory
 from .command import Launch
 from .facts import Facts, GpuFact, GpuProcess
 from .models import ModelInfo
+from .phases import PhaseLog, phase_order
 from .scan import ScanResult
 from .units import parse_float, parse_int, plausible_int
 
@@ -34,6 +35,12 @@ class Context:
     driver_version: str | None = None
     captures: dict[str, str] = field(default_factory=dict)
     text_hints: set[str] = field(default_factory=set)
+    phases: PhaseLog = field(default_factory=PhaseLog)
+    focus_line: int | None = None  # the first error line of the diagnosis being evaluated
+
+    def phase(self) -> str | None:
+        """The start-up phase reached when the error being evaluated was written (else the last one reached)."""
+        return self.phases.at(self.focus_line)
 
     @property
     def version(self) -> str | None:
@@ -132,14 +139,44 @@ def predicate(name: str):
 
 
 def evaluate(names: tuple[str, ...] | list[str], ctx: Context) -> bool:
-    """True when every named predicate holds (`!name` negates); unknown names are false."""
+    """True when every named predicate holds (`!name` negates); unknown names are false.
+
+    `phase>=NAME` and `phase<NAME` compare the start-up phase at the error with a phase of `data/phases.yaml`;
+    when the log shows no progress at all, neither holds.
+    """
     for name in names:
         negate = name.startswith("!")
-        fn = PREDICATES.get(name.lstrip("!"))
-        result = bool(fn(ctx)) if fn else False
+        key = name.lstrip("!")
+        if key.startswith("phase"):
+            result = phase_condition(key, ctx)
+        else:
+            fn = PREDICATES.get(key)
+            result = bool(fn(ctx)) if fn else False
         if result == negate:
             return False
     return True
+
+
+def phase_condition(expression: str, ctx: Context) -> bool:
+    """`phase>=serving` or `phase<weights-loaded`, at the error being evaluated.
+
+    >>> from .facts import Facts
+    >>> from .scan import ScanResult
+    >>> ctx = Context(Facts(), ScanResult())
+    >>> ctx.phases.add(10, phase_order("serving")); ctx.focus_line = 50
+    >>> phase_condition("phase>=serving", ctx), phase_condition("phase<weights-loaded", ctx)
+    (True, False)
+    """
+    for operator in (">=", "<"):
+        if expression.startswith("phase" + operator):
+            wanted = phase_order(expression[len("phase" + operator):])
+            break
+    else:
+        raise KeyError(f"unknown phase condition '{expression}' (use phase>=NAME or phase<NAME)")
+    current = ctx.phase()
+    if current is None:
+        return False
+    return phase_order(current) >= wanted if operator == ">=" else phase_order(current) < wanted
 
 
 def kv_capacity_tokens(ctx: Context) -> int | None:

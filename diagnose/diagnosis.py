@@ -43,6 +43,8 @@ class Diagnosis:
     why: str = ""
     secondary_of: str | None = None
     inferred: bool = False
+    focus_line: int | None = None
+    family: bool = False  # fired only by family patterns (tolerant wordings, error tables): lower confidence
 
 
 def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
@@ -55,6 +57,7 @@ def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
         for h in [*contexts, *errors]:
             captures.update(h.captures())
         ctx.captures = captures
+        ctx.focus_line = min((m.line for h in errors for m in h.first), default=None)
         if rule.conditions and not evaluate(rule.conditions, ctx):
             continue
         if rule.requires_context and not contexts and not any(h.signature.weight >= STANDALONE_WEIGHT for h in errors):
@@ -66,10 +69,22 @@ def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
         else:
             continue
         matches = sorted({m.line: m for h in [*errors, *contexts] for m in [*h.first, h.last] if m}.values(), key=lambda m: m.line)
-        fired.append(Diagnosis(rule, round(min(confidence, 0.99), 2), _bounded(matches), captures, inferred=not errors))
-    if any(not d.inferred for d in fired):
+        fired.append(Diagnosis(rule, round(min(confidence, 0.99), 2), _bounded(matches), captures, inferred=not errors,
+                               focus_line=ctx.focus_line, family=bool(errors) and all(h.signature.family for h in errors)))
+    return order(_beneath_specific(fired))
+
+
+def _beneath_specific(fired: list[Diagnosis]) -> list[Diagnosis]:
+    """Keep the most specific explanations.
+
+    An exact wording on an error line beats an inference from context (a log cut before its error line); a
+    family pattern (a tolerant wording, an error table) is a fallback beneath both, so it yields to any other
+    diagnosis of its category and never hides an inference.
+    """
+    if any(not d.inferred and not d.family for d in fired):
         fired = [d for d in fired if not d.inferred]
-    return order(fired)
+    specific = {d.rule.category for d in fired if not d.family}
+    return [d for d in fired if not d.family or d.rule.category not in specific]
 
 
 def _bounded(matches: list[Match]) -> list[Match]:
@@ -95,6 +110,7 @@ def order(fired: list[Diagnosis]) -> list[Diagnosis]:
 
 def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     ctx.captures = diagnosis.captures
+    ctx.focus_line = diagnosis.focus_line
     candidates: list[Fix] = []
     seen: set[str] = set()
     for spec in diagnosis.rule.fixes:
@@ -125,10 +141,12 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
 
 def _rank_key(fix: Fix, position: int) -> tuple:
     """Predicted to start first, and among those the cheapest; fixes whose outcome cannot be evaluated keep the
-    rule author's order, and workarounds come after cures."""
+    rule author's order, and workarounds come after cures. A fix that names nothing to change or run (a value
+    that could not be computed) comes after every fix that does."""
     start = {True: 0, None: 1, False: 2}[fix.will_start]
     cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
-    return (start, fix.workaround, cost, position)
+    actionable = bool(fix.changes or fix.step_command)
+    return (not actionable, start, fix.workaround, cost, position)
 
 
 def _rank_reason(fix: Fix) -> str:

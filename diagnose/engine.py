@@ -15,6 +15,8 @@ from .facts import ArgsExtractor, Facts, GpuFact, GpuProcess, LaunchExtractor, M
 from .gpu import Snapshot, live_snapshot, load_snapshot
 from .gpu_text import GpuTextExtractor
 from .ingest import Source
+from .pasted import unwrap_blocks
+from .phases import PhaseExtractor
 from .rules import RuleSet, load_rules
 from .scan import Scanner, ScanResult
 
@@ -88,15 +90,16 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     facts = Facts()
     hints: set[str] = set()
     unexplained = UnexplainedExtractor()
+    progress = PhaseExtractor()
     extractors = [VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), unexplained]
+                  GpuTextExtractor(facts), HintExtractor(hints), progress, unexplained]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
     notes: list[str] = []
     spans: list[tuple[str, int]] = []
     for source in sources:
         spans.append((source.name, result.lines))
-        blocks = source.raw_blocks()
+        blocks = unwrap_blocks(source.raw_blocks())
         if options.on_bytes is not None:
             blocks = _reporting(blocks, options.on_bytes)
         scanner.scan(blocks, result, first_line=result.lines + 1)
@@ -110,6 +113,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         notes.append(f"the time budget for rule patterns ({result.regex_budget_s:g} s) was spent; later lines were not "
                      "matched against the rules, so this answer may be partial")
     ctx = build_context(facts, result, hints, options)
+    ctx.phases = progress.phases
     snapshot = attach_gpus(ctx, options)
     fired = fire_rules(ruleset.rules, ctx)
     for diagnosis in fired:

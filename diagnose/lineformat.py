@@ -10,6 +10,12 @@ vLLM's header has changed over the years; all of these reduce to the message:
 'ValueError: x'
 >>> message_of("  Value error, Tensor parallel size (2) cannot be larger. [type=value_error, input_value=…]")
 'Tensor parallel size (2) cannot be larger.'
+>>> message_of("Assertion failed, block_size (2096) must be <= max_num_batched_tokens (2048). [type=assertion_error, input=…]")
+'block_size (2096) must be <= max_num_batched_tokens (2048).'
+>>> message_of("vllm-1  | #033[1;36m(APIServer pid=1)#033[0;0m ERROR 08-20 18:04:22 [core.py:700] EngineCore failed to start.")
+'EngineCore failed to start.'
+>>> message_of("(raylet, ip=10.0.0.2) [2025-03-08 05:38:28,352] [   ERROR]: Exception in worker")
+'Exception in worker'
 """
 
 from __future__ import annotations
@@ -19,6 +25,16 @@ import re
 _PREFIXES = [
     # markdown quotes and CI log gutters pasted into tickets: "> ", ">   | "
     re.compile(r"^\s*>(?:\s*\|)?\s?"),
+    # docker compose service prefixes: "vllm-1  | ", "vllm_1     | ", "stack-vllm-server-1 | "
+    re.compile(r"^[A-Za-z][\w.-]{0,80}?[-_]\d{1,4}\s+\|\s?"),
+    # kubectl logs --prefix: "[pod/vllm-0/vllm] "
+    re.compile(r"^\[pod/[^\]\s]{1,200}\]\s"),
+    # the CRI log format kubelet writes (after its timestamp): "stderr F "
+    re.compile(r"^(?:stdout|stderr) [FP] "),
+    # Ray's own process prefixes: "(raylet) ", "(raylet, ip=10.0.0.2) ", "(pid=123) ", "(gcs_server) "
+    re.compile(r"^\((?:raylet|pid=\d+|gcs_server|monitor|autoscaler|log_monitor|dashboard\w*)(?:[,\s][^)]{0,120})?\)\s*"),
+    # Python logging's bracketed level: "[   ERROR]: ", "[WARNING] "
+    re.compile(r"^\[\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*\]:?\s*"),
     # journalctl short output: "Nov 03 02:14:07 host vllm[90210]: "
     re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(?:\[\d+\])?: "),
     # ISO timestamps from CI systems, kubectl or docker --timestamps
@@ -38,14 +54,16 @@ _PREFIXES = [
 ]
 # Linear by construction: the message is cut at the first "[type=…," found with str.find and one bounded match, never by
 # a lazy group racing a greedy one over the same spaces (that was quadratic on a tail of blanks).
-_PYDANTIC = re.compile(r"\s*Value error,\s*")
+_PYDANTIC = re.compile(r"\s*(?:Value error|Assertion failed),\s*")
+# ANSI colours that syslog (rsyslog's control-character escaping) wrote out as text: "#033[0;36m"
+_ESCAPED_ANSI = re.compile(r"#033\[[\d;]{0,20}[A-Za-z]")
 _PYDANTIC_TYPE = re.compile(r"\[type=\w{1,64},")
 MAX_PREFIX_CHARS = 512  # no header or envelope prefix is longer: the prefix patterns never see more of a line
 
 
 def message_of(line: str) -> str:
     """The log message with every known header and envelope prefix removed."""
-    text = line
+    text = _ESCAPED_ANSI.sub("", line) if "#033[" in line else line
     for _ in range(6):
         before = text
         for pattern in _PREFIXES:
@@ -59,9 +77,9 @@ def message_of(line: str) -> str:
         rest = text[pydantic.end():]
         cut = _pydantic_type_at(rest)
         return rest if cut is None else rest[:cut].rstrip()
-    if "[type=value_error" in text:
-        cut = text.find("[type=value_error,")
-        if cut >= 0:
+    if "[type=" in text:
+        cut = _pydantic_type_at(text)
+        if cut is not None:
             text = text[:cut]
     return text.strip()
 
@@ -78,3 +96,21 @@ def _pydantic_type_at(text: str) -> int | None:
             return start
         start = text.find("[type=", start + 1)
     return None
+
+
+_QUIET_LEVEL = re.compile(
+    r"(?:^|[\s)\]|])(?:INFO|WARNING|WARN|DEBUG)\s+\d\d-\d\d \d\d:\d\d|^\s*(?:INFO|WARNING|DEBUG):\s|"
+    r"\[\s*(?:INFO|WARNING|WARN|DEBUG)\s*\]|\s-\s(?:INFO|WARNING|DEBUG)\s-\s|\b(?:INFO|WARNING|DEBUG)\s+\d{4}-\d\d-\d\d")
+
+
+def below_error_level(line: str) -> bool:
+    """Whether a raw line carries an INFO, WARNING or DEBUG header (vLLM's, uvicorn's, Python logging's).
+
+    >>> below_error_level("WARNING 07-01 10:00:00 [parallel.py:746] Address already in use. Retrying with a new port.")
+    True
+    >>> below_error_level("(EngineCore pid=1) ERROR 07-01 10:00:00 [core.py:700] OSError: Address already in use")
+    False
+    >>> below_error_level("OSError: [Errno 98] Address already in use")
+    False
+    """
+    return bool(_QUIET_LEVEL.search(line[:MAX_PREFIX_CHARS]))

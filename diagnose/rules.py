@@ -40,6 +40,8 @@ class Signature:
     weight: float = 0.9
     window: int = 0
     rule_id: str = ""
+    family: bool = False
+    any_level: bool = False
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     @property
@@ -50,7 +52,7 @@ class Signature:
         if self._compiled is None:
             import regex
 
-            self._compiled = regex.compile(self.regex, regex.V0)
+            self._compiled = regex.compile(self.regex, regex.V0 | regex.IGNORECASE)
         return self._compiled
 
 
@@ -229,7 +231,11 @@ def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
                 where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
                 problems.append(LoadProblem(shown, _line_of(node, list(error.absolute_path)), f"{where}: {error.message}"))
             continue
-        rule = _build_rule(document, shown, node.start_mark.line + 1)
+        try:
+            rule = _build_rule(document, shown, node.start_mark.line + 1)
+        except KeyError as exc:  # a signature names an error table, or a category, the tables do not have
+            problems.append(LoadProblem(shown, _line_of(node, ["signatures"]), str(exc.args[0])))
+            continue
         if rule.category not in categories:
             problems.append(LoadProblem(shown, _line_of(node, ["category"]), f"unknown category '{rule.category}' (see taxonomy)"))
             continue
@@ -276,18 +282,25 @@ def _line_of(node, path: list) -> int:
 
 
 def _build_rule(doc: dict, path: str, line: int) -> Rule:
-    signatures = [
-        Signature(
+    signatures = []
+    for s in doc["signatures"]:
+        if "table" in s:  # literals and regex generated from an error table (error_tables.py)
+            from .error_tables import table_signature
+
+            literals, pattern = table_signature(s["table"], doc["category"])
+        else:
+            literals, pattern = tuple(s["literals"]), s["regex"]
+        signatures.append(Signature(
             name=s["name"],
-            literals=tuple(s["literals"]),
-            regex=s["regex"],
+            literals=literals,
+            regex=pattern,
             kind=s.get("kind", "error"),
             weight=float(s.get("weight", 0.9)),
             window=int(s.get("window", 0)),
             rule_id=doc["id"],
-        )
-        for s in doc["signatures"]
-    ]
+            family=bool(s.get("family", "table" in s)),
+            any_level=bool(s.get("any_level", False)),
+        ))
     fixes = [FixSpec(f["strategy"], dict(f.get("params") or {}), tuple(f.get("when") or ())) for f in doc["fixes"]]
     return Rule(
         id=doc["id"],

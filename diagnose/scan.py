@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol
 
-from .lineformat import message_of
+from .lineformat import below_error_level, message_of
 from .prefilter import make_finder
 from .rules import REGEX_TIMEOUT_S, Signature
 
@@ -128,6 +128,7 @@ class Scanner:
             line_no += data.count(b"\n", previous, start)
             previous = start
             message, end = messages.at(start)
+            quiet: bool | None = None  # an INFO/WARNING/DEBUG line, worked out only when a family signature asks
             following: list[str] | None = None
             seen: set[int] = set()
             for literal in candidates[start]:
@@ -139,6 +140,11 @@ class Scanner:
                     if window and following is None:
                         following = messages.following(end, self._lookahead)
                     if isinstance(target, Signature):
+                        if target.family and not target.any_level:
+                            if quiet is None:
+                                quiet = below_error_level(data[start:min(end, start + 400)].decode("utf-8", "replace"))
+                            if quiet:
+                                continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
                         self._match(target, line_no, message, following or [], result)
                     else:
                         target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], (following or [])[:window])

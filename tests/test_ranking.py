@@ -6,15 +6,18 @@ from diagnose.strategies import Fix
 
 def test_predicted_to_start_ranks_first_then_cheapest_then_author_order():
     fixes = [
-        Fix("unknown outcome", will_start=None),
-        Fix("shorter context", will_start=True, cost="context"),
-        Fix("will not be enough", will_start=False, cost="config"),
-        Fix("config change", will_start=True, cost="config"),
-        Fix("workaround", will_start=True, cost="config", workaround=True),
-        Fix("second unknown", will_start=None, cost="config"),
+        Fix("nothing to change", will_start=True, cost="none"),
+        Fix("unknown outcome", {"--a": "1"}, will_start=None),
+        Fix("shorter context", {"--b": "1"}, will_start=True, cost="context"),
+        Fix("will not be enough", {"--c": "1"}, will_start=False, cost="config"),
+        Fix("config change", {"--d": "1"}, will_start=True, cost="config"),
+        Fix("workaround", {"--e": "1"}, will_start=True, cost="config", workaround=True),
+        Fix("second unknown", {"--f": "1"}, will_start=None, cost="config"),
+        Fix("a step to run", step_command="nvidia-smi", will_start=None),
     ]
     ranked = [fix.title for _, fix in sorted(enumerate(fixes), key=lambda pair: _rank_key(pair[1], pair[0]))]
-    assert ranked == ["config change", "shorter context", "workaround", "unknown outcome", "second unknown", "will not be enough"]
+    assert ranked == ["config change", "shorter context", "workaround", "unknown outcome", "second unknown", "a step to run",
+                      "will not be enough", "nothing to change"]
 
 
 def test_every_rank_says_why():
