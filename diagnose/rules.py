@@ -18,6 +18,8 @@ from typing import Any, Iterable
 
 from . import __version__
 from .datafiles import read_cached, write_cached
+from .rule_safety import yaml_alias_problem
+from .safeio import is_within, not_regular, read_rule_file
 
 DATA_DIR = Path(__file__).parent / "data"
 REGEX_TIMEOUT_S = 0.25
@@ -136,7 +138,7 @@ def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleS
     contents = []
     for path in files:
         try:
-            contents.append((path, path.read_bytes()))
+            contents.append((path, read_rule_file(path)))
         except OSError:
             contents.append((path, b""))
     key = "rules-" + _cache_key(contents)
@@ -210,11 +212,19 @@ def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
     seen: dict[str, str] = {}
     for path, data in contents:
         shown = str(path)
+        special = not data and not_regular(shown)
+        if special:
+            problems.append(LoadProblem(shown, 0, f"is {special}, not a regular rule file; not read"))
+            continue
         try:
             text = data.decode("utf-8")
             node = yaml.compose(text, Loader=_safe_loader())
             if node is None:
                 problems.append(LoadProblem(shown, 0, "empty rule file"))
+                continue
+            aliases = yaml_alias_problem(node)
+            if aliases:
+                problems.append(LoadProblem(shown, *aliases))
                 continue
             document = yaml.load(text, Loader=_safe_loader())
         except UnicodeDecodeError:
@@ -239,9 +249,9 @@ def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
         if rule.category not in categories:
             problems.append(LoadProblem(shown, _line_of(node, ["category"]), f"unknown category '{rule.category}' (see taxonomy)"))
             continue
-        regex_problem = _check_regexes(rule)
-        if regex_problem:
-            problems.append(LoadProblem(shown, _line_of(node, ["signatures"]), regex_problem))
+        unsafe = _check_regexes(rule)
+        if unsafe:
+            problems += [LoadProblem(shown, _line_of(node, ["signatures", i, "regex"]), why) for i, why in unsafe]
             continue
         if rule.id in seen:
             problems.append(LoadProblem(shown, _line_of(node, ["id"]), f"duplicate rule id '{rule.id}' (also in {seen[rule.id]})"))
@@ -251,15 +261,17 @@ def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
     return RuleSet(rules, problems)
 
 
-def _check_regexes(rule: Rule) -> str | None:
-    import regex
+def _check_regexes(rule: Rule) -> list[tuple[int, str]]:
+    """What lint refuses in the rule's signatures (index, why): the same checks as `vdiag rules lint`.
 
-    for sig in rule.signatures:
-        try:
-            regex.compile(sig.regex, regex.V0)
-        except regex.error as exc:
-            return f"signature '{sig.name}': invalid regex: {exc}"
-    return None
+    Bundled rules skip only the timed adversarial lines (their result depends on machine load;
+    `rules lint` runs them in CI); user rules run them too.
+    """
+    from .lint import signature_problems
+
+    timed = not is_within(rule.path, bundled_rules_dir())
+    return [(index, f"signature '{sig.name}': {message}")
+            for index, sig in enumerate(rule.signatures) for message in signature_problems(sig, timed=timed)]
 
 
 def _line_of(node, path: list) -> int:
