@@ -20,8 +20,9 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-_PLACEHOLDER = re.compile(r"<[^\s<>]+>")
+from .redact import MASK, masked_launch
 
+_PLACEHOLDER = re.compile(r"<[^\s<>]+>")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*)?[$#%>]\s+|^\s*\w[\w.-]*>\s+")
 _SHELL_OPERATORS = {";", "&&", "||", "|", "&", ">", ">>", "<", "&>", "&>>", "2>", "2>&1", "1>", "|&"}
@@ -480,6 +481,8 @@ def _python_value(value: Any) -> Any:
 
 
 def _quote(value: str) -> str:
+    if value == MASK:
+        return value
     return shlex.quote(value) if value else "''"
 
 
@@ -491,7 +494,8 @@ def _render_arg(arg: Arg) -> str:
 
 
 def render(launch: Launch) -> str:
-    """The launch as a command line (or Python call) in the user's own form."""
+    """The launch as a command line (or Python call) in the user's own form, its secrets masked."""
+    launch = masked_launch(launch)
     if launch.form == "llm-python":
         return _render_python(launch)
     parts: list[str] = [f"{k}={_quote(v)}" for k, v in launch.env]

@@ -311,8 +311,9 @@ def rotate_reports(state_dir: Path, keep: int) -> list[Path]:
 
 def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_note: str | None) -> HookResult:
     """One journal line saying what failed, the rank-1 fix and where the report is."""
-    from .redact import redact
+    from .redact import redact, redact_tree
 
+    report = redact_tree(report)
     json_path, md_path = paths
     fields = _base_fields(trigger, PRIORITY_NOTICE)
     fields["VDIAG_STATUS"] = report["status"]

@@ -1,50 +1,236 @@
-"""Remove secrets (and, on request, e-mail addresses) from anything vdiag prints or writes.
+"""Remove secrets and e-mail addresses from everything vdiag prints or writes.
+
+Redaction works on fields, before anything is serialised: `redact_tree` walks a
+report (dicts, lists, strings) and masks each string, and a value held under a
+secret-looking key (`"token"`, `env:HF_TOKEN`) whatever it looks like. A launch
+is masked before it is rendered (`masked_launch`), so re-quoting a value cannot
+reveal it. What counts as a secret is data (`diagnose/data/secrets.yaml`).
+
+Every pattern has bounded quantifiers and a guarded start, so a line costs time
+linear in its length, whatever it holds.
 
 >>> redact("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 vllm serve m --api-key s3cret")
 'HF_TOKEN=[REDACTED] vllm serve m --api-key [REDACTED]'
+>>> redact('{"apiKey": "abc 123", "max_tokens": 16} mail ops@example.com')
+'{"apiKey": "[REDACTED]", "max_tokens": 16} mail [EMAIL]'
+>>> redact_tree({"changes": {"env:MY_TOKEN": "short"}, "lines": ["https://:pw/x@host/simple"]})
+{'changes': {'env:MY_TOKEN': '[REDACTED]'}, 'lines': ['https://:[REDACTED]@host/simple']}
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
 
 MASK = "[REDACTED]"
-_VALUE = r"[^\s\"'\\,;]+"
-_PATTERNS = [
-    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),
-    re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"),
-    re.compile(r"\bAKIA[0-9A-Z]{16}\b"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
-]
-_KEYED = [
-    re.compile(r"(?i)(--api[-_]key(?:=|\s+))(" + _VALUE + ")"),
-    re.compile(r"(?i)(\bauthorization:\s*(?:bearer|basic|token)\s+)(" + _VALUE + ")"),
-    re.compile(r"(?i)(\bbearer\s+)([A-Za-z0-9_\-.=]{12,})"),
-    re.compile(r"(?i)(\b[A-Z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY)=)(" + _VALUE + ")"),
-    re.compile(r"(?i)(['\"]?(?:api_key|token|password|secret)['\"]?\s*[:=]\s*['\"])([^'\"\s]{4,})(?=['\"])"),
-    re.compile(r"(://[^/\s:@]+:)([^@\s/]+)(?=@)"),
-]
-_EMAIL = re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")
-_PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?\w+\}?|\[REDACTED\]|XX+|\*+|None|null)$")
+EMAIL_MASK = "[EMAIL]"
+
+_KEY_SEP = re.compile(
+    r"(?<![\w.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P<close>\\?[\"']?)"
+    r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
+)
+_VALUE = re.compile(
+    r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
+    r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
+    r"|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
+)
+_URL_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,20}://[^\s/@:]{0,128}:)([^\s@]{1,256})(?=@)")
+_BEARER = re.compile(r"(?i)(?<![\w\-])(bearer[ \t]{1,3})([A-Za-z0-9_\-.=+/~]{12,4096})")
+_HIGH_ENTROPY = re.compile(r"(?<![\w\-./+=@%])[A-Za-z0-9+/]{16,4096}={0,2}(?![\w\-./+=@%])")
+_EMAIL = re.compile(r"(?<![\w.%+\-])[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\w\-])")
+_WRAPPED = re.compile(r"(\[REDACTED\]\\?[ \t]{0,2}\n)([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
+_LINE_START = re.compile(r"^()([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
+_PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
+_TRAILING = ",;:.)]}"
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
 
-def redact(text: str, emails: bool = False) -> str:
-    """Mask tokens, keys, passwords (and e-mail addresses when asked)."""
-    if not text:
+@dataclass(frozen=True)
+class _Table:
+    endings: tuple[str, ...]
+    parts: frozenset[str]
+    env_endings: frozenset[str]
+    not_secret: frozenset[str]
+    flags: frozenset[str]
+    shapes: tuple[re.Pattern, ...]
+
+
+@lru_cache(maxsize=1)
+def _table() -> _Table:
+    from .datafiles import load_yaml
+
+    data = load_yaml("secrets.yaml")
+    return _Table(tuple(data["name_endings"]), frozenset(data["name_parts"]), frozenset(data["env_endings"]),
+                  frozenset(data["not_secret"]), frozenset(_normal(f) for f in data["flags"]),
+                  tuple(re.compile(p) for p in data["shapes"]))
+
+
+def _normal(name: str) -> str:
+    """`--api-key`, `apiKey`, `X-Api-Key`, `API_KEY` → `api_key`-like: what the secret tables are written in."""
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.lstrip("-"))
+    return re.sub(r"[-.]", "_", name).lower()
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a value under this name (flag, env variable, JSON key, header) is a secret.
+
+    >>> [is_secret_name(n) for n in ("--hf-token", "AWS_SECRET_ACCESS_KEY", "apiKey", "x-api-key", "NGC_API_KEY")]
+    [True, True, True, True, True]
+    >>> [is_secret_name(n) for n in ("max_tokens", "token_ids", "tokenizer", "TOKENIZERS_PARALLELISM", "pad_token", "cache_key")]
+    [False, False, False, False, False, False]
+    """
+    table = _table()
+    bare = name.split(":", 1)[1] if name.startswith(("env:", "docker:")) else name
+    normal = _normal(bare)
+    if not normal or normal in table.not_secret:
+        return False
+    if normal in table.flags or any(normal == e or normal.endswith("_" + e) for e in table.endings):
+        return True
+    parts = normal.split("_")
+    if table.parts.intersection(parts):
+        return True
+    return bool(_ENV_NAME.fullmatch(bare.lstrip("-"))) and parts[-1].upper() in table.env_endings
+
+
+def _placeholder(value: str) -> bool:
+    return bool(_PLACEHOLDER.match(value.strip()))
+
+
+def redact(text: str, emails: bool = True) -> str:
+    """Mask tokens, keys, passwords and e-mail addresses in one string (`emails=False` keeps addresses)."""
+    if not text or not isinstance(text, str):
         return text
-    for pattern in _PATTERNS:
-        text = pattern.sub(MASK, text)
-    for pattern in _KEYED:
-        text = pattern.sub(_keep_placeholders, text)
+    for shape in _table().shapes:
+        text = shape.sub(MASK, text)
+    text = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if _placeholder(m.group(2)) else MASK), text)
+    text = _mask_keyed_values(text)
+    text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    text = _HIGH_ENTROPY.sub(_mask_high_entropy, text)
+    if "\n" in text:
+        text = _WRAPPED.sub(_mask_wrapped_rest, text)
     if emails:
-        text = _EMAIL.sub("[EMAIL]", text)
+        text = _EMAIL.sub(EMAIL_MASK, text)
     return text
 
 
-def _keep_placeholders(match: re.Match) -> str:
-    value = match.group(2)
-    if _PLACEHOLDER.match(value):
-        return match.group(0)
-    return match.group(1) + MASK
+def _mask_keyed_values(text: str) -> str:
+    """`name=value`, `name: value`, `"name": "value"`, `--flag value`: the value masked when the name is a secret's."""
+    out: list[str] = []
+    done = 0
+    for match in _KEY_SEP.finditer(text):
+        if match.start() < done:
+            continue
+        key, sep = match.group("key"), match.group("sep")
+        is_flag = key.startswith("-")
+        if not (is_flag or sep.strip()) or not is_secret_name(key):
+            continue
+        value = _VALUE.match(text, match.end())
+        if value is None:
+            continue
+        start, end = _secret_span(value)
+        if start is None:
+            continue
+        out += [text[done:start], MASK]
+        done = end
+    return "".join(out) + text[done:] if out else text
+
+
+def _secret_span(value: re.Match) -> tuple[int | None, int]:
+    """Where the secret lies in a value; None for a placeholder, or for the next option (`--api-key --port 1`)."""
+    for group in ("escaped", "double", "single"):
+        if value.group(group) is not None:
+            inner = value.group(group)
+            return (None, 0) if _placeholder(inner) else (value.start(group), value.end(group))
+    bare = value.group("bare")
+    trimmed = bare.rstrip(_TRAILING)
+    if _placeholder(bare) or _placeholder(trimmed) or (bare.startswith("-") and not value.group("scheme")):
+        return None, 0
+    start = value.start("bare")
+    return start, start + len(trimmed)
+
+
+def _mask_high_entropy(match: re.Match) -> str:
+    """A long run of letters and digits mixing both cases and digits, the shape of a key with no known prefix."""
+    word = match.group(0)
+    if word.startswith("/"):
+        return word
+    upper = sum(c.isupper() for c in word)
+    lower = sum(c.islower() for c in word)
+    digits = sum(c.isdigit() for c in word)
+    return MASK if upper >= 2 and lower >= 2 and digits >= 2 else word
+
+
+def _mask_wrapped_rest(match: re.Match) -> str:
+    """The rest of a secret cut by a line wrap: a token-like first word on the line after a masked value."""
+    rest = match.group(2)
+    tokenish = any(c.isdigit() for c in rest) or any(c.isupper() for c in rest[1:])
+    return match.group(1) + (MASK if tokenish else rest)
+
+
+def redact_tree(node: Any, emails: bool = True, key: str | None = None) -> Any:
+    """A copy of a report-like tree with every string redacted; a string under a secret's key is masked whole.
+
+    >>> redact_tree({"token": "abc", "captures": {"max_len": "4096"}, "n": [1, "x@y.org"]})
+    {'token': '[REDACTED]', 'captures': {'max_len': '4096'}, 'n': [1, '[EMAIL]']}
+    """
+    if isinstance(node, str):
+        if key is not None and not _placeholder(node) and is_secret_name(key):
+            return MASK
+        return redact(node, emails)
+    if isinstance(node, dict):
+        return {(redact(k, emails) if isinstance(k, str) else k): redact_tree(v, emails, k if isinstance(k, str) else None)
+                for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        items = [redact_tree(item, emails) for item in node]
+        return _mask_wrapped_lines(items) if items and all(_is_line(item) for item in items) else items
+    return node
+
+
+def _is_line(item: Any) -> bool:
+    return isinstance(item, dict) and isinstance(item.get("text"), str) and isinstance(item.get("line"), int)
+
+
+def _mask_wrapped_lines(items: list[dict]) -> list[dict]:
+    """Evidence lines: a line right after one that ends in a masked secret may start with the secret's rest."""
+    for before, after in zip(items, items[1:]):
+        follows = after["line"] == before["line"] + 1 and after.get("source") == before.get("source")
+        if follows and before["text"].rstrip(" \t\\").endswith(MASK):
+            after["text"] = _LINE_START.sub(_mask_wrapped_rest, after["text"], count=1)
+    return items
+
+
+def masked_launch(launch: Any) -> Any:
+    """A copy of a parsed launch (diagnose.command.Launch) whose secret values read MASK, for rendering only.
+
+    The real values stay in the launch itself: `vdiag verify` passes them to vLLM.
+    """
+    env = [(k, MASK if is_secret_name(k) and not _placeholder(v) else v) for k, v in launch.env]
+    kwargs = {k: (MASK if isinstance(v, str) and is_secret_name(k) and not _placeholder(v) else v)
+              for k, v in launch.python_kwargs.items()}
+    return replace(launch, env=env, args=_masked_args(launch.args), docker_opts=_masked_args(launch.docker_opts),
+                   python_kwargs=kwargs)
+
+
+def _masked_args(args: list) -> list:
+    out = []
+    after_secret = False
+    for arg in args:
+        value = arg.value
+        if value is not None and is_secret_name(arg.spelled) and not _placeholder(value):
+            arg = replace(arg, value=MASK, raw_value=MASK)
+            after_secret = True
+            out.append(arg)
+            continue
+        if value is not None and arg.spelled in ("-e", "--env") and "=" in value:
+            name, _, env_value = value.partition("=")
+            if is_secret_name(name) and not _placeholder(env_value):
+                arg = replace(arg, value=f"{name}={MASK}", raw_value=f"{name}={MASK}")
+        elif after_secret and value is None and not arg.spelled.startswith("-"):
+            arg = replace(arg, spelled=MASK)  # the rest of a secret cut by a line wrap, parsed as a stray word
+            out.append(arg)
+            continue
+        after_secret = False
+        out.append(arg)
+    return out

@@ -1,18 +1,22 @@
-"""Renderers: one report dict in, text (rich), JSON or Markdown out. All output is redacted here."""
+"""Renderers: one report dict in, text (rich), JSON or Markdown out.
+
+Each renderer first redacts the report field by field (`redact_tree`), before anything is serialised or joined.
+"""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from .redact import redact
+from .redact import redact, redact_tree
 
 
-def to_json(report: dict[str, Any], emails: bool = False) -> str:
-    return redact(json.dumps(report, indent=2, ensure_ascii=False, default=str), emails)
+def to_json(report: dict[str, Any], emails: bool = True) -> str:
+    return json.dumps(redact_tree(report, emails), indent=2, ensure_ascii=False, default=lambda o: redact(str(o), emails))
 
 
-def to_markdown(report: dict[str, Any], emails: bool = False) -> str:
+def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
+    report = redact_tree(report, emails)
     out: list[str] = []
     facts = report["facts"]
     diagnoses = report["diagnoses"]
@@ -51,7 +55,7 @@ def to_markdown(report: dict[str, Any], emails: bool = False) -> str:
         out.append("```")
     for note in report.get("notes", []):
         out.append(f"> note: {note}")
-    return redact("\n".join(out).rstrip() + "\n", emails)
+    return "\n".join(out).rstrip() + "\n"
 
 
 def _facts_markdown(facts: dict[str, Any]) -> str:
@@ -68,15 +72,16 @@ def _facts_markdown(facts: dict[str, Any]) -> str:
     return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
 
 
-def print_text(report: dict[str, Any], stream=None, emails: bool = False) -> None:
+def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None:
     """Human output with rich: colour only on a terminal, NO_COLOR honoured (rich does both)."""
     from rich.console import Console
     from rich.markup import escape
 
     console = Console(file=stream, highlight=False, soft_wrap=True)
+    report = redact_tree(report, emails)
 
     def say(text: str = "", style: str | None = None) -> None:
-        console.print(escape(redact(text, emails)), style=style)
+        console.print(escape(text), style=style)
 
     diagnoses = report["diagnoses"]
     facts = report["facts"]

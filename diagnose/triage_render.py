@@ -1,4 +1,7 @@
-"""Triage renderers: a Batch in, JSON, CSV, Markdown or a rich text summary out. All output is redacted here."""
+"""Triage renderers: a Batch in, JSON, CSV, Markdown or a rich text summary out.
+
+Rows, summary and templates are redacted field by field (`redact_tree`) before they are serialised or joined.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import io
 import json
 from typing import Any
 
-from .redact import redact
+from .redact import redact_tree
 from .triage import QUESTION_LABELS, Batch
 
 CSV_COLUMNS = ("id", "status", "category", "rule", "confidence", "fix", "command", "questions", "title", "error")
@@ -16,7 +19,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def to_json(batch: Batch) -> str:
-    return redact(json.dumps(batch.as_json(), indent=2, ensure_ascii=False), emails=True) + "\n"
+    return json.dumps(redact_tree(batch.as_json()), indent=2, ensure_ascii=False) + "\n"
 
 
 def to_csv(batch: Batch) -> str:
@@ -24,7 +27,7 @@ def to_csv(batch: Batch) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for row in batch.rows:
+    for row in redact_tree(batch.rows):
         writer.writerow([_csv_cell(_cell(row, column)) for column in CSV_COLUMNS])
     return out.getvalue()
 
@@ -39,14 +42,13 @@ def _cell(row: dict[str, Any], column: str) -> str:
 
 
 def _csv_cell(text: str) -> str:
-    """Redacted, and never read as a formula by a spreadsheet (a ticket title is user input)."""
-    text = redact(text, emails=True)
+    """Never read as a formula by a spreadsheet (a ticket title is user input)."""
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
 def to_markdown(batch: Batch) -> str:
-    summary = batch.summary.as_json()
-    templates = batch.summary.template_list()
+    summary = redact_tree(batch.summary.as_json())
+    templates = redact_tree(batch.summary.template_list())
     out = [f"# vdiag triage: {summary['tickets']} ticket(s)\n"]
     out.append(", ".join(f"{count} {status}" for status, count in summary["by_status"].items()) + "\n")
     if summary["categories"]:
@@ -66,12 +68,12 @@ def to_markdown(batch: Batch) -> str:
         out += [f"- {_md(e['id'])}: {_md(e['error'])}" for e in summary["errors"]]
         out.append("")
     out += ["## Tickets\n", "| ticket | status | category | confidence | rank-1 fix | to ask |", "|---|---|---|---:|---|---|"]
-    for row in batch.rows:
+    for row in redact_tree(batch.rows):
         fix = _md(row["fix"] or "") + (f"<br>`{_code(row['command'])}`" if row["command"] else "")
         confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
         out.append(f"| {_md(row['id'])} | {row['status']} | {row['category'] or ''} | {confidence} | {fix} | "
                    f"{_md('<br>'.join(row['questions']))} |")
-    return redact("\n".join(out) + "\n", emails=True)
+    return "\n".join(out) + "\n"
 
 
 def _md(text: str) -> str:
@@ -89,10 +91,10 @@ def print_text(batch: Batch, stream=None) -> None:
     from rich.table import Table
 
     def cell(text: Any) -> str:
-        return escape(redact("" if text is None else str(text), emails=True))
+        return escape("" if text is None else str(text))
 
     console = Console(file=stream, highlight=False)
-    summary = batch.summary.as_json()
+    summary = redact_tree(batch.summary.as_json())
     console.print(cell(f"vdiag triage: {summary['tickets']} ticket(s) — "
                        + ", ".join(f"{count} {status}" for status, count in summary["by_status"].items())), style="bold")
     if summary["categories"]:
@@ -103,7 +105,7 @@ def print_text(batch: Batch, stream=None) -> None:
         for c in summary["categories"]:
             table.add_row(cell(c["category"]), str(c["tickets"]), cell(", ".join(c["examples"])))
         console.print(table)
-    templates = batch.summary.template_list()
+    templates = redact_tree(batch.summary.template_list())
     if templates:
         table = Table(title=f"Unexplained error lines in {len(summary['unexplained'])} ticket(s), by template",
                       title_justify="left")
@@ -125,7 +127,7 @@ def print_text(batch: Batch, stream=None) -> None:
     table.add_column("conf.", justify="right")
     table.add_column("rank-1 fix")
     table.add_column("to ask")
-    for row in batch.rows:
+    for row in redact_tree(batch.rows):
         status = row["category"] or row["status"]
         confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
         table.add_row(cell(row["id"]), cell(status), confidence, cell(row["fix"] or row["error"]),

@@ -31,8 +31,8 @@ def test_removing_a_flag_drops_its_value_too():
 
 def test_quoting_survives_and_new_values_are_quoted():
     text = "vllm serve m --served-model-name 'my model' --chat-template \"{{ x }}\""
-    out = fixed(text, {"--api-key": "a b"})
-    assert out == "vllm serve m --served-model-name 'my model' --chat-template \"{{ x }}\" --api-key 'a b'"
+    out = fixed(text, {"--root-path": "a b"})
+    assert out == "vllm serve m --served-model-name 'my model' --chat-template \"{{ x }}\" --root-path 'a b'"
     assert parse_launch(out).get("--served-model-name") == "my model"
 
 

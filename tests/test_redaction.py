@@ -1,69 +1,240 @@
-"""Secrets seeded into logs and tickets never appear in any output format."""
+"""Secrets planted in logs and tickets never reach any output: every form × every output vdiag writes.
+
+The forms are the ones issue #15 showed leaking (tests/redaction_forms.py). Each is planted on the launch line
+and in error lines of a log that fails on the KV cache; the diagnosis must still work and ordinary text that
+only looks like a secret must come through unchanged.
+"""
+
+from __future__ import annotations
 
 import json
+import os
+import shutil
+import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from diagnose.cli import main
-from diagnose.redact import redact
+from diagnose.command import apply_changes, parse_launch, render
+from diagnose.redact import MASK, redact, redact_tree
 
-SECRETS = {
-    "hf-token": "hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345",
-    "openai-key": "sk-proj-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210",
-    "anthropic-key": "sk-ant-api03-QwErTyUiOpAsDfGhJkLzXcVbNm1234",
-    "api-key-flag": "s3cr3t-api-key-value",
-    "bearer": "eyJhbGciOiJIUzI1NiJ9xyzabc123",
-    "url-password": "hunter2pass",
-    "env-token": "tok_livE_5566778899",
-}
+from .redaction_forms import FORM_IDS, FORMS, NEAR_MISSES, log_for
+from .test_hook import JOURNAL_REMOTE, JournalWriter
+
+FORM_BY_ID = {form[0]: form for form in FORMS}
+CATEGORY = "kv-cache-too-small-for-max-len"
 
 
-def seeded_log() -> str:
-    return (
-        f"HF_TOKEN={SECRETS['hf-token']} OPENAI_API_KEY={SECRETS['openai-key']} vllm serve meta-llama/Llama-3.1-8B-Instruct "
-        f"--api-key {SECRETS['api-key-flag']} --max-model-len 131072\n"
-        f"curl -H 'Authorization: Bearer {SECRETS['bearer']}' http://localhost:8000/v1/models\n"
-        f"export ANTHROPIC_API_KEY={SECRETS['anthropic-key']}\n"
-        f"pip install --index-url https://alice:{SECRETS['url-password']}@pypi.example.com/simple vllm\n"
-        f"MY_SERVICE_TOKEN={SECRETS['env-token']}\n"
-        "ValueError: To serve at least one request with the model's max seq len (131072), (16.00 GiB KV cache is needed, "
-        "which is larger than the available KV cache memory (5.00 GiB). Based on the available memory, the estimated "
-        "maximum model length is 40960.\n"
-        f"RuntimeError: request failed with token {SECRETS['hf-token']}\n"
-    )
+def assert_no_secret(form_id: str, output: str, where: str) -> None:
+    for secret in FORM_BY_ID[form_id][3]:
+        assert secret not in output, f"{form_id}: {secret!r} leaked into {where}"
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "md"])
-def test_no_secret_reaches_any_diagnose_output(tmp_path, fmt):
-    log = tmp_path / "ticket.log"
-    log.write_text(seeded_log())
-    result = CliRunner().invoke(main, ["--format", fmt, "--no-gpu", str(log)])
-    assert result.exit_code == 1
-    for kind, secret in SECRETS.items():
-        assert secret not in result.output, kind
-    assert "--max-model-len 40960" in result.output or "--max-model-len\": \"40960" in result.output
+def test_the_table_covers_at_least_forty_forms():
+    assert len(FORMS) >= 40 and len(set(FORM_IDS)) == len(FORMS)
 
 
-def test_the_corrected_command_keeps_its_shape_with_secrets_masked(tmp_path):
-    log = tmp_path / "ticket.log"
-    log.write_text(seeded_log())
-    report = json.loads(CliRunner().invoke(main, ["--format", "json", "--no-gpu", str(log)]).output)
-    command = report["diagnoses"][0]["fixes"][0]["command"]
-    assert command.startswith("HF_TOKEN=[REDACTED] OPENAI_API_KEY=[REDACTED] vllm serve")
-    assert "--api-key [REDACTED]" in command
+# ---------------------------------------------------------------- vdiag diagnose: json, text, md
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("forms")
+    for form in FORMS:
+        (folder / f"{form[0]}.log").write_text(log_for(form))
+    return folder
 
 
-@pytest.mark.parametrize("text, kept", [
-    ("HF_TOKEN=<your-hf-token>", "<your-hf-token>"),
-    ("HF_TOKEN=$HF_TOKEN", "$HF_TOKEN"),
-    ("--max-num-batched-tokens 8192", "8192"),
+@pytest.mark.parametrize("fmt", ["json", "text", "md"])
+@pytest.mark.parametrize("form_id", FORM_IDS)
+def test_no_form_reaches_a_diagnose_output(logs, form_id, fmt):
+    result = CliRunner().invoke(main, ["--format", fmt, "--no-gpu", str(logs / f"{form_id}.log")])
+    assert result.exit_code == 1, result.output
+    assert_no_secret(form_id, result.output, f"vdiag --format {fmt}")
+    assert "40960" in result.output, "the diagnosis still computes the fix"
+    if fmt == "json":
+        assert "request failed" in result.stdout, "the planted error line is shown (masked), not dropped"
+        report = json.loads(result.stdout)
+        titles = [d["title"] for d in report["diagnoses"]] + [f["title"] for d in report["diagnoses"] for f in d["fixes"]]
+        assert not [title for title in titles if MASK in title], "vdiag's own words are never masked"
+
+
+def test_json_report_keeps_diagnosis_and_ordinary_text(logs):
+    report = json.loads(CliRunner().invoke(main, ["--format", "json", "--no-gpu", str(logs / "api-key-double-quoted.log")]).stdout)
+    top = report["diagnoses"][0]
+    assert top["category"] == CATEGORY and top["fixes"][0]["changes"] == {"--max-model-len": "40960"}
+    command = top["fixes"][0]["command"]
+    assert command.endswith("--max-num-batched-tokens 8192 --tokenizer meta-llama/Llama-3.1-8B-Instruct --api-key [REDACTED]")
+    assert "--max-model-len 40960" in command
+    shown = [*report["unexplained"], *(e for d in report["diagnoses"] for e in d["evidence"])]
+    [line] = {item["text"] for item in shown if "request failed" in item["text"]}
+    assert line.startswith('RuntimeError: request failed: --api-key "[REDACTED]" ')
+    assert line.endswith("(max_tokens=16, token_ids=[1, 2], tokenizer=meta-llama/Llama-3.1-8B-Instruct, # GPU blocks: 2730)")
+
+
+# ---------------------------------------------------------------- vdiag triage: json, csv, md, text, reply drafts
+
+@pytest.fixture(scope="module")
+def triage_outputs(logs, tmp_path_factory) -> dict[str, str]:
+    out = tmp_path_factory.mktemp("triage")
+    outputs = {}
+    for fmt in ("json", "csv", "md", "text"):
+        args = ["triage", str(logs), "--format", fmt, "-o", str(out / f"triage.{fmt}"), "--jobs", "1"]
+        if fmt == "md":
+            args += ["--replies", str(out / "replies")]
+        result = CliRunner().invoke(main, args, catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        outputs[fmt] = (out / f"triage.{fmt}").read_text()
+    outputs["replies"] = {path.stem: path.read_text() for path in (out / "replies").rglob("*.md")}
+    return outputs
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "md", "text"])
+@pytest.mark.parametrize("form_id", FORM_IDS)
+def test_no_form_reaches_a_triage_output(triage_outputs, form_id, fmt):
+    assert_no_secret(form_id, triage_outputs[fmt], f"vdiag triage --format {fmt}")
+
+
+@pytest.mark.parametrize("form_id", FORM_IDS)
+def test_no_form_reaches_a_reply_draft(triage_outputs, form_id):
+    [draft] = [text for stem, text in triage_outputs["replies"].items() if stem == f"{form_id}.log"]
+    assert CATEGORY in draft and "40960" in draft
+    for text in triage_outputs["replies"].values():
+        assert_no_secret(form_id, text, "a reply draft")
+
+
+def test_triage_rows_keep_their_diagnosis(triage_outputs):
+    rows = json.loads(triage_outputs["json"])["tickets"]
+    assert len(rows) == len(FORMS) and {row["category"] for row in rows} == {CATEGORY}
+
+
+# ---------------------------------------------------------------- vdiag hook: journal fields and report files
+
+@pytest.fixture(scope="module")
+def hook_outputs(logs, tmp_path_factory) -> dict[str, dict[str, str]]:
+    """One journal, one failed invocation of vllm.service per form; the hook diagnoses each offline."""
+    if not (os.access(JOURNAL_REMOTE, os.X_OK) and shutil.which("journalctl")):
+        pytest.skip("needs systemd-journal-remote and journalctl")
+    from diagnose.hook import HookSettings, run_hook
+
+    writer = JournalWriter()
+    invocations = {}
+    for index, form in enumerate(FORMS):
+        invocation = f"{index:032x}"
+        invocations[form[0]] = invocation
+        for line in log_for(form).splitlines():
+            writer.service_line(line, "vllm.service", invocation, 3000 + index)
+        writer.systemd_line("vllm.service: Failed with result 'exit-code'.", "vllm.service", invocation)
+    folder = tmp_path_factory.mktemp("hook")
+    journal = writer.write(folder)
+    outputs = {}
+    for form_id, invocation in invocations.items():
+        state = folder / f"state-{form_id}"
+        env = {"SERVICE_RESULT": "exit-code", "EXIT_CODE": "exited", "EXIT_STATUS": "1", "INVOCATION_ID": invocation}
+        result = run_hook(HookSettings("vllm.service", None, (str(journal),), None, str(state), use_gpu=False), env)
+        [report] = sorted(state.glob("*.json"))
+        outputs[form_id] = {"journal": json.dumps(result.fields, ensure_ascii=False), "json": report.read_text(),
+                            "md": report.with_suffix(".md").read_text()}
+    return outputs
+
+
+@pytest.mark.parametrize("output", ["journal", "json", "md"])
+@pytest.mark.parametrize("form_id", FORM_IDS)
+def test_no_form_reaches_the_hook(hook_outputs, form_id, output):
+    assert_no_secret(form_id, hook_outputs[form_id][output], f"the hook's {output}")
+    if output == "journal":
+        fields = json.loads(hook_outputs[form_id]["journal"])
+        assert fields["VDIAG_CATEGORY"] == CATEGORY and "40960" in fields["VDIAG_COMMAND"]
+
+
+# ---------------------------------------------------------------- vdiag verify (fake vLLM), launch forms only
+
+VERIFY_FORMS = ["api-key-double-quoted", "api-key-single-quoted", "hf-token-flag", "env-token-spaced-quoted",
+                "aws-secret-quoted", "value-after-comma"]
+
+
+@pytest.mark.parametrize("form_id", VERIFY_FORMS)
+def test_no_form_reaches_the_verify_output(tmp_path, form_id):
+    from .test_verify import FAKE_VLLM, MAX_LEN_LOG, free_port
+
+    _, where, fragment, _ = FORM_BY_ID[form_id]
+    env = f"PYTHONPATH={FAKE_VLLM} " + (fragment + " " if where == "env" else "")
+    launch = f"{env}vllm serve M --max-model-len 4096 --port {free_port()}" + (f" {fragment}" if where == "arg" else "")
+    log = tmp_path / "crash.log"
+    log.write_text(MAX_LEN_LOG)
+    for fmt in ("json", "text"):
+        result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", os.sys.executable,
+                                           "--format", fmt, "--launch", launch, str(log)], catch_exceptions=False)
+        assert result.exit_code in (0, 5) and "attempt" in result.output, result.output  # 5: the fake vLLM refused a flag
+        assert_no_secret(form_id, result.output, f"vdiag verify --format {fmt}")
+
+
+# ---------------------------------------------------------------- the launch: masked when rendered, real underneath
+
+@pytest.mark.parametrize("text, secret, shown", [
+    ('HF_TOKEN="a b c" vllm serve m --api-key "x y"', "a b c", "HF_TOKEN=[REDACTED] vllm serve m --api-key [REDACTED]"),
+    ("vllm serve m --hf-token 'q r'", "q r", "vllm serve m --hf-token [REDACTED]"),
+    ("docker run -e HF_TOKEN=abc img --model m", "abc", "docker run -e HF_TOKEN=[REDACTED] img --model m"),
+    ('LLM(model="m", hf_token="abc")', "abc", "LLM(model='m', hf_token='[REDACTED]')"),
 ])
-def test_placeholders_and_ordinary_flags_are_left_alone(text, kept):
-    assert kept in redact(text)
+def test_a_launch_renders_masked_but_keeps_its_real_values(text, secret, shown):
+    launch = parse_launch(text)
+    assert render(apply_changes(launch, {})) == shown
+    assert secret in repr(launch), "the parsed launch keeps the real value for vdiag verify"
 
 
-def test_emails_are_masked_only_when_asked():
-    text = "contact ops@example.com"
-    assert "ops@example.com" in redact(text)
-    assert "ops@example.com" not in redact(text, emails=True)
+def test_a_masked_value_is_never_requoted():
+    assert "'[REDACTED]'" not in render(parse_launch("MY_SECRET='s p' vllm serve m --api-key 'a b'"))
+
+
+# ---------------------------------------------------------------- the function itself
+
+@pytest.mark.parametrize("text", NEAR_MISSES)
+def test_ordinary_text_is_left_unchanged(text):
+    assert redact(text) == text
+    assert redact_tree({"line": 1, "text": text}) == {"line": 1, "text": text}
+
+
+@pytest.mark.parametrize("form_id", FORM_IDS)
+def test_each_form_is_masked_by_redact_alone(form_id):
+    _, _, fragment, _ = FORM_BY_ID[form_id]
+    assert_no_secret(form_id, redact(fragment), "redact()")
+
+
+def test_a_value_under_a_secret_key_is_masked_whatever_it_looks_like():
+    tree = {"changes": {"env:HF_TOKEN": "x", "--api-key": "y", "--max-model-len": "4096"}, "captures": {"token": "z"}}
+    assert redact_tree(tree) == {"changes": {"env:HF_TOKEN": MASK, "--api-key": MASK, "--max-model-len": "4096"},
+                                 "captures": {"token": MASK}}
+
+
+def test_the_rest_of_a_wrapped_secret_on_the_next_evidence_line_is_masked():
+    lines = [{"line": 4, "text": "RuntimeError: --api-key Abc123"}, {"line": 5, "text": "Ab12 (retrying)"},
+             {"line": 9, "text": "Ab12 not after a secret"}]
+    assert [item["text"] for item in redact_tree(lines)] == [
+        f"RuntimeError: --api-key {MASK}", f"{MASK} (retrying)", "Ab12 not after a secret"]
+
+
+def test_placeholders_stay_readable():
+    assert redact("HF_TOKEN=<your-hf-token> --api-key $VLLM_API_KEY") == "HF_TOKEN=<your-hf-token> --api-key $VLLM_API_KEY"
+
+
+def test_emails_are_masked_everywhere_unless_a_caller_opts_out():
+    assert redact("contact ops@example.com") == "contact [EMAIL]"
+    assert redact("contact ops@example.com", emails=False) == "contact ops@example.com"
+
+
+@pytest.mark.parametrize("hostile", [
+    "a" * 65536, "a=" * 32768, "--api-key " + '"' * 65526, "api_key=\"" * 7281, "x@" * 32768, "a." * 32768 + "@",
+    "https://:" + "/" * 65527, "Ab1" * 21845, "-----BEGIN RSA PRIVATE KEY-----" + "A" * 65505, "hf_" + "a1" * 32766,
+])
+def test_a_hostile_64k_line_stays_linear(hostile):
+    """Bounded quantifiers: a 64 KB line costs about as much as 16 KB of the same text times four, not sixteen."""
+    def cost(text: str) -> float:
+        started = time.perf_counter()
+        redact(text)
+        return time.perf_counter() - started
+
+    small, large = min(cost(hostile[:16384]) for _ in range(3)), min(cost(hostile) for _ in range(3))
+    assert large < 1.0
+    assert large < 12 * small + 0.02, f"{large:.3f}s for 64 KB vs {small:.3f}s for 16 KB: not linear"

@@ -21,7 +21,7 @@ def test_the_holder_is_named_and_a_budget_too_small_for_the_weights_is_predicted
     first, second = diagnosis["fixes"][:2]
     assert "pid 4242 (python3)" in first["why"] and first["predicted"]["starts"] is True
     assert second["changes"] == {"--gpu-memory-utilization": "0.61"} and second["predicted"]["starts"] is False
-    assert second["command"] == "HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 vllm serve meta-llama/Llama-3.1-8B-Instruct " \
+    assert second["command"] == "HF_TOKEN=[REDACTED] vllm serve meta-llama/Llama-3.1-8B-Instruct " \
                                 "--gpu-memory-utilization 0.61 --max-model-len 131072"
 
 

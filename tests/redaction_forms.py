@@ -1,0 +1,113 @@
+"""The secret forms an attacker planted in logs and tickets (issue #15), and a realistic log that carries one.
+
+Each form is (id, where, fragment, secrets): `where` says how the fragment joins the launch line ("env" before
+`vllm serve`, "arg" after it, "launch" replaces it, "text" only in error lines), and `secrets` are the values
+that must never appear in any output.
+"""
+
+from __future__ import annotations
+
+PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+       "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----")
+MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+
+FORMS = [
+    ("hf-token-env", "env", "HF_TOKEN=hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654", ["hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654"]),
+    ("hf-token-env-quoted", "env", 'HF_TOKEN="hf_PlMoKnIjBuHvGyCtFxRdZe1234567890"', ["hf_PlMoKnIjBuHvGyCtFxRdZe1234567890"]),
+    ("api-key-bare", "arg", "--api-key s3cr3tBareKey77", ["s3cr3tBareKey77"]),
+    ("api-key-double-quoted", "arg", '--api-key "Quoted Secret Value 42"', ["Quoted Secret Value 42", "Secret Value"]),
+    ("api-key-single-quoted", "arg", "--api-key 'single quoted pass 9'", ["single quoted pass 9", "quoted pass"]),
+    ("api-key-equals", "arg", "--api-key=EqualsKey-556677", ["EqualsKey-556677"]),
+    ("api-key-equals-quoted", "arg", '--api-key="eq quoted 8812"', ["eq quoted 8812", "quoted 8812"]),
+    ("api-key-underscore", "arg", "--api_key underscoreKey4242", ["underscoreKey4242"]),
+    ("hf-token-flag", "arg", "--hf-token plainHfTokenValue99", ["plainHfTokenValue99"]),
+    ("hf-token-flag-hf", "arg", "--hf-token hf_FlagTokenAbCdEfGhIjKlMnOp12", ["hf_FlagTokenAbCdEfGhIjKlMnOp12"]),
+    ("aws-secret-quoted", "env", 'AWS_SECRET_ACCESS_KEY="wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"',
+     ["wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "K7MDENG"]),
+    ("aws-access-key-id", "env", "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", ["AKIAIOSFODNN7EXAMPLE"]),
+    ("github-pat", "env", "GH=github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD",
+     ["github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD", "abcdefghijklmnop"]),
+    ("github-ghp", "env", "GH_CRED=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", ["ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"]),
+    ("openai-sk-proj", "env", "OPENAI_API_KEY=sk-proj-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210",
+     ["sk-proj-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "ZyXwVuTsRq"]),
+    ("anthropic-sk-ant", "env", "ANTHROPIC_API_KEY=sk-ant-api03-QwErTyUiOpAsDfGhJkLzXcVbNm1234", ["QwErTyUiOpAsDfGh"]),
+    ("json-api-key", "arg", '{"api_key": "JsonApiKeyValue123"}', ["JsonApiKeyValue123"]),
+    ("json-token-compact", "arg", '{"token":"CompactJsonTok456"}', ["CompactJsonTok456"]),
+    ("python-hf-token-kwarg", "arg", 'hf_token="PyKwargTokenValue7"', ["PyKwargTokenValue7"]),
+    ("json-camel-api-key", "arg", '{"apiKey": "CamelApiKeyVal88"}', ["CamelApiKeyVal88"]),
+    ("x-api-key-header", "arg", '-H "x-api-key: HeaderKeyValue31"', ["HeaderKeyValue31"]),
+    ("authorization-bearer", "text", "Authorization: Bearer BearerTokValue_9876543", ["BearerTokValue_9876543"]),
+    ("authorization-basic", "text", "Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", ["dXNlcjpwYXNzd29yZDEyMw"]),
+    ("password-spaced-equals", "text", "password = Hunter2WithSpaces", ["Hunter2WithSpaces"]),
+    ("password-colon", "text", "password: ColonPassVal77", ["ColonPassVal77"]),
+    ("secret-key-spaced", "text", "secret_key = SecretKeyVal55", ["SecretKeyVal55"]),
+    ("pem-private-key", "text", PEM, ["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun", "u1SU1LfVLPHC",
+                                      "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK"]),
+    ("url-password-with-slash", "text", "https://deploy:Pa55/Slash/Word@pypi.example.com/simple", ["Pa55/Slash/Word", "Slash/Word"]),
+    ("url-empty-user", "text", "https://:EmptyUserPw42@hub.example.com/", ["EmptyUserPw42"]),
+    ("url-database", "text", "postgresql://vllm:DbPassw0rd88@db.internal:5432/metrics", ["DbPassw0rd88"]),
+    ("token-cut-by-wrap", "arg", "--api-key WrapFirstHalf12345\nWrapSecondHalf67890", ["WrapFirstHalf12345", "WrapSecondHalf67890"]),
+    ("value-after-comma", "arg", "--api-key first-key-111,SecondKeyAfterComma222", ["SecondKeyAfterComma222", "first-key-111"]),
+    ("password-after-comma", "text", "user=admin,password=CommaPassVal33", ["CommaPassVal33"]),
+    ("vllm-api-key-env", "env", "VLLM_API_KEY=VllmEnvKey3141", ["VllmEnvKey3141"]),
+    ("docker-e-env", "launch", f"docker run --gpus all -e HF_TOKEN=DockerEnvTok55 vllm/vllm-openai:latest --model {MODEL}",
+     ["DockerEnvTok55"]),
+    ("docker-env-equals", "launch",
+     f"docker run --gpus all --env=HUGGING_FACE_HUB_TOKEN=DockerEnvEq66 vllm/vllm-openai:latest --model {MODEL}", ["DockerEnvEq66"]),
+    ("llm-python-kwarg", "launch", f'LLM(model="{MODEL}", hf_token="LlmKwargTok77")', ["LlmKwargTok77"]),
+    ("jwt", "text", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+     ["eyJzdWIiOiIxMjM0NTY3ODkwIn0", "dozjgNryP4J3jVmNHl0w5N"]),
+    ("url-query-key", "text", "https://api.example.com/v1?api_key=QueryKeyVal99&x=1", ["QueryKeyVal99"]),
+    ("ngc-api-key", "env", "NGC_API_KEY=nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz012345", ["AbCdEfGhIjKlMnOpQrSt"]),
+    ("email-address", "text", "contact alice.smith@example.com", ["alice.smith@example.com", "alice.smith"]),
+    ("env-password-single-quoted", "env", "DB_PASSWORD='Single Quoted Pw 5'", ["Single Quoted Pw 5", "Quoted Pw"]),
+    ("escaped-json-secret", "text", '{\\"client_secret\\": \\"EscapedJsonSecret3\\"}', ["EscapedJsonSecret3"]),
+    ("cookie-header", "text", "Cookie: session=CookieSess10nVal", ["CookieSess10nVal"]),
+    ("wandb-env", "env", "WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567", ["0123456789abcdef0123456789abcdef01234567"]),
+    ("unprefixed-high-entropy", "text", "key rotated to Zx9Kq2LmN8pR4tV6wY1bC3dF", ["Zx9Kq2LmN8pR4tV6wY1bC3dF"]),
+    ("env-token-spaced-quoted", "env", 'MY_SERVICE_TOKEN="tok with space 12"', ["tok with space 12", "with space"]),
+    ("non-default-args-dict", "text", f"non-default args: {{'model': '{MODEL}', 'api_key': 'NonDefaultArgKey1'}}",
+     ["NonDefaultArgKey1"]),
+]
+FORM_IDS = [form[0] for form in FORMS]
+
+# Ordinary log text that looks a little like a secret and must come through unchanged.
+NEAR_MISSES = [
+    "--max-model-len 4096", "--max-num-batched-tokens 8192", "max_tokens=16", "token_ids=[1, 2, 3]",
+    f"tokenizer={MODEL}", "TOKENIZERS_PARALLELISM=false", "# GPU blocks: 2730, # CPU blocks: 512",
+    "GPU KV cache size: 43,680 tokens", "KV cache memory 5.00 GiB", "pad_token: <pad>", "NVIDIA A100-SXM4-80GB",
+    "Qwen2ForCausalLM", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", "/usr/lib/python3/dist-packages/torch/cuda/Module1A2b3C",
+    "CUDA_VISIBLE_DEVICES=0,1", "0x7F3A9B2C4D5E6F70", "http://localhost:8000/v1/models", "--api-key <your-key>",
+    "HF_TOKEN=$HF_TOKEN", "Halve KV bytes per token: --kv-cache-dtype fp8",
+]
+ERROR_TAIL = "(max_tokens=16, token_ids=[1, 2], tokenizer=meta-llama/Llama-3.1-8B-Instruct, # GPU blocks: 2730)"
+KV_ERROR = (
+    "ValueError: To serve at least one request with the model's max seq len (131072), (16.00 GiB KV cache is needed, "
+    "which is larger than the available KV cache memory (5.00 GiB). Based on the available memory, the estimated "
+    "maximum model length is 40960."
+)
+
+
+def launch_line(where: str, fragment: str) -> str:
+    plain = f"vllm serve {MODEL} --max-model-len 131072 --max-num-batched-tokens 8192 --tokenizer {MODEL}"
+    if where == "env":
+        return f"{fragment} {plain}"
+    if where == "arg":
+        return f"{plain} {fragment}"
+    if where == "launch":
+        return fragment.replace("--model", "--max-model-len 131072 --model") if "docker" in fragment else \
+            fragment.replace(")", ", max_model_len=131072)")
+    return plain
+
+
+def log_for(form: tuple) -> str:
+    """A start-up that fails on the KV cache, with the form on the launch line and in two error lines."""
+    _, where, fragment, _ = form
+    return "\n".join([
+        f"$ {launch_line(where, fragment)}",
+        "INFO 05-01 10:00:01 [api_server.py:1] vLLM API server version 0.8.5",
+        f"WARNING 05-01 10:00:02 [utils.py:9] env: {fragment}",
+        "INFO 05-01 10:00:03 [worker.py:2] # GPU blocks: 2730, # CPU blocks: 512",
+        f"ERROR 05-01 10:00:04 [engine.py:7] RuntimeError: request failed: {fragment} {ERROR_TAIL}",
+        f"ERROR 05-01 10:00:05 [engine.py:8] {KV_ERROR}",
+    ]) + "\n"
