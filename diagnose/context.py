@@ -245,6 +245,12 @@ def _docker(ctx: Context) -> bool:
     return ctx.launch is not None and ctx.launch.form == "docker"
 
 
+@predicate("container-evidence")
+def _container(ctx: Context) -> bool:
+    """A docker launch, or signs in the log that vLLM ran in a container (the official image's paths, docker commands)."""
+    return _docker(ctx) or "container" in ctx.text_hints or "kubernetes" in ctx.text_hints
+
+
 @predicate("multi-node-evidence")
 def _multi_node(ctx: Context) -> bool:
     return bool(ctx.text_hints & {"ray-cluster", "kubernetes", "nnodes"})
@@ -304,6 +310,9 @@ _HINTS = [
     ("VLLM_PORT", re.compile(r"VLLM_PORT")),
     ("Explicitly set", re.compile(r"Explicitly set \(")),
     ("capture-finished", re.compile(r"Graph capturing finished")),
+    # the official vllm/vllm-openai image installs vLLM under /usr/local/lib/python3.X/dist-packages
+    ("container", re.compile(r"/usr/local/lib/python3\.\d+/dist-packages/vllm/|/vllm-workspace/|docker (?:run|compose)|"
+                             r"docker-compose|podman run|\bvllm/vllm-openai\b")),
 ]
 
 
@@ -312,7 +321,8 @@ class HintExtractor:
 
     literals = ("ray status", "autoscaler status", "ray cluster", "rayworkerwrapper", "ray start", "stream closed",
                 "kubectl", "pod/", "leaderworkerset", "--nnodes", "--node-rank", "vllm_port", "explicitly set (",
-                "graph capturing finished")
+                "graph capturing finished", "dist-packages/vllm/", "/vllm-workspace/", "docker run", "docker compose",
+                "docker-compose", "podman run", "vllm/vllm-openai")
     window = 0
 
     def __init__(self, hints: set[str]):

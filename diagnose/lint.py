@@ -22,12 +22,20 @@ def lint(ruleset: RuleSet, cases_dir: Path | None = None) -> list[str]:
     problems = [f"{p}" for p in ruleset.problems]
     covered = _rules_with_cases(cases_dir) if cases_dir and cases_dir.exists() else None
     from .context import PREDICATES
+    from .phases import phase_condition_valid
     from .diagnosis import STRATEGIES
 
     for rule in ruleset.rules:
         where = f"{rule.path}:{rule.line}: {rule.id}"
         names = [*rule.conditions, *(c for fix in rule.fixes for c in fix.when)]
         for name in sorted({n.lstrip("!") for n in names} - set(PREDICATES)):
+            if name.startswith("phase"):
+                try:
+                    phase_condition_valid(name)
+                    continue
+                except KeyError as exc:
+                    problems.append(f"{where}: {exc.args[0]}")
+                    continue
             problems.append(f"{where}: unknown condition '{name}' (it would always be false)")
         for name in sorted({fix.strategy for fix in rule.fixes} - set(STRATEGIES)):
             problems.append(f"{where}: unknown fix strategy '{name}' (the fix would never be offered)")

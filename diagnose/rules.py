@@ -185,8 +185,10 @@ def ruleset_from_data(data: dict) -> RuleSet:
 
 def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
     digest = hashlib.sha256(__version__.encode())
-    digest.update(Path(__file__).read_bytes())  # the cached layout is defined here
-    for name in ("rule.schema.json", "taxonomy.yaml"):
+    here = Path(__file__).parent
+    for module in ("rules.py", "rule_safety.py", "error_tables.py"):  # the cached layout, the checks, the expansion
+        digest.update((here / module).read_bytes())
+    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml"):  # tables expand into signatures
         digest.update((DATA_DIR / name).read_bytes())
     for path, data in contents:
         digest.update(str(path).encode())

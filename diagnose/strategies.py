@@ -527,6 +527,8 @@ def dtype_half(ctx: Context, params: dict) -> Fix | None:
 @strategy("remove-flag")
 def remove_flag(ctx: Context, params: dict) -> Fix | None:
     flag = fill(params.get("flag", "{flag}"), ctx)
+    if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", flag):
+        flag = "--" + flag.replace("_", "-")  # an engine argument named as a Python keyword: disable_log_requests
     if "{" in flag or not flag.startswith("-"):
         return None
     from .command import flag_table
@@ -569,10 +571,33 @@ def unset_env(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("docker-option")
 def docker_option(ctx: Context, params: dict) -> Fix | None:
+    """A `docker run` option. Not proposed when the launch already has it with that value; `--shm-size` is sized
+    by the GPUs it serves (`per_gpu_gib`) and, since Docker ignores it under `--ipc host`, drops that option."""
     option, value = params["option"], fill(params.get("value", True), ctx)
+    current = _docker_value(ctx, option)
+    changes: dict[str, Any] = {}
+    why = fill(params.get("why", ""), ctx)
+    if params.get("per_gpu_gib"):
+        gib = max(int(params.get("min_gib", 10)), int(params["per_gpu_gib"]) * ctx.tp() * ctx.pp())
+        value = f"{gib}g"
+        why += f" Sized at {params['per_gpu_gib']} GiB per GPU for {ctx.tp() * ctx.pp()} GPU(s), at least {params.get('min_gib', 10)} GiB."
+        if _docker_value(ctx, "--ipc") == "host":
+            changes["docker:--ipc"] = None
+            why += " Docker ignores --shm-size under --ipc host (the host's /dev/shm is used), so that option goes."
+    if current is not None and str(current) == str(value):
+        return None
+    changes[f"docker:{option}"] = value
     return Fix(title=fill(params.get("title", f"Start the container with {option} {value}"), ctx),
-               changes={f"docker:{option}": value}, why=fill(params.get("why", ""), ctx), will_start=True,
-               cost_note=fill(params.get("cost", ""), ctx))
+               changes=changes, why=why, will_start=True, cost_note=fill(params.get("cost", ""), ctx))
+
+
+def _docker_value(ctx: Context, option: str) -> Any:
+    if ctx.launch is None or ctx.launch.form != "docker":
+        return None
+    for arg in ctx.launch.docker_opts:
+        if arg.flag == option:
+            return True if arg.value is None else arg.value
+    return None
 
 
 @strategy("step")

@@ -264,12 +264,20 @@ def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("change-port")
 def change_port(ctx: Context, params: dict) -> Fix | None:
-    port = parse_int(ctx.captures.get("port")) or parse_int(ctx.arg("--port")) or 8000
+    """The HTTP port is --port; any other taken port is one of vLLM's internal ones (torch.distributed, ZMQ), which
+    vLLM numbers from VLLM_PORT: two instances on one host need their own."""
+    http = parse_int(ctx.arg("--port")) or 8000
+    port = parse_int(ctx.captures.get("port")) or http
     holder = ctx.captures.get("holder")
+    taken = f"Port {port} is taken" + (f" by {holder}" if holder else "") + f" (find it with `ss -ltnp 'sport = :{port}'`)"
+    if port != http:
+        free = _free_port_near(port + 100)
+        return Fix(title=f"Give this instance its own internal ports: VLLM_PORT={free}", changes={"env:VLLM_PORT": str(free)},
+                   why=f"{taken}. It is not the HTTP port ({http}) but one of vLLM's internal ones (torch.distributed, "
+                       "ZMQ), which start at VLLM_PORT; another instance on this host uses the same range.",
+                   cost="config", cost_note="none for clients: the HTTP port stays", will_start=True)
     free = _free_port_near(port + 1)
-    return Fix(title=f"Use a free port: --port {free}", changes={"--port": str(free)},
-               why=f"Port {port} is taken" + (f" by {holder}" if holder else "") +
-                   f" (find it with `ss -ltnp 'sport = :{port}'`).",
+    return Fix(title=f"Use a free port: --port {free}", changes={"--port": str(free)}, why=f"{taken}.",
                cost="config", cost_note="clients must use the new port", will_start=True)
 
 
