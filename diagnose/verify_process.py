@@ -5,8 +5,8 @@ file (for the post-mortem diagnosis) and hands each line to the main thread, whi
 fatal signatures of the rules and for vLLM's readiness lines. Readiness is proved by HTTP on loopback:
 `GET /health` = 200, `GET /v1/models`, then a one-token `POST /v1/completions`, because a server can
 start and die on its first request. Whatever happens (an error, a timeout, Ctrl-C, SIGTERM to vdiag),
-the process group gets SIGINT, then SIGTERM, then SIGKILL, and the attempt reports which processes, if
-any, survived.
+the process group and every descendant found (`verify_cleanup`: also those that left the group or the
+session) get SIGINT, then SIGTERM, then SIGKILL, and the attempt reports which processes, if any, survived.
 """
 
 from __future__ import annotations
@@ -25,29 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-import psutil
-
 from .rules import RuleSet
 from .scan import Scanner, ScanResult
+from .verify_cleanup import Cleanup, Descendants, stop_all
 
 READY_MARKERS = ("Application startup complete", "Uvicorn running on")
 FATAL_GRACE_S = 10.0
 HEALTH_POLL_S = 0.5
 STOP_GRACE_S = (8.0, 5.0, 3.0)
 _EOF = object()
-
-
-@dataclass
-class Cleanup:
-    signals: list[str] = field(default_factory=list)
-    survivors: list[int] = field(default_factory=list)
-    gpu_note: str | None = None
-
-    def as_json(self) -> dict:
-        out = {"signals": list(self.signals), "survivors": list(self.survivors)}
-        if self.gpu_note:
-            out["gpu"] = self.gpu_note
-        return out
 
 
 @dataclass
@@ -114,23 +100,23 @@ def run_attempt(argv: list[str], env: dict[str, str], probe: Probe, timeout_s: f
     started = time.monotonic()
     with open(log_path, "w", encoding="utf-8", errors="replace") as log:
         INTERRUPTS.defer()
+        descendants = Descendants()
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                    env=env, cwd=cwd, start_new_session=True, shell=False)
+                                    env=descendants.child_env(env), cwd=cwd, start_new_session=True, shell=False)
         except OSError as error:
             INTERRUPTS.release()
             return AttemptRun("failed", f"could not start {argv[0]}: {error.strerror or error}", log_path)
-        tracked: dict[int, psutil.Process] = {}
         run = AttemptRun("failed", "", log_path)
         lines: queue.Queue = queue.Queue()
         reader = threading.Thread(target=_pump, args=(proc.stdout, log, lines), daemon=True)
         try:
             INTERRUPTS.release()  # a Ctrl-C that came while the child was being created is raised here, inside the try
             reader.start()
-            _track(proc.pid, tracked)
-            _watch(proc, lines, probe, started + timeout_s, watcher, tracked, run, on_line, started)
+            descendants.track(proc)
+            _watch(proc, lines, probe, started + timeout_s, watcher, descendants, run, on_line, started)
         finally:
-            run.cleanup = stop_group(proc, tracked, stop_grace_s, gpu_check)
+            run.cleanup = stop_group(proc, descendants, stop_grace_s, gpu_check)
             if reader.ident is not None:
                 reader.join(timeout=5)
             run.seconds = round(time.monotonic() - started, 1)
@@ -152,7 +138,7 @@ def _pump(stream, log, lines: queue.Queue) -> None:
         lines.put(_EOF)
 
 
-def _watch(proc, lines: queue.Queue, probe: Probe, deadline: float, watcher: FatalWatcher, tracked: dict,
+def _watch(proc, lines: queue.Queue, probe: Probe, deadline: float, watcher: FatalWatcher, descendants: Descendants,
            run: AttemptRun, on_line, started: float) -> None:
     fatal_at: float | None = None
     eof = False
@@ -160,7 +146,7 @@ def _watch(proc, lines: queue.Queue, probe: Probe, deadline: float, watcher: Fat
     while True:
         now = time.monotonic()
         if now - last_track > 2.0:
-            _track(proc.pid, tracked)
+            descendants.track(proc)
             last_track = now
         if now >= deadline:
             run.outcome, run.detail = "timeout", f"not ready within {deadline - started:.0f} s; stopped"
@@ -258,76 +244,13 @@ def _not_serving(proc, run: AttemptRun, deadline: float, detail: str) -> None:
 # ---------------------------------------------------------------- stopping
 
 
-def _track(pid: int, tracked: dict[int, psutil.Process]) -> None:
-    """Remember the child and its descendants, so one that leaves the group is still stopped."""
-    try:
-        root = psutil.Process(pid)
-        for process in [root, *root.children(recursive=True)]:
-            tracked.setdefault(process.pid, process)
-    except psutil.Error:
-        pass
-
-
-def group_members(pgid: int, tracked: dict[int, psutil.Process]) -> list[int]:
-    """Live (not zombie) processes of the group, plus tracked descendants still running."""
-    alive: set[int] = set()
-    for process in psutil.process_iter(["status"]):
-        try:
-            if os.getpgid(process.pid) == pgid and process.info["status"] != psutil.STATUS_ZOMBIE:
-                alive.add(process.pid)
-        except (OSError, psutil.Error):
-            continue
-    for pid, process in tracked.items():
-        try:
-            if process.is_running() and process.status() != psutil.STATUS_ZOMBIE:
-                alive.add(pid)
-        except psutil.Error:
-            continue
-    return sorted(alive)
-
-
-def stop_group(proc: subprocess.Popen, tracked: dict[int, psutil.Process],
+def stop_group(proc: subprocess.Popen, descendants: Descendants,
                grace_s: tuple[float, float, float] = STOP_GRACE_S, gpu_check: bool = True) -> Cleanup:
-    """SIGINT, then SIGTERM, then SIGKILL to the child's group (and tracked strays); report survivors."""
-    cleanup = Cleanup()
-    pgid = proc.pid
-    _track(proc.pid, tracked)
-    for sig, grace in zip((signal.SIGINT, signal.SIGTERM, signal.SIGKILL), grace_s):
-        members = group_members(pgid, tracked)
-        if not members:
-            break
-        cleanup.signals.append(sig.name)
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-        for pid in members:
-            try:
-                if os.getpgid(pid) != pgid:
-                    os.kill(pid, sig)
-            except OSError:
-                pass
-        end = time.monotonic() + grace
-        while time.monotonic() < end and group_members(pgid, tracked):
-            _reap(proc)
-            time.sleep(0.1)
-    _reap(proc)
-    if proc.returncode is None:
-        try:
-            proc.wait(timeout=2)
-        except subprocess.TimeoutExpired:
-            pass
-    cleanup.survivors = group_members(pgid, tracked)
+    """SIGINT, then SIGTERM, then SIGKILL to the child's group and every descendant found; report survivors."""
+    cleanup = stop_all(proc, descendants, grace_s)
     if gpu_check:
-        cleanup.gpu_note = _gpu_released(set(tracked))
+        cleanup.gpu_note = _gpu_released(set(descendants.tracked))
     return cleanup
-
-
-def _reap(proc: subprocess.Popen) -> None:
-    try:
-        proc.wait(timeout=0)
-    except subprocess.TimeoutExpired:
-        pass
 
 
 def _gpu_released(pids: set[int]) -> str | None:

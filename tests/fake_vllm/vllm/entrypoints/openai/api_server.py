@@ -3,7 +3,8 @@
 It accepts vLLM's arguments, fails like vLLM 0.32 when `--max-model-len` exceeds the model's positions
 (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), otherwise prints vLLM's readiness lines and answers /health,
 /v1/models and /v1/completions on loopback. `FAKE_VLLM_WHEN` (JSON) maps `--flag=value` or `env:NAME=value`
-to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, die-on-request.
+to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, double-fork, die-on-request.
+`FAKE_VLLM_DUMP` names a file that receives what reached this process: its executable, argv and environment.
 """
 
 import json
@@ -56,7 +57,25 @@ def say(text):
     print(text, flush=True)
 
 
+def double_fork(pidfile):
+    """Leave a `sleep` behind in its own session, re-parented away from this process (a daemonising worker)."""
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        grandchild = os.fork()
+        if grandchild == 0:
+            os.execvp("sleep", ["sleep", "600"])
+        with open(pidfile, "w") as handle:
+            handle.write(str(grandchild))
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
 def main():
+    if os.environ.get("FAKE_VLLM_DUMP"):
+        with open(os.environ["FAKE_VLLM_DUMP"], "w") as handle:
+            json.dump({"executable": sys.executable, "entry": os.environ.get("FAKE_VLLM_ENTRY"), "argv": sys.argv,
+                       "env": dict(os.environ)}, handle)
     args = parse(sys.argv[1:])
     port = int(args.get("--port", "8000"))
     model = args.get("--model", "M")
@@ -76,6 +95,8 @@ def main():
             time.sleep(1)
     if action == "ignore-sigint":
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if action == "double-fork":
+        double_fork(os.environ["FAKE_VLLM_PIDFILE"])
     if action == "grandchild":
         stubborn = ("import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); "
                     "signal.signal(signal.SIGTERM, signal.SIG_IGN); print('armed', flush=True); time.sleep(600)")
