@@ -6,6 +6,7 @@ Each renderer first redacts the report field by field (`redact_tree`), before an
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from .redact import redact, redact_tree
@@ -72,6 +73,30 @@ def _facts_markdown(facts: dict[str, Any]) -> str:
     return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
 
 
+def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """What to say first when no rule fired: the error itself, its type and the phase, never "nothing found".
+
+    >>> headline_without_diagnosis({"status": "errors-unexplained", "facts": {"phase": "weights-loading"},
+    ...     "unexplained": [{"line": 9, "text": "RuntimeError: NCCL error: unhandled cuda error"}]})[0][0]
+    '✗ An error no rule explains yet (RuntimeError), at line 9: RuntimeError: NCCL error: unhandled cuda error'
+    """
+    status, phase = report["status"], (report.get("facts") or {}).get("phase")
+    reached = f"  Start-up reached: {phase}." if phase else "  The log shows no start-up progress lines."
+    if status == "errors-unexplained":
+        first = report["unexplained"][0]
+        kind = re.match(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit))\b", first["text"])
+        family = f" ({kind.group(1)})" if kind else ""
+        return [(f"✗ An error no rule explains yet{family}, at line {_where(first)}: {first['text'][:300]}", "bold yellow"),
+                (reached, None),
+                ("  vdiag cannot say why it happened; the lines below are the errors it found.", "dim")]
+    if status == "request-errors":
+        return [("✓ The server came up; only single requests failed (listed below).", "bold green"),
+                ("  These are request errors (a prompt too long, a bad parameter, a client timeout), not a server failure.", None)]
+    if status == "served":
+        return [("✓ No failure: the server reached 'Application startup complete'.", "bold green")]
+    return [("No vLLM failure and no error lines found.", "bold green"), (reached, None)]
+
+
 def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None:
     """Human output with rich: colour only on a terminal, NO_COLOR honoured (rich does both)."""
     from rich.console import Console
@@ -86,9 +111,8 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     diagnoses = report["diagnoses"]
     facts = report["facts"]
     if not diagnoses:
-        say("No known vLLM failure found.", "bold green" if report["status"] != "errors-unexplained" else "bold yellow")
-        if report["status"] == "served":
-            say("The server reached 'Application startup complete'.")
+        for text, style in headline_without_diagnosis(report):
+            say(text, style)
     for index, d in enumerate(diagnoses):
         if index == 1:
             say("\nAlso found (lower confidence, often a consequence of the above):", "bold")

@@ -37,6 +37,7 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
             "gpu_processes": [{"pid": p.pid, "used_gib": p.used_gib, "name": p.name, "source": p.source} for p in ctx.processes],
             "memory": memory,
             "platform": facts.platform,
+            "phase": ctx.phases.reached(),
             "lines": ctx.scan.lines,
         },
         "diagnoses": [_diagnosis(d, outcome) for d in outcome.diagnoses],
@@ -67,6 +68,7 @@ def _diagnosis(diagnosis, outcome: Outcome) -> dict[str, Any]:
         "summary": rule.summary,
         "why": diagnosis.why,
         "secondary_of": diagnosis.secondary_of,
+        "family": diagnosis.family,
         "evidence": [_line(outcome, m.line, m.text) for m in diagnosis.evidence],
         "captures": diagnosis.captures,
         "fixes": [_fix(r) for r in diagnosis.fixes],
@@ -99,13 +101,36 @@ def status_of(outcome: Outcome) -> str:
     if outcome.diagnoses:
         return "failure-diagnosed"
     if outcome.unexplained:
-        return "errors-unexplained"
+        return "request-errors" if _only_request_errors(outcome) else "errors-unexplained"
     if outcome.ctx.facts.served:
         return "served"
     return "nothing-found"
 
 
+def _only_request_errors(outcome: Outcome) -> bool:
+    """Every error line came after the server was up and is one request's failure (data/request_errors.yaml)."""
+    from .phases import phase_order
+
+    phases = outcome.ctx.phases
+    patterns = _request_error_patterns()
+    for line, text in outcome.unexplained:
+        phase = phases.at(line)
+        if phase is None or phase_order(phase) < phase_order("serving") or not any(p.search(text) for p in patterns):
+            return False
+    return True
+
+
+def _request_error_patterns():
+    import re
+
+    from .datafiles import load_yaml
+
+    return [re.compile(p, re.IGNORECASE) for p in load_yaml("request_errors.yaml")]
+
+
 def exit_code_for(report: dict[str, Any]) -> ExitCode:
     if report["diagnoses"]:
         return ExitCode.DIAGNOSED
+    if report["status"] == "request-errors":
+        return ExitCode.NOTHING_FOUND  # the server works; single requests failed
     return ExitCode.UNEXPLAINED_ERRORS if report["unexplained"] else ExitCode.NOTHING_FOUND
