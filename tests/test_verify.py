@@ -383,6 +383,7 @@ def _real_log(name: str, model: Path, port: int, tmp_path: Path) -> Path:
 
 def _verify_real(name: str, tiny_model: Path, tmp_path: Path, monkeypatch, expected_change: str, port: int | None = None) -> None:
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
+    monkeypatch.delenv("PYTHONPATH", raising=False)  # the real vLLM, not the fake the other tests put on the path
     log = _real_log(name, tiny_model, port or free_port(), tmp_path)
     marker = f"{os.getpid()}-{time.monotonic_ns()}"
     monkeypatch.setenv("VDIAG_TEST_MARKER", marker)
