@@ -1,0 +1,577 @@
+#!/usr/bin/env python3
+"""Build diagnose/data/vllm_messages.yaml: vLLM's own error messages, per release.
+
+The catalogue is ground truth for the rules: every message vLLM itself can
+raise (or log as an error) while it starts, rendered as a template, with the
+releases that contain it. A test can then check that each start-up message is
+diagnosed with a category, or is explicitly marked as not a start-up failure.
+
+Runs offline, on vLLM source distributions downloaded beforehand::
+
+    mkdir -p /tmp/vllm-sdists
+    pip index versions vllm        # lists the releases
+    # for the last patch of each minor release, 0.2 to the newest:
+    pip download --no-deps --no-binary :all: vllm==0.8.5.post1 -d /tmp/vllm-sdists
+
+`pip download` of a vLLM sdist prepares its metadata, which installs torch as a
+build dependency and often fails. Fetching only the archive avoids that: the
+file URLs are on PyPI's simple page for vllm (JSON form with the header
+`Accept: application/vnd.pypi.simple.v1+json`), and `vllm-X.tar.gz` can be
+fetched with curl. Releases without an sdist (0.15.x) are skipped. Then::
+
+    python3.13 scripts/build_message_catalogue.py \
+        --sdist-dir /tmp/vllm-sdists --out diagnose/data/vllm_messages.yaml
+
+Use a Python at least as new as the newest vLLM's syntax (3.13 covers all
+releases to date); files it cannot parse are counted and named on stderr.
+Scanning 31 sdists takes 3–5 minutes (mostly gzip).
+
+What is extracted (with `ast`, nothing is imported or executed):
+
+* `raise X(msg, ...)` for any exception class X; kind is X's name
+  (`ValueError`, `RuntimeError`, `NotImplementedError`, ...).
+* `assert cond, msg`; kind `AssertionError`.
+* `logger.error/critical/exception(msg, *args)`; kind `logger.error` etc.
+* `parser.error(msg)` (argparse); kind `argparse.error`.
+
+A message may be a literal, an implicit or `+` concatenation, an f-string,
+`"..." % args`, `"...".format(...)`, or a local variable assigned such a value
+earlier in the same function (`msg = f"..."; raise ValueError(msg)`,
+including `msg += ...`). Interpolated parts become `{expr}` placeholders, with
+the expression's source text when it is short, `{…}` otherwise; format specs
+and conversions are dropped (`{x!r:>8}` -> `{x}`). Messages with no literal
+text at all are skipped.
+
+Start-up heuristic (`startup` field), per site, first match wins; a template
+is true if any of its sites is, false if all are, unknown otherwise:
+
+0. true: chat-template loading/validation (--chat-template is checked at
+   start-up even though it lives in request-time files).
+1. false: the exception class is request validation (VLLMValidationError); or
+   the enclosing function handles a request or a step at run time (names such
+   as add_request, generate, encode, execute_model, abort*, step*, sample*,
+   *_request*, create_chat_completion/completion/embedding/..., tokenize,
+   _validate_model_input(s), process_inputs, _preprocess*, LoRA add/remove,
+   weight updates, elastic EP scaling, pause/resume); or the file is
+   request-time by nature (serving_*.py, protocol.py, sampling_params.py,
+   entrypoints/*/(chat_)utils.py, entrypoints' tool_parsers, reasoning,
+   responses, pooling, chat_completion, completion, generate, anthropic,
+   cohere, speech_to_text, scale_out, harmony*).
+2. true: the file is configuration or set-up (config.py, config/, arg_utils.py,
+   cli_args.py, entrypoints/cli/, platforms/, model_executor/model_loader/,
+   executor/, v1/executor/, models/registry.py, transformers_utils/config.py,
+   layers/quantization/, envs.py).
+3. true: the enclosing function is a set-up step (__init__, __post_init__,
+   init_device, load_model, determine_num_available_blocks,
+   determine_available_memory, profile_run, _dummy_run, initialize_cache,
+   init_*/_init_*/initialize_*, verify*/validate*/check* (leading _ allowed),
+   from_engine_args, from_cli_args, from_vllm_config, create_engine_config,
+   get_*backend*, initialize_model_parallel, init_distributed_environment,
+   capture_model, compile_or_warm_up_model, get_kv_cache_spec, setup*,
+   load_*, create_weights, process_weights_after_loading, run_server,
+   request_memory, raise_if_*, DP placement groups, wait_for_engine_startup,
+   run_engine_core, ...).
+   Set-up names win over request-time names in step 1.
+4. unknown otherwise (e.g. attention forward(): it also runs in the profiling
+   pass at start-up, but mostly fails at request time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+import tarfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+#: Directories and files (relative to the vllm package) whose messages can stop start-up.
+SCOPE_PREFIXES = (
+    "config.py",
+    "config/",
+    "engine/",
+    "v1/engine/",
+    "executor/",
+    "v1/executor/",
+    "worker/",
+    "v1/worker/",
+    "platforms/",
+    "entrypoints/",
+    "model_executor/model_loader/",
+    "model_executor/models/registry.py",
+    "model_executor/models/__init__.py",
+    "model_executor/layers/quantization/",
+    "attention/",
+    "v1/attention/",
+    "distributed/",
+    "transformers_utils/config.py",
+    "transformers_utils/tokenizer.py",
+    "envs.py",
+)
+
+#: Placeholder text longer than this is written as `{…}`.
+MAX_PLACEHOLDER_CHARS = 40
+#: Above this output size, messages whose literal is shorter than MIN_LITERAL_CHARS are dropped.
+MAX_OUTPUT_BYTES = 2_000_000
+MIN_LITERAL_CHARS = 15
+
+LOGGER_METHODS = {"error": "logger.error", "critical": "logger.critical", "exception": "logger.exception"}
+LOGGER_NAMES = {"logger", "_logger", "log", "LOGGER", "init_logger"}
+
+REQUEST_TIME_FUNCTIONS = re.compile(
+    r"^_?(add_request|_add_processed_request|generate|encode|execute_model|execute_dummy_batch|"
+    r"abort\w*|step\w*|chat|create_(chat_completion|completion|embedding|pooling|score|transcription|"
+    r"translation|responses?|tokenize|detokenize|generative_scoring|\w+_response)|tokenize|detokenize|_validate_model_inputs?|process_inputs|"
+    r"_process_\w*request\w*|\w*_request\w*|sample\w*|_sample\w*|beam_search|score|embed|pooling|"
+    r"add_lora|remove_lora|pin_lora|collective_rpc|sleep|wake_up|reset_\w+|start_profile|stop_profile|"
+    r"serve_\w+|handle_\w+|_preprocess\w*|render_\w+|list_loras|remove_all_loras|set_active_loras|"
+    r"reload_weights|update_weights|update_config|\w*weight_update\w*|\w*elastic_ep\w*|pause_\w+|resume_\w+)$"
+)
+REQUEST_TIME_FILES = re.compile(
+    r"(^|/)(serving_\w+\.py|protocol\.py|sampling_params\.py)$|^entrypoints/(\w+/)?(chat_)?utils\.py$|"
+    r"^entrypoints/(.+/)?(tool_parsers|reasoning|responses|decisions|pooling|chat_completion|completion|"
+    r"generate|anthropic|cohere|speech_to_text|scale_out|harmony\w*)(/|\.py$)"
+)
+#: Exception classes that only request validation raises.
+REQUEST_TIME_KINDS = {"VLLMValidationError"}
+#: Set-up steps that live in otherwise request-time files (--chat-template is checked at start-up).
+SETUP_IN_REQUEST_FILES = re.compile(r"^_?(load_chat_template|validate_chat_template|resolve_\w*chat_template\w*)$")
+SETUP_FILES = re.compile(
+    r"^(config\.py|config/|engine/arg_utils\.py|entrypoints/openai/cli_args\.py|entrypoints/cli/|"
+    r"platforms/|model_executor/model_loader/|executor/|v1/executor/|model_executor/models/registry\.py|"
+    r"model_executor/models/__init__\.py|transformers_utils/config\.py|model_executor/layers/quantization/|envs\.py)"
+)
+SETUP_FUNCTIONS = re.compile(
+    r"^(__init__|__post_init__|init_device|load_model|determine_num_available_blocks|"
+    r"determine_available_memory|profile_run|_dummy_run|_dummy_sampler_run|initialize_cache|"
+    r"_?init_\w*|_?initialize_\w*|_?verify\w*|_?validate\w*|_?check\w*|from_engine_args|"
+    r"from_cli_args|from_vllm_config|create_engine_config|_?get_attn_backend\w*|which_attn_to_use|"
+    r"get_\w*backend\w*|initialize_model_parallel|ensure_model_parallel_initialized|"
+    r"init_distributed_environment|capture_model|compile_or_warm_up_model|get_kv_cache_spec|"
+    r"initialize_from_config|_?setup\w*|_?set_up\w*|_?load_\w+|run_server|build_async_engine_client\w*|"
+    r"_?create_\w*(engine|executor|worker|config)\w*|get_model|get_model_loader|_?allocate_kv_cache\w*|"
+    r"make_\w+|_?get_quantization_config|get_quant_config|get_config|get_tokenizer|__new__|"
+    r"create_weights|process_weights_after_loading|load_weights|weight_loader\w*|raise_if_\w+|request_memory|"
+    r"_?(create|add)_dp_placement_groups|_dp_nodes_master_first|_?wait_for_engine_startup|_wait_for_zmq_addrs|"
+    r"run_engine_core|_?get_executor_cls|_?cached_get_\w*backend\w*|is_attn_backend_supported|"
+    r"select_common_block_size|block_size_is_supported|_get_autobind_cpu_ids|get_pp_indices|_dummy_\w*run\w*|"
+    r"capture|capture_graph|in_the_same_node_as|get_physical_gpu_ids_for_local_dp_rank|maybe_create_\w+)$"
+)
+
+
+@dataclass
+class Site:
+    template: str
+    kind: str
+    file: str
+    function: str
+    startup: str
+
+
+@dataclass
+class Entry:
+    template: str
+    sites: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # (kind, file) -> versions
+    versions: set[str] = field(default_factory=set)
+    functions: dict[str, str] = field(default_factory=dict)  # function -> startup verdict
+
+
+# --- rendering -------------------------------------------------------------------------
+
+
+class Unrenderable(Exception):
+    """The expression is not a message we can turn into text."""
+
+
+def placeholder(node: ast.AST) -> str:
+    text = ast.unparse(node).strip()
+    if len(text) > MAX_PLACEHOLDER_CHARS or "\n" in text:
+        return "{…}"
+    return "{" + text + "}"
+
+
+PERCENT_SPEC = re.compile(r"%(\([^)]*\))?[-#0 +]*(\*|\d+)?(\.(\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
+FORMAT_FIELD = re.compile(r"\{\{|\}\}|\{([^{}!:]*)(![rsa])?(:[^{}]*)?\}")
+
+
+def render_percent(fmt: str, args: list[ast.AST]) -> str:
+    """'%s has %d' with args -> '{a} has {b}'; missing args become `{…}`."""
+    values = iter(args)
+
+    def sub(match: re.Match) -> str:
+        if match.group(5) == "%":
+            return "%"
+        if match.group(1):
+            return "{" + match.group(1)[1:-1] + "}"
+        arg = next(values, None)
+        return placeholder(arg) if arg is not None else "{…}"
+
+    return PERCENT_SPEC.sub(sub, fmt)
+
+
+def render_format(fmt: str, args: list[ast.AST], keywords: dict[str, ast.AST]) -> str:
+    """'{} of {name}'.format(a, name=b) -> '{a} of {b}'."""
+    position = iter(range(len(args) + 1))
+
+    def sub(match: re.Match) -> str:
+        if match.group(0) in ("{{", "}}"):
+            return match.group(0)[0]
+        name = match.group(1).strip()
+        if name == "":
+            index = next(position)
+            return placeholder(args[index]) if index < len(args) else "{…}"
+        if name.isdigit():
+            index = int(name)
+            return placeholder(args[index]) if index < len(args) else "{…}"
+        base = re.split(r"[.\[]", name, maxsplit=1)[0]
+        if base in keywords:
+            return placeholder(keywords[base])
+        return "{" + name + "}"
+
+    return FORMAT_FIELD.sub(sub, fmt)
+
+
+class MessageRenderer:
+    """Turns a message expression into a template, resolving local string variables."""
+
+    def __init__(self, assignments: dict[str, list[tuple[int, str, ast.AST]]]):
+        # name -> [(line, "=" or "+=", value)] in source order, for the enclosing function
+        self.assignments = assignments
+
+    def render(self, node: ast.AST, line: int, depth: int = 0) -> str:
+        if depth > 6:
+            raise Unrenderable
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, str):
+                return node.value
+            raise Unrenderable
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for value in node.values:
+                if isinstance(value, ast.Constant):
+                    parts.append(str(value.value))
+                elif isinstance(value, ast.FormattedValue):
+                    parts.append(placeholder(value.value))
+                else:
+                    raise Unrenderable
+            return "".join(parts)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self.render_part(node.left, line, depth) + self.render_part(node.right, line, depth)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            fmt = self.render(node.left, line, depth + 1)
+            args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
+            return render_percent(fmt, list(args))
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "format"
+            and isinstance(node.func.value, (ast.Constant, ast.JoinedStr, ast.BinOp))
+        ):
+            fmt = self.render(node.func.value, line, depth + 1)
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            return render_format(fmt, list(node.args), keywords)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "join"
+            and isinstance(node.func.value, ast.Constant)
+        ):
+            raise Unrenderable
+        if isinstance(node, ast.Name) and node.id in self.assignments:
+            return self.render_variable(node.id, line, depth)
+        raise Unrenderable
+
+    def render_part(self, node: ast.AST, line: int, depth: int) -> str:
+        """Like render(), but a non-string operand of `+` becomes a placeholder."""
+        try:
+            return self.render(node, line, depth + 1)
+        except Unrenderable:
+            return placeholder(node)
+
+    def render_variable(self, name: str, line: int, depth: int) -> str:
+        before = [a for a in self.assignments[name] if a[0] < line]
+        start = max((i for i, a in enumerate(before) if a[1] == "="), default=None)
+        if start is None:
+            raise Unrenderable
+        text = self.render(before[start][2], line, depth + 1)
+        for _, op, value in before[start + 1 :]:
+            if op == "+=":
+                text += self.render_part(value, line, depth)
+        return text
+
+
+def collect_assignments(function: ast.AST) -> dict[str, list[tuple[int, str, ast.AST]]]:
+    found: dict[str, list[tuple[int, str, ast.AST]]] = defaultdict(list)
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found[node.targets[0].id].append((node.lineno, "=", node.value))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
+            found[node.target.id].append((node.lineno, "=", node.value))
+        elif (
+            isinstance(node, ast.AugAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(node.op, ast.Add)
+        ):
+            found[node.target.id].append((node.lineno, "+=", node.value))
+    for sites in found.values():
+        sites.sort(key=lambda a: a[0])
+    return found
+
+
+def normalise(template: str) -> str:
+    return re.sub(r"\s+", " ", template).strip()
+
+
+def longest_literal(template: str) -> str:
+    fragments = re.split(r"\{[^{}]*\}", template)
+    return max((f.strip() for f in fragments), key=len, default="")
+
+
+# --- extraction ------------------------------------------------------------------------
+
+
+def exception_name(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def startup_verdict(path: str, function: str, kind: str) -> str:
+    leaf = function.rsplit(".", 1)[-1]
+    if SETUP_IN_REQUEST_FILES.match(leaf):
+        return "true"
+    if kind in REQUEST_TIME_KINDS:
+        return "false"
+    if REQUEST_TIME_FUNCTIONS.match(leaf) and not SETUP_FUNCTIONS.match(leaf):
+        return "false"
+    if REQUEST_TIME_FILES.search(path):
+        return "false"
+    if SETUP_FILES.match(path):
+        return "true"
+    if SETUP_FUNCTIONS.match(leaf):
+        return "true"
+    return "unknown"
+
+
+class SiteFinder(ast.NodeVisitor):
+    def __init__(self, path: str):
+        self.path = path
+        self.scope: list[str] = []
+        self.renderers: list[MessageRenderer] = [MessageRenderer({})]
+        self.sites: list[Site] = []
+
+    # scopes
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self.scope.append(node.name)
+        self.generic_visit(node)
+        self.scope.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.scope.append(node.name)
+        self.renderers.append(MessageRenderer(collect_assignments(node)))
+        self.generic_visit(node)
+        self.renderers.pop()
+        self.scope.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    # sites
+    def add(self, message: ast.AST, kind: str, line: int) -> None:
+        try:
+            template = normalise(self.renderers[-1].render(message, line))
+        except Unrenderable:
+            return
+        if not re.search(r"[A-Za-z]", longest_literal(template)):
+            return
+        function = ".".join(self.scope) or "<module>"
+        verdict = startup_verdict(self.path, self.scope[-1] if self.scope else "<module>", kind)
+        self.sites.append(Site(template, kind, self.path, function, verdict))
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        exc = node.exc
+        if isinstance(exc, ast.Call) and exc.args:
+            name = exception_name(exc.func)
+            if name:
+                self.add(exc.args[0], name, node.lineno)
+        self.generic_visit(node)
+
+    def visit_Assert(self, node: ast.Assert) -> None:
+        if node.msg is not None:
+            self.add(node.msg, "AssertionError", node.lineno)
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Attribute) and node.args:
+            owner = exception_name(func.value)
+            if func.attr in LOGGER_METHODS and owner in LOGGER_NAMES:
+                message, *args = node.args
+                try:
+                    fmt = self.renderers[-1].render(message, node.lineno)
+                    text = render_percent(fmt, args) if args else fmt
+                    self.add(ast.Constant(text), LOGGER_METHODS[func.attr], node.lineno)
+                except Unrenderable:
+                    pass
+            elif func.attr == "error" and owner and "parser" in owner.lower():
+                self.add(node.args[0], "argparse.error", node.lineno)
+        self.generic_visit(node)
+
+
+def in_scope(path: str) -> bool:
+    return path.startswith(SCOPE_PREFIXES)
+
+
+SDIST_NAME = re.compile(r"^vllm-(?P<version>\d[\w.]*)\.tar\.gz$")
+
+
+def version_key(version: str) -> tuple:
+    parts = re.findall(r"\d+|[a-z]+", version)
+    return tuple(int(p) if p.isdigit() else -1 for p in parts)
+
+
+def scan_sdist(archive: Path, failures: list[str]) -> list[Site]:
+    sites: list[Site] = []
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if len(parts) < 3 or parts[1] != "vllm" or not member.isfile() or not member.name.endswith(".py"):
+                continue
+            path = "/".join(parts[2:])
+            if not in_scope(path):
+                continue
+            source = tar.extractfile(member).read()
+            try:
+                tree = ast.parse(source, filename=path)
+            except (SyntaxError, ValueError):
+                failures.append(f"{archive.name}:{path}")
+                continue
+            finder = SiteFinder(path)
+            finder.visit(tree)
+            sites.extend(finder.sites)
+    return sites
+
+
+def compress(versions: list[str], order: list[str]) -> list[str]:
+    """['0.6.6', '0.7.3', '0.9.2'] over order [..., '0.6.6', '0.7.3', '0.8.5', '0.9.2'] -> ['0.6.6-0.7.3', '0.9.2']."""
+    present = set(versions)
+    ranges, run = [], []
+    for version in order:
+        if version in present:
+            run.append(version)
+        elif run:
+            ranges.append(run)
+            run = []
+    if run:
+        ranges.append(run)
+    return [r[0] if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in ranges]
+
+
+def merge_verdicts(verdicts: set[str]) -> str:
+    if "true" in verdicts:
+        return "true"
+    if verdicts == {"false"}:
+        return "false"
+    return "unknown"
+
+
+def build(sdists: list[tuple[str, Path]]) -> tuple[list[dict], list[str]]:
+    order = [v for v, _ in sdists]
+    entries: dict[str, Entry] = {}
+    failures: list[str] = []
+    for version, archive in sdists:
+        print(f"scanning {archive.name}", file=sys.stderr)
+        for site in scan_sdist(archive, failures):
+            entry = entries.setdefault(site.template, Entry(site.template))
+            entry.versions.add(version)
+            entry.sites.setdefault((site.kind, site.file), []).append(version)
+            entry.functions[site.function] = site.startup
+    records = []
+    for entry in entries.values():
+        # the newest site names the entry; older kinds/paths of the same text are kept in also_at
+        newest = sorted(entry.sites.items(), key=lambda kv: max(version_key(v) for v in kv[1]), reverse=True)
+        (kind, file), _ = newest[0]
+        verdict = merge_verdicts(set(entry.functions.values()))
+        record = {
+            "template": entry.template,
+            "literal": longest_literal(entry.template),
+            "kind": kind,
+            "file": file,
+            "function": sorted(entry.functions)[0] if len(entry.functions) == 1 else sorted(entry.functions),
+            "startup": {"true": True, "false": False}.get(verdict, "unknown"),
+            "releases": compress(sorted(entry.versions, key=version_key), order),
+        }
+        also = sorted({f"{k} {f}" for (k, f), _ in newest[1:] if (k, f) != (kind, file)})
+        if also:
+            record["also_at"] = also
+        records.append(record)
+    records.sort(key=lambda r: (r["file"], r["literal"].lower()))
+    return records, failures
+
+
+def render_yaml(records: list[dict], versions: list[str], command: str, dropped_short: int) -> str:
+    startup = sum(1 for r in records if r["startup"] is True)
+    header = [
+        "# vLLM's own start-up error messages, extracted from release source (generated: do not edit).",
+        f"# Releases covered ({len(versions)}): {', '.join(versions)}",
+        f"# Generated by: {command}",
+        "# Fields: template ({…} = interpolated expression), literal (longest fixed fragment, for",
+        "#   prefiltering), kind (exception raised, AssertionError, logger.error, argparse.error),",
+        "#   file (relative to the vllm package, newest release containing the message), function,",
+        "#   startup (true / false / unknown, heuristics in the script's docstring), releases",
+        "#   (ranges over the covered releases above, e.g. 0.6.6.post1-0.8.5.post1), also_at",
+        "#   (other kind/file where the same text appears).",
+        f"# Templates: {len(records)} ({startup} start-up)"
+        + (f"; {dropped_short} with under {MIN_LITERAL_CHARS} literal characters dropped." if dropped_short else "."),
+    ]
+    body = yaml.safe_dump(
+        {"versions": versions, "messages": records},
+        sort_keys=False,
+        allow_unicode=True,
+        width=10_000,
+        default_flow_style=None,
+    )
+    return "\n".join(header) + "\n" + body
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sdist-dir", type=Path, required=True, help="folder of vllm-X.tar.gz files")
+    parser.add_argument("--out", type=Path, required=True, help="YAML file to write")
+    args = parser.parse_args(argv)
+
+    sdists = []
+    for archive in args.sdist_dir.glob("vllm-*.tar.gz"):
+        match = SDIST_NAME.match(archive.name)
+        if match:
+            sdists.append((match["version"], archive))
+    if not sdists:
+        print(f"no vllm-X.tar.gz in {args.sdist_dir}", file=sys.stderr)
+        return 2
+    sdists.sort(key=lambda va: version_key(va[0]))
+
+    records, failures = build(sdists)
+    versions = [v for v, _ in sdists]
+    python = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    command = f"{python} scripts/build_message_catalogue.py --sdist-dir {args.sdist_dir} --out {args.out}"
+    text = render_yaml(records, versions, command, 0)
+    if len(text.encode()) > MAX_OUTPUT_BYTES:
+        kept = [r for r in records if len(r["literal"]) >= MIN_LITERAL_CHARS]
+        text = render_yaml(kept, versions, command, len(records) - len(kept))
+    args.out.write_text(text)
+
+    if failures:
+        print(f"{len(failures)} files could not be parsed (use a newer Python):", file=sys.stderr)
+        for failure in failures:
+            print(f"  {failure}", file=sys.stderr)
+    print(f"{args.out}: {len(text.encode())} bytes", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
