@@ -11,9 +11,11 @@ the error, the error, its echo in the API server).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from . import strategies_config  # noqa: F401  (registers strategies)
+from .advice import advice_fixes
 from .command import apply_changes, render
 from .context import Context, evaluate
 from .rules import Rule
@@ -131,6 +133,11 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             continue
         seen.add(key)
         candidates.append(fix)
+    covered = {key for fix in candidates for key in fix.changes}
+    covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
+    for fix in advice_fixes([m.text for m in diagnosis.evidence], {"--gpu-memory-utilization": ctx.utilization()}):
+        if not covered & set(fix.changes):  # where a rule computes a value for the same setting, the rule's stands
+            candidates.append(fix)
     ranked = sorted(enumerate(candidates), key=lambda pair: _rank_key(pair[1], pair[0]))
     diagnosis.fixes = [
         RankedFix(rank, fix, _command_for(fix, ctx), _rank_reason(fix))
