@@ -74,12 +74,21 @@ is true if any of its sites is, false if all are, unknown otherwise:
    Set-up names win over request-time names in step 1.
 4. unknown otherwise (e.g. attention forward(): it also runs in the profiling
    pass at start-up, but mostly fails at request time).
+
+Category (`category` field): the failure category (diagnose/data/taxonomy.yaml)
+of a server that fails with the message, from the ordered rules table
+scripts/message_categories.yaml (first match wins; see its header). Templates
+with startup false get null; startup unknown ones only get a category from a
+rule that tests the text alone (no file/function condition). Every category
+the table names must be a taxonomy id. `--recategorise` re-applies the table
+to an existing catalogue without rescanning the sdists.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import fnmatch
 import re
 import sys
 import tarfile
@@ -99,6 +108,10 @@ SCOPE_PREFIXES = (
     "v1/executor/",
     "worker/",
     "v1/worker/",
+    # KV cache sizing at start-up ("No available memory for the cache blocks", "... KV cache is needed")
+    "v1/core/kv_cache_utils.py",
+    "v1/core/kv_cache_planning.py",
+    "v1/core/kv_cache_config_builder.py",
     "platforms/",
     "entrypoints/",
     "model_executor/model_loader/",
@@ -116,7 +129,7 @@ SCOPE_PREFIXES = (
 #: Placeholder text longer than this is written as `{…}`.
 MAX_PLACEHOLDER_CHARS = 40
 #: Above this output size, messages whose literal is shorter than MIN_LITERAL_CHARS are dropped.
-MAX_OUTPUT_BYTES = 2_000_000
+MAX_OUTPUT_BYTES = 2_200_000
 MIN_LITERAL_CHARS = 15
 
 LOGGER_METHODS = {"error": "logger.error", "critical": "logger.critical", "exception": "logger.exception"}
@@ -331,6 +344,131 @@ def longest_literal(template: str) -> str:
     return max((f.strip() for f in fragments), key=len, default="")
 
 
+# --- categories ------------------------------------------------------------------------
+
+RULES_FILE = Path(__file__).with_name("message_categories.yaml")
+TAXONOMY_FILE = Path(__file__).resolve().parent.parent / "diagnose" / "data" / "taxonomy.yaml"
+
+
+def glob_regex(pattern: str) -> re.Pattern:
+    """A path glob: `**/` any directories (or none), `*` within one directory, `?` one character."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+@dataclass
+class CategoryRule:
+    category: str | None
+    files: list[re.Pattern]
+    function: re.Pattern | None
+    text: re.Pattern | None
+
+    @property
+    def text_only(self) -> bool:
+        return self.text is not None and not self.files and self.function is None
+
+    def matches(self, template: str, files: list[str], functions: list[str]) -> bool:
+        if self.files and not any(g.match(f) for g in self.files for f in files):
+            return False
+        if self.function and not any(self.function.search(f) for f in functions):
+            return False
+        if self.text and not self.text.search(template):
+            return False
+        return True
+
+
+def compile_text(text: str | list[str] | None) -> re.Pattern | None:
+    """A regex, or a list of them (any may match), searched case-insensitively."""
+    if not text:
+        return None
+    parts = [text] if isinstance(text, str) else text
+    return re.compile("|".join(f"(?:{part})" for part in parts), re.I)
+
+
+def load_category_rules(path: Path = RULES_FILE, taxonomy: Path = TAXONOMY_FILE) -> tuple[list[CategoryRule], str | None]:
+    table = yaml.safe_load(path.read_text())
+    known = {cid for group in yaml.safe_load(taxonomy.read_text()).values() for cid in group}
+    rules = []
+    for number, raw in enumerate(table["rules"], 1):
+        unknown_keys = set(raw) - {"category", "file", "function", "text"}
+        if unknown_keys or "category" not in raw or not ({"file", "function", "text"} & set(raw)):
+            raise ValueError(f"{path.name} rule {number}: needs category and file/function/text, got {sorted(raw)}")
+        if raw["category"] is not None and raw["category"] not in known:
+            raise ValueError(f"{path.name} rule {number}: {raw['category']!r} is not a taxonomy id")
+        files = raw.get("file") or []
+        rules.append(
+            CategoryRule(
+                category=raw["category"],
+                files=[glob_regex(g) for g in ([files] if isinstance(files, str) else files)],
+                function=re.compile(raw["function"]) if raw.get("function") else None,
+                text=compile_text(raw.get("text")),
+            )
+        )
+    fallback = table.get("fallback")
+    if fallback is not None and fallback not in known:
+        raise ValueError(f"{path.name}: fallback {fallback!r} is not a taxonomy id")
+    return rules, fallback
+
+
+def categorise(record: dict, rules: list[CategoryRule], fallback: str | None) -> str | None:
+    if record["startup"] is False:
+        return None
+    files = [record["file"]] + [site.split(" ", 1)[1] for site in record.get("also_at", [])]
+    functions = record["function"] if isinstance(record["function"], list) else [record["function"]]
+    for rule in rules:
+        if record["startup"] != True and not rule.text_only:  # noqa: E712 (startup may be "unknown")
+            continue
+        if rule.matches(record["template"], files, functions):
+            return rule.category
+    return fallback if record["startup"] is True else None
+
+
+def add_categories(records: list[dict], rules_path: Path = RULES_FILE) -> None:
+    rules, fallback = load_category_rules(rules_path)
+    for record in records:
+        category = categorise(record, rules, fallback)
+        # keep the field order stable: category after startup
+        items = list(record.items())
+        record.clear()
+        for key, value in items:
+            if key == "category":
+                continue
+            record[key] = value
+            if key == "startup":
+                record["category"] = category
+
+
+def category_summary(records: list[dict]) -> str:
+    counts: dict[str | None, int] = defaultdict(int)
+    for record in records:
+        if record["startup"] is not False:
+            counts[(record["category"], record["startup"])] += 1
+    lines = ["categories (startup true / unknown):"]
+    names = sorted({c for c, _ in counts}, key=lambda c: (c is None, -(counts[(c, True)] + counts[(c, "unknown")]), c or ""))
+    for name in names:
+        lines.append(f"  {str(name):34} {counts[(name, True)]:5} {counts[(name, 'unknown')]:5}")
+    startup = [r for r in records if r["startup"] is True]
+    done = sum(1 for r in startup if r["category"])
+    lines.append(f"startup:true templates with a category: {done}/{len(startup)} ({100 * done / max(len(startup), 1):.1f}%)")
+    return "\n".join(lines)
+
+
 # --- extraction ------------------------------------------------------------------------
 
 
@@ -516,6 +654,7 @@ def build(sdists: list[tuple[str, Path]]) -> tuple[list[dict], list[str]]:
 
 def render_yaml(records: list[dict], versions: list[str], command: str, dropped_short: int) -> str:
     startup = sum(1 for r in records if r["startup"] is True)
+    categorised = sum(1 for r in records if r["startup"] is True and r.get("category"))
     header = [
         "# vLLM's own start-up error messages, extracted from release source (generated: do not edit).",
         f"# Releases covered ({len(versions)}): {', '.join(versions)}",
@@ -525,8 +664,9 @@ def render_yaml(records: list[dict], versions: list[str], command: str, dropped_
         "#   file (relative to the vllm package, newest release containing the message), function,",
         "#   startup (true / false / unknown, heuristics in the script's docstring), releases",
         "#   (ranges over the covered releases above, e.g. 0.6.6.post1-0.8.5.post1), also_at",
-        "#   (other kind/file where the same text appears).",
-        f"# Templates: {len(records)} ({startup} start-up)"
+        "#   (other kind/file where the same text appears), category (taxonomy id of a start-up failure",
+        "#   with this message, or null; from the ordered rules in scripts/message_categories.yaml).",
+        f"# Templates: {len(records)} ({startup} start-up, {categorised} of them categorised)"
         + (f"; {dropped_short} with under {MIN_LITERAL_CHARS} literal characters dropped." if dropped_short else "."),
     ]
     body = yaml.safe_dump(
@@ -556,6 +696,7 @@ def main(argv: list[str] | None = None) -> int:
     sdists.sort(key=lambda va: version_key(va[0]))
 
     records, failures = build(sdists)
+    add_categories(records)
     versions = [v for v, _ in sdists]
     python = f"python{sys.version_info.major}.{sys.version_info.minor}"
     command = f"{python} scripts/build_message_catalogue.py --sdist-dir {args.sdist_dir} --out {args.out}"
@@ -569,6 +710,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(failures)} files could not be parsed (use a newer Python):", file=sys.stderr)
         for failure in failures:
             print(f"  {failure}", file=sys.stderr)
+    print(category_summary(records), file=sys.stderr)
     print(f"{args.out}: {len(text.encode())} bytes", file=sys.stderr)
     return 0
 
