@@ -80,15 +80,14 @@ of a server that fails with the message, from the ordered rules table
 scripts/message_categories.yaml (first match wins; see its header). Templates
 with startup false get null; startup unknown ones only get a category from a
 rule that tests the text alone (no file/function condition). Every category
-the table names must be a taxonomy id. `--recategorise` re-applies the table
-to an existing catalogue without rescanning the sdists.
+the table names must be a taxonomy id. The counts per category are printed
+on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import fnmatch
 import re
 import sys
 import tarfile
