@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VDIAG = [sys.executable, "-m", "diagnose.cli"] if not (ROOT / ".venv/bin/vdiag").exists() else [str(ROOT / ".venv/bin/vdiag")]
+VDIAG = [sys.executable, "-m", "diagnose"] if not (ROOT / ".venv/bin/vdiag").exists() else [str(ROOT / ".venv/bin/vdiag")]
 TYPICAL = ROOT / "tests/fixtures/corpus/reproduced/cpu-kv-cache-too-small-for-max-len.log"
 
 _HEAD = (ROOT / "tests/fixtures/corpus/healthy/cpu-ok-startup.log").read_text(encoding="utf-8")

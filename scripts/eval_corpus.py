@@ -25,10 +25,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml  # noqa: E402
 
-from diagnose.engine import Options, diagnose  # noqa: E402
-from diagnose.ingest import Source  # noqa: E402
-from diagnose.report import build_report  # noqa: E402
-from diagnose.rules import load_rules  # noqa: E402
+from diagnose.diagnosis.pipeline import Options, diagnose  # noqa: E402
+from diagnose.ingest.source import Source  # noqa: E402
+from diagnose.knowledge.loader import load_rules  # noqa: E402
+from diagnose.report.build import build_report  # noqa: E402
 
 DEFAULTS = {"--max-num-seqs": 256, "--gpu-memory-utilization": 0.9, "--tensor-parallel-size": 1}
 
@@ -118,7 +118,7 @@ def value_agrees(key: str, want, got, ctx) -> tuple[bool, bool]:
         if key == "--max-model-len":
             before = before or ctx.max_model_len()
         if before is None and key == "--max-num-seqs":
-            from diagnose.context import PREDICATES
+            from diagnose.context.predicates import PREDICATES
 
             before = 1024 if PREDICATES["v1-engine"](ctx) else 256
         before = before if before is not None else DEFAULTS.get(key)

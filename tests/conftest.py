@@ -13,7 +13,7 @@ os.environ["VDIAG_NO_ACCEL"] = "1"
 
 @pytest.fixture(scope="session")
 def ruleset():
-    from diagnose.rules import load_rules
+    from diagnose.knowledge.loader import load_rules
 
     rules = load_rules(use_cache=False)
     assert rules.rules, "no rules loaded"
@@ -23,9 +23,9 @@ def ruleset():
 @pytest.fixture
 def diagnose_text(ruleset):
     """Diagnose a log given as text; returns the JSON report dict."""
-    from diagnose.engine import Options, diagnose
-    from diagnose.ingest import TextSource
-    from diagnose.report import build_report
+    from diagnose.diagnosis.pipeline import Options, diagnose
+    from diagnose.ingest.source import TextSource
+    from diagnose.report.build import build_report
 
     def run(text: str, launch: str | None = None) -> dict:
         outcome = diagnose([TextSource("test.log", text)], Options(launch_text=launch, gpu_mode="none"), ruleset)

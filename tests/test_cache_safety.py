@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from diagnose import datafiles
-from diagnose.rules import load_rules, ruleset_from_data, ruleset_to_data
+from diagnose.knowledge.loader import load_rules, ruleset_from_data, ruleset_to_data
+from diagnose.util import datafiles
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "kv-cache-too-small.log"

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from diagnose.cli import main
+from diagnose.cli.main import main
 
 from .conftest import FIXTURES, ROOT
 
 CRASH = FIXTURES / "corpus" / "memory" / "gh-vllm-20305.log"
-VDIAG = [str(Path(sys.executable).parent / "vdiag")] if (Path(sys.executable).parent / "vdiag").exists() else [sys.executable, "-m", "diagnose.cli"]
+VDIAG = [str(Path(sys.executable).parent / "vdiag")] if (Path(sys.executable).parent / "vdiag").exists() else [sys.executable, "-m", "diagnose"]
 
 
 def run(*args, stdin=None, env=None):
@@ -124,7 +124,7 @@ def test_a_broken_user_rule_is_reported_with_file_and_line_and_the_rest_still_ru
 
 def test_diagnosing_never_imports_vllm_or_torch():
     code = ("import sys; sys.argv=['vdiag','--format','json','--no-gpu',%r]\n"
-            "from diagnose.cli import main\n"
+            "from diagnose.cli.main import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "bad = [m for m in sys.modules if m.split('.')[0] in ('vllm', 'torch', 'transformers')]\n"
             "assert not bad, bad\n") % str(CRASH)

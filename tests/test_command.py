@@ -1,6 +1,8 @@
 """Launch parsing and rendering in every form: the corrected command keeps the user's form."""
 
-from diagnose.command import apply_changes, from_engine_args, parse_launch, render
+from diagnose.launch.parse import parse_launch
+from diagnose.launch.python_forms import from_engine_args
+from diagnose.launch.render import apply_changes, render
 
 
 def fixed(text: str, changes: dict) -> str:

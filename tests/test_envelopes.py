@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from diagnose.engine import Options, diagnose
-from diagnose.ingest import Source
-from diagnose.report import build_report
+from diagnose.diagnosis.pipeline import Options, diagnose
+from diagnose.ingest.source import Source
+from diagnose.report.build import build_report
 
 from .conftest import FIXTURES
 

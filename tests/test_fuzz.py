@@ -11,13 +11,14 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnose.command import parse_launch, render
-from diagnose.engine import Options, diagnose
-from diagnose.errors import VdiagError
-from diagnose.ingest import Source, TextSource
-from diagnose.lineformat import message_of
-from diagnose.report import build_report
-from diagnose.render import to_json, to_markdown
+from diagnose.diagnosis.pipeline import Options, diagnose
+from diagnose.ingest.lineformat import message_of
+from diagnose.ingest.source import Source, TextSource
+from diagnose.launch.parse import parse_launch
+from diagnose.launch.render import render
+from diagnose.report.build import build_report
+from diagnose.report.render import to_json, to_markdown
+from diagnose.util.errors import VdiagError
 
 LONG = os.environ.get("VDIAG_FUZZ") == "long"
 settings.register_profile("ci", max_examples=1500, derandomize=True, deadline=None,
@@ -115,7 +116,7 @@ def _text(form, env, model, args):
 
 @given(launches())
 def test_parse_render_parse_keeps_the_launch(spec):
-    from diagnose.command import canonical_flag
+    from diagnose.launch.launch import canonical_flag
 
     form, env, model, args = spec
     first = parse_launch(_text(*spec))
@@ -142,7 +143,7 @@ def test_launch_parsing_never_crashes_on_any_text(text):
 def test_rules_loader_reports_random_yaml_as_problems(tmp_path_factory, document):
     import yaml
 
-    from diagnose.rules import _load_uncached
+    from diagnose.knowledge.loader import _load_uncached
 
     # only the random file is validated: load_rules([folder]) re-validated all bundled rules per example (minutes)
     folder = tmp_path_factory.mktemp("rules")

@@ -8,8 +8,8 @@ import pynvml
 import pytest
 from click.testing import CliRunner
 
-from diagnose.cli import main
-from diagnose.gpu import Unavailable, live_snapshot, load_snapshot
+from diagnose.cli.main import main
+from diagnose.gpu.snapshot import Unavailable, live_snapshot, load_snapshot
 
 GIB = 2**30
 
@@ -184,7 +184,6 @@ def test_a_broken_snapshot_file_is_a_clear_error(tmp_path):
 def test_a_leftover_vllm_process_is_marked_as_such(monkeypatch):
     import subprocess
     import sys
-
     import time
 
     import psutil
@@ -197,7 +196,7 @@ def test_a_leftover_vllm_process_is_marked_as_such(monkeypatch):
         fake = FakeNvml([A100], {0: [SimpleNamespace(pid=child.pid, usedGpuMemory=20 * GIB)]})
         proc = live_snapshot(nvml=fake).processes[0]
         assert proc["is_vllm"] and not proc["is_vllm_under_diagnosis"]
-        from diagnose.snapshot_text import snapshot_text
+        from diagnose.report.snapshot_text import snapshot_text
 
         assert f"pid {child.pid} on GPU 0: 20.0 GiB" in snapshot_text(live_snapshot(nvml=fake))
         assert "(a vLLM process)" in snapshot_text(live_snapshot(nvml=fake))

@@ -20,10 +20,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from diagnose import hook as hook_lib
-from diagnose import journald
-from diagnose.cli import main
-from diagnose.hook import HookSettings, read_trigger, rotate_reports, run_hook, unit_from_cgroup
+from diagnose.cli.main import main
+from diagnose.hook import journald
+from diagnose.hook import run as hook_lib
+from diagnose.hook.run import HookSettings, run_hook
+from diagnose.hook.state import rotate_reports
+from diagnose.hook.trigger import read_trigger, unit_from_cgroup
 
 from .conftest import FIXTURES, ROOT
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from diagnose.engine import Options, diagnose
-from diagnose.ingest import TextSource
-from diagnose.report import build_report
+from diagnose.diagnosis.pipeline import Options, diagnose
+from diagnose.ingest.source import TextSource
+from diagnose.report.build import build_report
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG_GUARD_S = 60
@@ -65,7 +65,7 @@ def test_hostile_log_finishes_with_a_documented_code(tmp_path, name):
 
 def test_repeated_launch_lines_split_each_line_once(monkeypatch):
     """4 MB of launch lines: each line's message is computed once, not once per look-ahead window that sees it."""
-    from diagnose import scan
+    from diagnose.scan import scanner as scan
 
     calls = []
     real = scan.message_of
@@ -77,7 +77,7 @@ def test_repeated_launch_lines_split_each_line_once(monkeypatch):
 
 
 def test_rule_regexes_share_one_budget_per_input(monkeypatch, ruleset):
-    from diagnose import scan
+    from diagnose.scan import scanner as scan
 
     monkeypatch.setattr(scan, "REGEX_BUDGET_S", 0.0)
     outcome = diagnose([TextSource("t", HOSTILE["tp-absurd"])], Options(gpu_mode="none"), ruleset)
@@ -86,7 +86,7 @@ def test_rule_regexes_share_one_budget_per_input(monkeypatch, ruleset):
 
 
 def test_absurd_sizes_are_not_facts():
-    from diagnose.units import parse_float, parse_int, plausible_int, size_gib
+    from diagnose.util.units import parse_float, parse_int, plausible_int, size_gib
 
     assert parse_int("1e999") is None and parse_int("inf") is None and parse_float("nan") is None
     assert size_gib("1" * 1400 + " GiB") is None
@@ -119,7 +119,7 @@ def test_closed_stdin_is_no_input():
 
 
 def test_eio_mid_read_is_an_input_error(monkeypatch, capsys):
-    from diagnose import cli
+    from diagnose.cli import common as cli
 
     def failing():
         raise OSError(5, "Input/output error", "crash.log")

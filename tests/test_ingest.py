@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from diagnose.errors import InputError
-from diagnose.ingest import MAX_LINE_CHARS, Source, TextSource
-from diagnose.lineformat import message_of
+from diagnose.ingest.lineformat import message_of
+from diagnose.ingest.source import MAX_LINE_CHARS, Source, TextSource
+from diagnose.util.errors import InputError
 
 
 def read(source) -> str:

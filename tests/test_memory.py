@@ -2,8 +2,8 @@
 
 import pytest
 
-from diagnose import memory
-from diagnose.models import ModelInfo, resolve
+from diagnose.model import memory
+from diagnose.model.info import ModelInfo, resolve
 
 GIB = 2**30
 
@@ -50,7 +50,7 @@ def test_hybrid_mamba_counts_only_attention_layers():
 
 
 def test_catalog_has_at_least_40_models_with_the_fields_kv_needs():
-    from diagnose.models import catalog
+    from diagnose.model.info import catalog
 
     entries = {e["id"]: e for e in catalog().values()}
     assert len(entries) >= 40

@@ -1,7 +1,7 @@
 """Ranking by prediction: fixes predicted to start first, the cheapest of them first, each with its reason."""
 
-from diagnose.diagnosis import _rank_key, _rank_reason
-from diagnose.strategies import Fix
+from diagnose.diagnosis.diagnoses import _rank_key, _rank_reason
+from diagnose.fixes.base import Fix
 
 
 def test_predicted_to_start_ranks_first_then_cheapest_then_author_order():

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from diagnose.cli import main
-from diagnose.command import apply_changes, parse_launch, render
-from diagnose.redact import MASK, redact, redact_tree
+from diagnose.cli.main import main
+from diagnose.launch.parse import parse_launch
+from diagnose.launch.render import apply_changes, render
+from diagnose.util.redact import MASK, redact, redact_tree
 
 from .redaction_forms import FORM_IDS, FORMS, NEAR_MISSES, log_for
 from .test_hook import JOURNAL_REMOTE, JournalWriter
@@ -116,7 +117,7 @@ def hook_outputs(logs, tmp_path_factory) -> dict[str, dict[str, str]]:
     """One journal, one failed invocation of vllm.service per form; the hook diagnoses each offline."""
     if not (os.access(JOURNAL_REMOTE, os.X_OK) and shutil.which("journalctl")):
         pytest.skip("needs systemd-journal-remote and journalctl")
-    from diagnose.hook import HookSettings, run_hook
+    from diagnose.hook.run import HookSettings, run_hook
 
     writer = JournalWriter()
     invocations = {}

@@ -2,7 +2,7 @@
 
 import pytest
 
-from diagnose.harness import discover_cases, run_case
+from diagnose.authoring.harness import discover_cases, run_case
 
 from .conftest import FIXTURES
 
@@ -23,6 +23,6 @@ def test_every_rule_has_a_firing_and_a_near_miss_case(ruleset):
 
 
 def test_every_taxonomy_category_has_a_rule(ruleset):
-    from diagnose.rules import taxonomy
+    from diagnose.knowledge.rules import taxonomy
 
     assert sorted(set(taxonomy()) - {r.category for r in ruleset.rules}) == []

@@ -7,9 +7,10 @@ import textwrap
 
 import pytest
 
-from diagnose.lint import signature_problems
-from diagnose.rule_safety import regex_problem
-from diagnose.rules import Signature, load_rules
+from diagnose.knowledge.loader import load_rules
+from diagnose.knowledge.rule_safety import regex_problem
+from diagnose.knowledge.rules import Signature
+from diagnose.knowledge.signatures import signature_problems
 
 from .conftest import ROOT
 
@@ -55,7 +56,7 @@ def _vdiag(*args, timeout=60, memory_gb=None):
 
             resource.setrlimit(resource.RLIMIT_AS, (memory_gb << 30, memory_gb << 30))
 
-    return subprocess.run([sys.executable, "-c", "from diagnose.cli import main; main()", *map(str, args)], cwd=ROOT,
+    return subprocess.run([sys.executable, "-c", "from diagnose.cli.main import main; main()", *map(str, args)], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout, preexec_fn=limit)
 
 

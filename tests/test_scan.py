@@ -4,9 +4,9 @@ import os
 
 import pytest
 
-from diagnose.lint import ADVERSARIAL
-from diagnose.prefilter import PureFinder
-from diagnose.scan import MAX_EVIDENCE_PER_SIGNATURE, Scanner
+from diagnose.knowledge.signatures import ADVERSARIAL
+from diagnose.scan.prefilter import PureFinder
+from diagnose.scan.scanner import MAX_EVIDENCE_PER_SIGNATURE, Scanner
 
 from .conftest import FIXTURES
 
@@ -72,14 +72,14 @@ def test_every_signature_survives_adversarial_lines(ruleset, text):
 
 
 def test_lint_is_clean_on_the_bundled_rules(ruleset):
-    from diagnose.lint import lint
+    from diagnose.authoring.lint import lint
 
     assert lint(ruleset, FIXTURES / "cases") == []
 
 
 def test_lint_reports_a_catastrophic_regex_and_an_empty_match(tmp_path):
-    from diagnose.lint import lint
-    from diagnose.rules import load_rules
+    from diagnose.authoring.lint import lint
+    from diagnose.knowledge.loader import load_rules
 
     (tmp_path / "bad.yaml").write_text(
         "id: bad-rule\ncategory: port-in-use\ntitle: A bad rule\nseverity: fatal\nsummary: summary text here\n"
@@ -92,8 +92,8 @@ def test_lint_reports_a_catastrophic_regex_and_an_empty_match(tmp_path):
 
 
 def test_lint_reports_conditions_and_strategies_that_do_not_exist(tmp_path):
-    from diagnose.lint import lint
-    from diagnose.rules import load_rules
+    from diagnose.authoring.lint import lint
+    from diagnose.knowledge.loader import load_rules
 
     (tmp_path / "typo.yaml").write_text(
         "id: typo-rule\ncategory: port-in-use\ntitle: A rule with typos\nseverity: fatal\nsummary: summary text here\n"

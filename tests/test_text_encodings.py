@@ -9,11 +9,11 @@ import sys
 
 import pytest
 
-from diagnose.engine import Options, diagnose
-from diagnose.errors import InputError
-from diagnose.ingest import Source
-from diagnose.report import build_report
-from diagnose.textdetect import looks_binary
+from diagnose.diagnosis.pipeline import Options, diagnose
+from diagnose.ingest.source import Source
+from diagnose.ingest.textdetect import looks_binary
+from diagnose.report.build import build_report
+from diagnose.util.errors import InputError
 
 from .conftest import FIXTURES, ROOT
 
@@ -85,7 +85,7 @@ def test_a_fifo_is_refused_without_waiting(tmp_path):
     os.mkfifo(fifo)
     with pytest.raises(InputError, match="FIFO"):
         "".join(Source(str(fifo)).blocks())
-    done = subprocess.run([sys.executable, "-c", "from diagnose.cli import main; main()", "--no-gpu", str(fifo)], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-c", "from diagnose.cli.main import main; main()", "--no-gpu", str(fifo)], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 3, done.stderr
     assert "FIFO" in done.stderr
@@ -102,7 +102,7 @@ def test_a_socket_and_a_device_are_refused(tmp_path):
 
 
 def test_standard_input_is_still_read(tmp_path):
-    done = subprocess.run([sys.executable, "-c", "from diagnose.cli import main; main()", "--no-gpu", "--format", "json", "-"], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-c", "from diagnose.cli.main import main; main()", "--no-gpu", "--format", "json", "-"], cwd=ROOT,
                           input="ValueError: No available memory for the cache blocks.\n".encode("utf-16"),
                           capture_output=True, timeout=60)
     assert done.returncode == 1, done.stderr

@@ -28,7 +28,7 @@ def test_the_holder_is_named_and_a_budget_too_small_for_the_weights_is_predicted
 def test_rendered_ticket_reply_hides_the_token(tmp_path):
     from click.testing import CliRunner
 
-    from diagnose.cli import main
+    from diagnose.cli.main import main
 
     result = CliRunner().invoke(main, ["--format", "md", "--no-gpu", str(TICKET)])
     assert "hf_AbCd" not in result.output and "HF_TOKEN=[REDACTED]" in result.output

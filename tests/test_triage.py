@@ -10,14 +10,22 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from diagnose.cli import main
-from diagnose.engine import Options, diagnose
-from diagnose.ingest import Source
-from diagnose.report import build_report
-from diagnose.triage import (ASK_FULL_LOG, ASK_GPUS, ASK_LAUNCH, ASK_VERSION, PARALLEL_MIN_TICKETS, Settings,
-                             questions_for, triage)
-from diagnose.triage_templates import template_id, template_of
-from diagnose.triage_tickets import JsonlFields, count_and_list
+from diagnose.cli.main import main
+from diagnose.diagnosis.pipeline import Options, diagnose
+from diagnose.ingest.source import Source
+from diagnose.report.build import build_report
+from diagnose.triage.batch import (
+    ASK_FULL_LOG,
+    ASK_GPUS,
+    ASK_LAUNCH,
+    ASK_VERSION,
+    PARALLEL_MIN_TICKETS,
+    Settings,
+    questions_for,
+    triage,
+)
+from diagnose.triage.templates import template_id, template_of
+from diagnose.triage.tickets import JsonlFields, count_and_list
 
 from .conftest import FIXTURES
 

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from diagnose.replies import MAX_PART, ReplyNames, write_reply
-from diagnose.triage import STATUS_ERROR
+from diagnose.triage.batch import STATUS_ERROR
+from diagnose.triage.replies import MAX_PART, ReplyNames, write_reply
 
 from .conftest import ROOT
 
@@ -16,7 +16,7 @@ PORT_IN_USE = "$ vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000\nOSError: [Errn
 
 
 def _triage(*args, timeout=120):
-    done = subprocess.run([sys.executable, "-c", "from diagnose.cli import main; main()", "triage", *map(str, args)],
+    done = subprocess.run([sys.executable, "-c", "from diagnose.cli.main import main; main()", "triage", *map(str, args)],
                           cwd=ROOT, capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, "VDIAG_DEBUG": ""})
     return done

@@ -21,10 +21,10 @@ import psutil
 import pytest
 from click.testing import CliRunner
 
-from diagnose.cli import main
-from diagnose.command import parse_launch
-from diagnose.errors import ExitCode, VdiagError
-from diagnose.verify import build_argv, refusal_reason
+from diagnose.cli.main import main
+from diagnose.launch.parse import parse_launch
+from diagnose.util.errors import ExitCode, VdiagError
+from diagnose.verify.argv import build_argv, refusal_reason
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_VLLM = ROOT / "tests" / "fake_vllm"
@@ -49,7 +49,7 @@ def free_port() -> int:
 
 @pytest.fixture(autouse=True)
 def short_stop_grace(monkeypatch):
-    import diagnose.verify_process as verify_process
+    import diagnose.verify.process as verify_process
 
     monkeypatch.setattr(verify_process, "STOP_GRACE_S", (1.5, 1.5, 1.5))
 
@@ -162,7 +162,7 @@ def test_hung_start_is_cut_at_the_attempt_timeout_and_cleaned_up(max_len_log, ma
 def test_interrupting_vdiag_stops_the_child_group(sig, max_len_log, marker):
     port = free_port()
     launch = fake_launch(port, {"--max-model-len=512": "hang"})
-    cli = [sys.executable, "-c", "from diagnose.cli import main; main()", "verify", "--yes", "--no-gpu",
+    cli = [sys.executable, "-c", "from diagnose.cli.main import main; main()", "verify", "--yes", "--no-gpu",
            "--vllm-python", sys.executable, *FAKE_ALLOW, "--launch", launch, str(max_len_log)]
     vdiag = subprocess.Popen(cli, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
     deadline = time.monotonic() + 20
@@ -258,7 +258,7 @@ def test_without_yes_and_without_a_terminal_nothing_runs(max_len_log, monkeypatc
 
 
 def test_declining_the_prompt_runs_nothing(max_len_log, monkeypatch):
-    import diagnose.verify_cli as verify_cli
+    import diagnose.cli.verify as verify_cli
 
     monkeypatch.setattr(subprocess, "Popen", _no_popen)
     monkeypatch.setattr(verify_cli, "_require_consent", lambda assume_yes: None)
@@ -352,7 +352,7 @@ def test_api_server_launch_keeps_its_module_and_model_flag():
 
 
 def test_docker_launch_needs_a_working_docker(monkeypatch):
-    import diagnose.verify_argv as verify_argv
+    import diagnose.verify.argv as verify_argv
 
     monkeypatch.setattr(verify_argv, "docker_available", lambda: False)
     with pytest.raises(VdiagError, match="cannot verify docker launches here"):
@@ -547,7 +547,7 @@ def test_the_bundled_example_is_verified(monkeypatch):
 
 @pytest.fixture
 def docker_here(monkeypatch, tmp_path) -> dict[str, str]:
-    import diagnose.verify_argv as verify_argv
+    import diagnose.verify.argv as verify_argv
 
     monkeypatch.setattr(verify_argv, "docker_available", lambda: True)
     (tmp_path / "docker").write_text("#!/bin/sh\n")
@@ -624,7 +624,7 @@ def test_double_forked_child_in_its_own_session_is_stopped_and_reported(max_len_
 
 
 def test_survivors_list_names_a_process_that_could_not_be_stopped(tmp_path, monkeypatch):
-    import diagnose.verify_cleanup as verify_cleanup
+    import diagnose.verify.cleanup as verify_cleanup
 
     pidfile = tmp_path / "stray.pid"
     script = ("import os, time\nif os.fork() == 0:\n    os.setsid()\n    pid = os.fork()\n"

@@ -1,0 +1,1 @@
+"""The `vdiag` command: parse arguments, call the library, render, exit with a documented code."""

@@ -1,0 +1,123 @@
+"""What every `vdiag` command shares: exit codes instead of tracebacks, input sources, options, progress, emitting a report."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..util.errors import ExitCode, VdiagError
+
+FORMATS = click.Choice(["text", "json", "md"])
+
+
+def fail(error: VdiagError) -> None:
+    click.echo(f"vdiag: {error}", err=True)
+    sys.exit(int(error.exit_code))
+
+
+def run_guarded(fn, *args, **kwargs):
+    """Clear messages and exit codes instead of tracebacks."""
+    try:
+        return fn(*args, **kwargs)
+    except VdiagError as error:
+        fail(error)
+    except KeyboardInterrupt:
+        click.echo("vdiag: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        _silence_stdout()
+        sys.exit(0)
+    except MemoryError:
+        click.echo("vdiag: out of memory while reading the input", err=True)
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    except RecursionError:
+        click.echo("vdiag: the input is nested too deeply to read (JSON or a literal thousands of levels deep)", err=True)
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    except OSError as error:  # a read that failed mid-way (EIO), a report that cannot be written (/dev/full, a bad -o path)
+        _silence_stdout()
+        where = f"{error.filename}: " if error.filename else ""
+        click.echo(f"vdiag: {where}{error.strerror or error}", err=True)
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    except Exception as error:  # a bug in vdiag: say so without a traceback unless asked
+        if os.environ.get("VDIAG_DEBUG"):
+            raise
+        click.echo(f"vdiag: internal error: {type(error).__name__}: {error} (set VDIAG_DEBUG=1 for a traceback)", err=True)
+        sys.exit(int(ExitCode.INTERNAL))
+
+
+def _silence_stdout() -> None:
+    """Stdout failed (full disk, closed pipe): drop what is still buffered, so exiting does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def sources_from(files: tuple[str, ...]):
+    from ..ingest.source import Source
+
+    if (not files or "-" in files) and (sys.stdin is None or _closed(sys.stdin)):
+        raise VdiagError("no input: stdin is closed; give a log file, or pipe a log into vdiag", ExitCode.USAGE)
+    if not files:
+        if sys.stdin.isatty():
+            raise VdiagError("no input: give a log file, or pipe a log into vdiag (see vdiag --help)", ExitCode.USAGE)
+        files = ("-",)
+    return [Source(f) for f in files]
+
+
+def _closed(stream) -> bool:
+    try:
+        os.fstat(stream.fileno())
+        return False
+    except (OSError, ValueError):
+        return True
+
+
+def options_from(launch, rules_dirs, no_gpu, snapshot):
+    from ..diagnosis.pipeline import Options
+
+    return Options(launch_text=launch, rules_dirs=tuple(Path(d) for d in rules_dirs),
+                   gpu_mode="none" if no_gpu else "auto", snapshot_path=snapshot)
+
+
+PROGRESS_MIN_BYTES = 64 * 2**20
+
+
+@contextlib.contextmanager
+def progress_for(files: tuple[str, ...]):
+    """A progress bar on stderr for big inputs (about a second or more), only on a terminal."""
+    sizes = [os.path.getsize(f) for f in files if f != "-" and os.path.isfile(f)]
+    if not sys.stderr.isatty() or sum(sizes) < PROGRESS_MIN_BYTES:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                  transient=True, console=Console(stderr=True)) as bar:
+        task = bar.add_task("scanning", total=sum(sizes))
+        yield lambda count: bar.advance(task, count)
+
+
+def emit(report: dict, fmt: str) -> None:
+    from ..report.render import print_text, to_json, to_markdown
+
+    try:
+        if fmt == "json":
+            click.echo(to_json(report))
+        elif fmt == "md":
+            click.echo(to_markdown(report), nl=False)
+        else:
+            print_text(report)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as error:
+        _silence_stdout()
+        raise VdiagError(f"cannot write the report to standard output: {error.strerror or error}", ExitCode.INPUT_ERROR) from None

@@ -1,0 +1,55 @@
+"""`vdiag hook`: the systemd post-mortem hook. Always exits 0, so it can never fail the unit it watches."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ..hook.run import DEFAULT_KEEP_REPORTS, DEFAULT_TIMEOUT_S, HookSettings, journal_socket, run_hook
+
+
+class _AlwaysZero(click.Command):
+    """Even a bad option ends in one line and exit 0: systemd would count a non-zero ExecStopPost as a failure."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as error:
+            click.echo(f"vdiag hook: {error.format_message().rstrip('.')}; nothing done")
+            ctx.exit(0)
+
+
+@click.command(cls=_AlwaysZero)
+@click.option("--unit", help="The unit to diagnose (default: MONITOR_UNIT, or the service this runs in).")
+@click.option("--invocation", help="The invocation id to diagnose (default: MONITOR_INVOCATION_ID or INVOCATION_ID).")
+@click.option("--journal-file", "journal_files", multiple=True, help="Read this journal file instead of the system journal (repeatable).")
+@click.option("--directory", help="Read the journal files in this directory instead of the system journal.")
+@click.option("--state-dir", help="Where reports go (default: $STATE_DIRECTORY, else /var/lib/vdiag).")
+@click.option("--keep", type=click.IntRange(min=1), default=DEFAULT_KEEP_REPORTS, show_default=True,
+              help="How many reports to keep (older ones are removed).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT_S, show_default=True,
+              help="Give up after this many seconds.")
+@click.option("--no-gpu", is_flag=True, help="Do not read the live GPU through NVML.")
+def hook(unit, invocation, journal_files, directory, state_dir, keep, timeout_s, no_gpu):
+    """Diagnose the failed run of a systemd unit, keep the report, and log a one-line summary to the journal.
+
+    \b
+    In the unit:   ExecStopPost=/usr/local/bin/vdiag hook
+    or:            OnFailure=vdiag@%n.service   (with contrib/systemd/vdiag@.service)
+    By hand:       vdiag hook --unit vllm.service [--invocation ID] [--state-dir DIR]
+    """
+    from ..hook.journald import send_entry
+
+    try:
+        settings = HookSettings(unit, invocation, tuple(journal_files), directory, state_dir, keep, timeout_s, not no_gpu)
+        result = run_hook(settings, os.environ)
+        if result.quiet:
+            if sys.stdout.isatty():
+                click.echo(result.message)
+        elif not send_entry(result.fields, journal_socket(os.environ)) or sys.stdout.isatty():
+            click.echo(result.message)
+    except BaseException as error:  # noqa: BLE001  the hook must exit 0 whatever happens, interrupts included
+        click.echo(f"vdiag hook: internal error: {type(error).__name__}: {error}"[:500])
+    sys.exit(0)

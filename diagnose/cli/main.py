@@ -1,0 +1,107 @@
+"""The `vdiag` command: parse arguments, call the library, render. Nothing else lives here."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..util.errors import ExitCode
+from ..util.version import __version__
+from .common import FORMATS, emit, options_from, progress_for, run_guarded, sources_from
+
+LAZY_COMMANDS = {
+    "rules": ("diagnose.cli.rules", "rules"),
+    "verify": ("diagnose.cli.verify", "verify"),
+    "hook": ("diagnose.cli.hook", "hook"),
+    "triage": ("diagnose.cli.triage", "triage"),
+}
+
+
+class DefaultGroup(click.Group):
+    """`vdiag FILE…` means `vdiag diagnose FILE…`; subcommands other than diagnose import only when used."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        known = set(self.commands) | set(LAZY_COMMANDS)
+        if not args or (args[0] not in known and args[0] not in ("--help", "-h", "--version")):
+            args = ["diagnose", *args]
+        return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(LAZY_COMMANDS))
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name not in self.commands and name in LAZY_COMMANDS:
+            import importlib
+
+            module, attribute = LAZY_COMMANDS[name]
+            self.add_command(getattr(importlib.import_module(module), attribute), name)
+        return self.commands.get(name)
+
+
+@click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="vdiag")
+def main() -> None:
+    """Diagnose why a vLLM server will not start or died, and give the exact corrected command.
+
+    \b
+      journalctl -u vllm --no-pager | vdiag
+      vdiag crash.log            vdiag --format json crash.log
+      vdiag verify crash.log     vdiag triage tickets/
+    """
+
+
+@main.command()
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
+@click.option("--format", "fmt", type=FORMATS, default="text", show_default=True, help="Output format.")
+@click.option("--launch", help="The launch command (or LLM(...) call), when the log does not show it.")
+@click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Extra rules folder, added to the bundled knowledge base (repeatable).")
+@click.option("--no-gpu", is_flag=True, help="Do not read the live GPU through NVML.")
+@click.option("--snapshot", type=click.Path(), help="A GPU snapshot saved by `vdiag snapshot --format json`.")
+@click.option("--verify", "then_verify", is_flag=True, help="Diagnose, then verify the top fix (see `vdiag verify`).")
+@click.option("--yes", is_flag=True, help="With --verify: run without asking.")
+def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes):
+    """Diagnose vLLM logs (files, .gz, docker json, journal json; '-' or a pipe for stdin)."""
+
+    def run():
+        from ..diagnosis.pipeline import diagnose as run_diagnosis
+        from ..report.build import build_report, exit_code_for
+
+        sources = sources_from(files)
+        options = options_from(launch, rules_dirs, no_gpu, snapshot)
+        with progress_for(files) as on_bytes:
+            options.on_bytes = on_bytes
+            outcome = run_diagnosis(sources, options)
+        for problem in outcome.rule_problems:
+            click.echo(f"vdiag: rule skipped: {problem}", err=True)
+        report = build_report(outcome)
+        if then_verify:
+            from .verify import verify_outcome
+
+            if fmt != "json":
+                emit(report, fmt)
+            return verify_outcome(outcome, fmt=fmt, assume_yes=yes, report=report if fmt == "json" else None)
+        emit(report, fmt)
+        return exit_code_for(report)
+
+    sys.exit(int(run_guarded(run)))
+
+
+@main.command()
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def snapshot(fmt):
+    """Print what NVML says about the GPUs and their processes (save with --format json)."""
+
+    def run():
+        import json
+
+        from ..gpu.snapshot import live_snapshot
+        from ..report.snapshot_text import snapshot_text
+        from ..util.redact import redact
+
+        snap = live_snapshot()
+        click.echo(redact(json.dumps(snap.as_json(), indent=2, default=str)) if fmt == "json" else redact(snapshot_text(snap)))
+        return ExitCode.NOTHING_FOUND
+
+    sys.exit(int(run_guarded(run)))

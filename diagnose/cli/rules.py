@@ -1,0 +1,130 @@
+"""`vdiag rules …`: the rule author's tools (list, show, test, lint, export-patterns)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..util.errors import ExitCode
+
+
+def _load(rules_dirs):
+    from ..knowledge.loader import load_rules
+
+    return load_rules(tuple(Path(d) for d in rules_dirs), use_cache=False)
+
+
+@click.group()
+def rules():
+    """Inspect, test and lint the knowledge base."""
+
+
+_RULES_OPT = click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+                          help="Extra rules folder (repeatable).")
+
+
+@rules.command("list")
+@_RULES_OPT
+def list_rules(rules_dirs):
+    """One line per rule: id, category, versions, title."""
+    ruleset = _load(rules_dirs)
+    for rule in sorted(ruleset.rules, key=lambda r: (r.category, r.id)):
+        click.echo(f"{rule.id:<40} {rule.category:<32} {rule.vllm_versions or 'all':<10} {rule.title}")
+    for problem in ruleset.problems:
+        click.echo(f"problem: {problem}", err=True)
+    sys.exit(int(ExitCode.RULES_ERROR if ruleset.problems else ExitCode.NOTHING_FOUND))
+
+
+@rules.command("show")
+@click.argument("rule_id")
+@_RULES_OPT
+def show_rule(rule_id, rules_dirs):
+    """A rule's own documentation: summary, why, signatures, fixes, verify, references."""
+    ruleset = _load(rules_dirs)
+    rule = ruleset.by_id().get(rule_id)
+    if rule is None:
+        click.echo(f"vdiag: no rule '{rule_id}' (see `vdiag rules list`)", err=True)
+        sys.exit(int(ExitCode.USAGE))
+    out = [f"{rule.id} — {rule.title}", f"category: {rule.category}   severity: {rule.severity}   vLLM: {rule.vllm_versions or 'all'}",
+           f"file: {rule.path}", "", "What it does", f"  {rule.summary}", "", "Why it happens", f"  {rule.why}", "", "Signatures"]
+    out += [f"  [{s.kind}, weight {s.weight}] {s.name}: {s.regex}" for s in rule.signatures]
+    if rule.conditions:
+        out += ["", "Conditions", "  " + ", ".join(rule.conditions)]
+    out += ["", "Fixes (in order of preference)"]
+    out += [f"  - {f.strategy} {f.params or ''}{' when ' + ', '.join(f.when) if f.when else ''}" for f in rule.fixes]
+    if rule.verify:
+        out += ["", "Verify (log lines that prove a fix worked)"] + [f"  {v}" for v in rule.verify]
+    if rule.false_positives:
+        out += ["", "False positives"] + [f"  {v}" for v in rule.false_positives]
+    if rule.references:
+        out += ["", "References"] + [f"  {v}" for v in rule.references]
+    click.echo("\n".join(out))
+
+
+@rules.command("test")
+@click.argument("path", required=False, type=click.Path(exists=True))
+@_RULES_OPT
+@click.option("-k", "select", help="Only cases whose rule id or name contains this text.")
+def test_rules(path, rules_dirs, select):
+    """Run rule fixture cases (*.cases.yaml under PATH; default: tests/fixtures/cases)."""
+    from ..authoring.harness import discover_cases, run_case
+
+    root = Path(path) if path else Path("tests/fixtures/cases")
+    if not root.exists():
+        click.echo(f"vdiag: no cases folder at {root}; give PATH", err=True)
+        sys.exit(int(ExitCode.USAGE))
+    extra = tuple(Path(d) for d in rules_dirs)
+    if path and any(p.suffix in (".yaml", ".yml") and not p.name.endswith(".cases.yaml") for p in Path(path).rglob("*.yaml")):
+        extra = (*extra, Path(path))
+    ruleset = _load(extra)
+    failures = total = 0
+    for case in discover_cases(root):
+        if select and select not in case.rule and select not in case.name:
+            continue
+        total += 1
+        problems = run_case(case, ruleset)
+        if problems:
+            failures += 1
+            click.echo(f"FAIL {case.id}: " + "; ".join(problems))
+    click.echo(f"{total - failures} passed, {failures} failed")
+    sys.exit(int(ExitCode.RULES_ERROR if failures or not total else ExitCode.NOTHING_FOUND))
+
+
+@rules.command("lint")
+@_RULES_OPT
+@click.option("--cases", "cases_dir", type=click.Path(), default="tests/fixtures/cases", show_default=True,
+              help="Where fixture cases live (to report rules without any).")
+def lint_rules(rules_dirs, cases_dir):
+    """Schema, duplicate ids, unknown categories, dangerous regexes, rules without fixtures."""
+    from ..authoring.lint import lint
+
+    problems = lint(_load(rules_dirs), Path(cases_dir))
+    for problem in problems:
+        click.echo(problem)
+    click.echo(f"{len(problems)} problem(s)")
+    sys.exit(int(ExitCode.RULES_ERROR if problems else ExitCode.NOTHING_FOUND))
+
+
+@rules.command("export-patterns")
+@_RULES_OPT
+@click.option("--literals", is_flag=True, help="Export the prefilter literals instead of the regexes.")
+@click.option("--dialect", type=click.Choice(["python", "rg", "ere"]), default="rg", show_default=True,
+              help="Regex syntax: python (as written), rg (ripgrep), ere (grep -E).")
+def export_patterns(rules_dirs, literals, dialect):
+    """One pattern per line, for `rg -f` / `grep -E -f` comparisons with the same signatures."""
+    import re
+
+    from ..authoring.dialects import to_dialect
+
+    ruleset = _load(rules_dirs)
+    seen = set()
+    for rule in ruleset.rules:
+        for sig in rule.signatures:
+            items = sig.literals if literals else [sig.regex]
+            for item in items:
+                item = re.escape(item) if literals else (item if dialect == "python" else to_dialect(item, dialect))
+                if item not in seen:
+                    seen.add(item)
+                    click.echo(item)

@@ -1,0 +1,117 @@
+"""`vdiag verify`: diagnose, then relaunch vLLM with the fixes until one serves. Parse, ask, call, render."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..util.errors import ExitCode, VdiagError
+from ..util.redact import redact
+from ..verify.render import to_markdown, to_text
+
+
+@click.command()
+@click.argument("files", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
+@click.option("--launch", help="The launch command (or LLM(...) call), when the log does not show it.")
+@click.option("--yes", is_flag=True, help="Run without asking (needed without a terminal).")
+@click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True, help="Launches at most.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1), default=1800, show_default=True,
+              help="Overall limit in seconds.")
+@click.option("--attempt-timeout", "attempt_timeout_s", type=click.FloatRange(1), default=600, show_default=True,
+              help="Limit per launch in seconds (start-up, health and the first completion).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
+@click.option("--vllm-python", type=click.Path(dir_okay=False), envvar="VDIAG_VLLM_PYTHON",
+              help="Interpreter where vLLM imports; runs `PYTHON -m vllm.entrypoints.openai.api_server` (env VDIAG_VLLM_PYTHON).")
+@click.option("--no-gpu", is_flag=True, help="Do not read the GPU through NVML (diagnosis and the memory-release check).")
+@click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
+              help="Extra rules folder, added to the bundled knowledge base (repeatable).")
+@click.option("--keep-logs", is_flag=True, help="Keep each attempt's full log (its path is in the report).")
+@click.option("--allow-env", "allow_env", multiple=True, metavar="NAME",
+              help="Let this variable from the launch reach vLLM although the policy drops it (repeatable).")
+@click.option("--allow-flag", "allow_flags", multiple=True, metavar="FLAG",
+              help="Keep this code-loading vLLM flag from the launch, e.g. --trust-remote-code (repeatable).")
+def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, vllm_python, no_gpu, rules_dirs, keep_logs,
+           allow_env, allow_flags):
+    """Relaunch vLLM with the rank-1 fix, prove it serves, stop it; on failure try the next fix.
+
+    \b
+      vdiag verify crash.log
+      vdiag verify --yes --max-attempts 3 --timeout 600 crash.log
+      vdiag verify --launch "vllm serve M --max-model-len 131072" crash.log
+    """
+    from .common import options_from, run_guarded, sources_from
+
+    def run():
+        from ..diagnosis.pipeline import diagnose
+        from ..verify.result import VerifyOptions
+
+        _require_consent(yes)
+        _check_python(vllm_python)
+        outcome = diagnose(sources_from(files), options_from(launch, rules_dirs, no_gpu, None))
+        for problem in outcome.rule_problems:
+            click.echo(f"vdiag: rule skipped: {problem}", err=True)
+        options = VerifyOptions(max_attempts=max_attempts, timeout_s=timeout_s, attempt_timeout_s=attempt_timeout_s,
+                                vllm_python=vllm_python, gpu_check=not no_gpu,
+                                rules_dirs=tuple(Path(d) for d in rules_dirs), keep_logs=keep_logs,
+                                allow_env=tuple(allow_env), allow_flags=tuple(allow_flags))
+        return _run_and_render(outcome, options, fmt, yes, launch)
+
+    sys.exit(int(run_guarded(run)))
+
+
+def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report: dict | None = None) -> ExitCode:
+    """`vdiag diagnose --verify`: verify an outcome already diagnosed; with JSON, `report` is printed once, with
+    the verify result under its `verify` key (one JSON object on stdout)."""
+    from ..verify.result import VerifyOptions
+
+    _require_consent(assume_yes)
+    python = os.environ.get("VDIAG_VLLM_PYTHON") or None
+    _check_python(python)
+    options = VerifyOptions(vllm_python=python)
+    return _run_and_render(outcome, options, fmt, assume_yes, None, report)
+
+
+def _check_python(path: str | None) -> None:
+    if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        raise VdiagError(f"--vllm-python {path}: not an executable file", ExitCode.USAGE)
+
+
+def _require_consent(assume_yes: bool) -> None:
+    if not assume_yes and not (sys.stdin.isatty() and sys.stderr.isatty()):
+        raise VdiagError("verify runs vLLM and needs your go-ahead: no terminal to ask on, so pass --yes", ExitCode.USAGE)
+
+
+def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: str | None,
+                    report: dict | None = None) -> ExitCode:
+    from ..verify.loop import verify as run_verify
+
+    def confirm(number: int, command: str) -> bool:
+        if assume_yes:
+            return True
+        click.echo(f"attempt {number} will run:\n  $ {redact(command)}", err=True)
+        return click.confirm("Run it?", default=False, err=True)
+
+    result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=_progress)
+    if fmt == "json":
+        from ..report.render import to_json
+
+        click.echo(to_json({**report, "verify": result.as_json()} if report is not None else result.as_json()))
+    elif fmt == "md":
+        click.echo(to_markdown(result.as_json()), nl=False)
+    else:
+        click.echo(to_text(result.as_json()), nl=False)
+    return result.exit_code()
+
+
+def _progress(event: str, data) -> None:
+    """The human running commentary, on stderr (the result goes to stdout)."""
+    if event == "start":
+        click.echo(f"vdiag verify: attempt {data.number} ({data.origin}): {redact(data.ran)}", err=True)
+    elif event == "done":
+        ready = f" in {data.seconds_to_ready} s" if data.seconds_to_ready is not None else ""
+        click.echo(f"vdiag verify: attempt {data.number} {data.outcome}{ready}: {redact(data.detail)}", err=True)
+    elif event == "refused":
+        click.echo(f"vdiag verify: attempt {data.number} not run: {redact(data.detail)}", err=True)

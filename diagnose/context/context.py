@@ -1,0 +1,133 @@
+"""Everything a diagnosis and its fixes may consult, joined once.
+
+Named predicates (the `conditions` and fix `when:` lists in rules) are
+defined here so that knowledge in YAML can ask questions of the facts
+without carrying code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..facts.phases import PhaseLog
+from ..facts.record import Facts, GpuFact, GpuProcess
+from ..launch.launch import Launch
+from ..model import memory
+from ..model.info import ModelInfo
+from ..scan.scanner import ScanResult
+from ..util.units import parse_float, parse_int, plausible_int
+
+MAX_PARALLEL = 1 << 16  # a parallel size above this is not a fact, whatever the text says
+
+
+@dataclass
+class Context:
+    facts: Facts
+    scan: ScanResult
+    launch: Launch | None = None
+    launch_source: str | None = None
+    model: ModelInfo | None = None
+    gpus: list[GpuFact] = field(default_factory=list)
+    processes: list[GpuProcess] = field(default_factory=list)
+    gpu_source: str | None = None
+    driver_version: str | None = None
+    captures: dict[str, str] = field(default_factory=dict)
+    text_hints: set[str] = field(default_factory=set)
+    phases: PhaseLog = field(default_factory=PhaseLog)
+    focus_line: int | None = None  # the first error line of the diagnosis being evaluated
+
+    def phase(self) -> str | None:
+        """The start-up phase reached when the error being evaluated was written (else the last one reached)."""
+        return self.phases.at(self.focus_line)
+
+    @property
+    def version(self) -> str | None:
+        return self.facts.vllm_version
+
+    def arg(self, flag: str) -> str | None:
+        if self.launch is not None:
+            value = self.launch.get(flag)
+            if value is not None:
+                return value
+        key = flag.lstrip("-").replace("-", "_")
+        for source in (self.facts.non_default_args, self.facts.namespace_args):
+            if source and key in source and source[key] is not None:
+                return str(source[key])
+        return None
+
+    def tp(self) -> int:
+        value = (plausible_int(self.arg("--tensor-parallel-size"), 1, MAX_PARALLEL)
+                 or plausible_int(self.facts.engine_config.get("tensor_parallel_size"), 1, MAX_PARALLEL))
+        return value or 1
+
+    def pp(self) -> int:
+        return (plausible_int(self.arg("--pipeline-parallel-size"), 1, MAX_PARALLEL)
+                or plausible_int(self.facts.engine_config.get("pipeline_parallel_size"), 1, MAX_PARALLEL) or 1)
+
+    def max_model_len(self) -> int | None:
+        return (parse_int(self.captures.get("max_len")) or parse_int(self.arg("--max-model-len"))
+                or self.facts.max_model_len or self.facts.memory.get("max_model_len")
+                or (self.model.max_position_embeddings if self.model else None))
+
+    def utilization(self) -> float:
+        given = parse_float(self.arg("--gpu-memory-utilization")) or self.facts.memory.get("gpu_memory_utilization")
+        return given or memory.default_gpu_memory_utilization(self.version)
+
+    def utilization_given(self) -> float | None:
+        return parse_float(self.arg("--gpu-memory-utilization"))
+
+    def gpu_total_gib(self) -> float | None:
+        figures = self.facts.memory
+        for key in ("total_gpu_gib", "oom_total_gib"):
+            if figures.get(key):
+                return figures[key]
+        totals = [g.total_gib for g in self.gpus if g.total_gib]
+        return min(totals) if totals else None
+
+    def gpu_free_gib(self) -> float | None:
+        figures = self.facts.memory
+        if figures.get("free_gib") is not None:
+            return figures["free_gib"]
+        frees = [g.free_gib for g in self.gpus if g.free_gib is not None]
+        return min(frees) if frees else None
+
+    def gpu_count(self) -> int | None:
+        if self.facts.platform == "cpu":
+            return 1
+        visible = None
+        if self.launch is not None:
+            visible = self.launch.env_value("CUDA_VISIBLE_DEVICES")
+        if visible:
+            return len([d for d in visible.split(",") if d.strip()])
+        if self.facts.gpu_count_hint:
+            return self.facts.gpu_count_hint
+        named = [g for g in self.gpus if g.name]
+        return len(named) or None
+
+    def compute_capability(self) -> float | None:
+        for gpu in self.gpus:
+            if gpu.compute_capability:
+                return float(gpu.compute_capability)
+        from ..gpu.table import capability_for
+
+        for gpu in self.gpus:
+            if gpu.name and (cc := capability_for(gpu.name)):
+                return cc
+        return None
+
+    def model_name(self) -> str | None:
+        if self.launch is not None and self.launch.model:
+            return self.launch.model
+        for source in (self.facts.non_default_args, self.facts.namespace_args):
+            if source and (source.get("model") or source.get("model_tag")):
+                return str(source.get("model") or source.get("model_tag"))
+        return self.facts.engine_config.get("model")
+
+
+def kv_capacity_tokens(ctx: Context) -> int | None:
+    figures = ctx.facts.memory
+    if figures.get("kv_tokens"):
+        return figures["kv_tokens"]
+    if figures.get("gpu_blocks") is not None:
+        return figures["gpu_blocks"] * memory.BLOCK_SIZE
+    return None

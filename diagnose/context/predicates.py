@@ -1,0 +1,176 @@
+"""The named predicates a rule's `when:` may use, and the phase conditions."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..facts.phases import phase_order
+from ..model import memory
+from .context import Context, kv_capacity_tokens
+
+Predicate = Callable[[Context], bool]
+PREDICATES: dict[str, Predicate] = {}
+
+
+def predicate(name: str):
+    def register(fn: Predicate) -> Predicate:
+        PREDICATES[name] = fn
+        return fn
+
+    return register
+
+
+def evaluate(names: tuple[str, ...] | list[str], ctx: Context) -> bool:
+    """True when every named predicate holds (`!name` negates); unknown names are false.
+
+    `phase>=NAME` and `phase<NAME` compare the start-up phase at the error with a phase of `data/phases.yaml`;
+    when the log shows no progress at all, neither holds.
+    """
+    for name in names:
+        negate = name.startswith("!")
+        key = name.lstrip("!")
+        if key.startswith("phase"):
+            result = phase_condition(key, ctx)
+        else:
+            fn = PREDICATES.get(key)
+            result = bool(fn(ctx)) if fn else False
+        if result == negate:
+            return False
+    return True
+
+
+def phase_condition(expression: str, ctx: Context) -> bool:
+    """`phase>=serving` or `phase<weights-loaded`, at the error being evaluated.
+
+    >>> from diagnose.facts.record import Facts
+    >>> from diagnose.scan.scanner import ScanResult
+    >>> ctx = Context(Facts(), ScanResult())
+    >>> ctx.phases.add(10, phase_order("serving")); ctx.focus_line = 50
+    >>> phase_condition("phase>=serving", ctx), phase_condition("phase<weights-loaded", ctx)
+    (True, False)
+    """
+    for operator in (">=", "<"):
+        if expression.startswith("phase" + operator):
+            wanted = phase_order(expression[len("phase" + operator):])
+            break
+    else:
+        raise KeyError(f"unknown phase condition '{expression}' (use phase>=NAME or phase<NAME)")
+    current = ctx.phase()
+    if current is None:
+        return False
+    return phase_order(current) >= wanted if operator == ">=" else phase_order(current) < wanted
+
+
+@predicate("kv-tokens-below-max-len")
+def _kv_below(ctx: Context) -> bool:
+    capacity = kv_capacity_tokens(ctx)
+    wanted = ctx.max_model_len()
+    return capacity is not None and wanted is not None and 0 < capacity < wanted
+
+
+@predicate("weights-exceed-one-gpu")
+def _weights_exceed(ctx: Context) -> bool:
+    if ctx.model is None or ctx.tp() * ctx.pp() > 1:
+        return False
+    weights = memory.weights_gib(ctx.model, 1)
+    total = ctx.gpu_total_gib() or 141.0
+    return weights is not None and weights > total * 0.95
+
+
+@predicate("explicit-kv-cache-bytes")
+def _explicit_kv(ctx: Context) -> bool:
+    return ctx.arg("--kv-cache-memory-bytes") is not None or "Explicitly set" in ctx.text_hints
+
+
+@predicate("low-utilization")
+def _low_util(ctx: Context) -> bool:
+    given = ctx.utilization_given()
+    return given is not None and given < 0.5
+
+
+@predicate("other-gpu-processes")
+def _others(ctx: Context) -> bool:
+    procs = [p for p in ctx.processes if p.used_gib]
+    if len(procs) < 2:
+        return False
+    used = sorted((p.used_gib for p in procs), reverse=True)
+    total = ctx.gpu_total_gib() or sum(used)
+    return sum(used[1:]) > 0.1 * total
+
+
+@predicate("v1-engine")
+def _v1(ctx: Context) -> bool:
+    if ctx.facts.engine_v1 is not None:
+        return ctx.facts.engine_v1
+    if ctx.launch is not None and ctx.launch.env_value("VLLM_USE_V1") == "0":
+        return False
+    parsed = memory.parse_version(ctx.version)
+    return bool(parsed and parsed >= (0, 8, 0))
+
+
+@predicate("max-num-seqs-unset")
+def _seqs_unset(ctx: Context) -> bool:
+    return ctx.arg("--max-num-seqs") is None
+
+
+@predicate("docker-launch")
+def _docker(ctx: Context) -> bool:
+    return ctx.launch is not None and ctx.launch.form == "docker"
+
+
+@predicate("container-evidence")
+def _container(ctx: Context) -> bool:
+    """A docker launch, or signs in the log that vLLM ran in a container (the official image's paths, docker commands)."""
+    return _docker(ctx) or "container" in ctx.text_hints or "kubernetes" in ctx.text_hints
+
+
+@predicate("multi-node-evidence")
+def _multi_node(ctx: Context) -> bool:
+    return bool(ctx.text_hints & {"ray-cluster", "kubernetes", "nnodes"})
+
+
+@predicate("gpu-pre-ampere")
+def _pre_ampere(ctx: Context) -> bool:
+    cc = ctx.compute_capability()
+    return cc is not None and cc < 8.0
+
+
+@predicate("dev-shm-small")
+def _shm(ctx: Context) -> bool:
+    return ctx.facts.dev_shm_bytes is not None and ctx.facts.dev_shm_bytes < 2**30
+
+
+@predicate("platform-cpu")
+def _cpu(ctx: Context) -> bool:
+    return ctx.facts.platform == "cpu"
+
+
+@predicate("vllm-port-set")
+def _vllm_port(ctx: Context) -> bool:
+    return (ctx.launch is not None and ctx.launch.env_value("VLLM_PORT") is not None) or "VLLM_PORT" in ctx.text_hints
+
+
+@predicate("long-max-model-len")
+def _long_len(ctx: Context) -> bool:
+    length = ctx.max_model_len()
+    return length is not None and length >= 32768
+
+
+@predicate("weights-loaded")
+def _weights_loaded(ctx: Context) -> bool:
+    return ctx.facts.memory.get("weights_gib") is not None
+
+
+@predicate("capture-finished")
+def _capture_finished(ctx: Context) -> bool:
+    return "capture-finished" in ctx.text_hints
+
+
+@predicate("swap-space-set")
+def _swap(ctx: Context) -> bool:
+    return ctx.arg("--swap-space") is not None
+
+
+@predicate("served")
+def _served(ctx: Context) -> bool:
+    return ctx.facts.served

@@ -1,0 +1,179 @@
+"""From signature hits and facts to ranked diagnoses, each with ranked fixes.
+
+A rule fires when one of its error signatures matched (and its conditions
+hold), or, for rules that allow it, when its conditions alone hold; such an
+inferred diagnosis (a log cut before its error line) is kept only when no
+rule fired on an error line. When
+several rules fire, `outranks` puts the root cause first and lowers the
+others' confidence: a log usually shows a chain (the warning that predicts
+the error, the error, its echo in the API server).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ..context.context import Context
+from ..context.predicates import evaluate
+from ..fixes.advice import advice_fixes
+from ..fixes.base import COST_ORDER, Fix, fill
+from ..fixes.registry import STRATEGIES
+from ..knowledge.rules import Rule
+from ..launch.render import apply_changes, render
+from ..scan.scanner import Match
+
+MAX_EVIDENCE = 6
+CONTEXT_BONUS = 0.03
+STANDALONE_WEIGHT = 0.95  # an error signature this specific needs no context, even in a rule that asks for it
+
+
+@dataclass
+class RankedFix:
+    rank: int
+    fix: Fix
+    command: str | None
+    reason: str
+
+
+@dataclass
+class Diagnosis:
+    rule: Rule
+    confidence: float
+    evidence: list[Match]
+    captures: dict[str, str]
+    fixes: list[RankedFix] = field(default_factory=list)
+    why: str = ""
+    secondary_of: str | None = None
+    inferred: bool = False
+    focus_line: int | None = None
+    family: bool = False  # fired only by family patterns (tolerant wordings, error tables): lower confidence
+
+
+def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
+    hits = ctx.scan.hits
+    fired: list[Diagnosis] = []
+    for rule in rules:
+        errors = [hits[s.key] for s in rule.signatures if s.kind == "error" and s.key in hits]
+        contexts = [hits[s.key] for s in rule.signatures if s.kind == "context" and s.key in hits]
+        captures: dict[str, str] = {}
+        for h in [*contexts, *errors]:
+            captures.update(h.captures())
+        ctx.captures = captures
+        ctx.focus_line = min((m.line for h in errors for m in h.first), default=None)
+        if rule.conditions and not evaluate(rule.conditions, ctx):
+            continue
+        if rule.requires_context and not contexts and not any(h.signature.weight >= STANDALONE_WEIGHT for h in errors):
+            continue
+        if errors:
+            confidence = max(h.signature.weight for h in errors) + CONTEXT_BONUS * len(contexts)
+        elif rule.fire_on_conditions is not None and (rule.conditions or contexts):
+            confidence = rule.fire_on_conditions + CONTEXT_BONUS * max(len(contexts) - 1, 0)
+        else:
+            continue
+        matches = sorted({m.line: m for h in [*errors, *contexts] for m in [*h.first, h.last] if m}.values(), key=lambda m: m.line)
+        fired.append(Diagnosis(rule, round(min(confidence, 0.99), 2), _bounded(matches), captures, inferred=not errors,
+                               focus_line=ctx.focus_line, family=bool(errors) and all(h.signature.family for h in errors)))
+    return order(_beneath_specific(fired))
+
+
+def _beneath_specific(fired: list[Diagnosis]) -> list[Diagnosis]:
+    """Keep the most specific explanations.
+
+    An exact wording on an error line beats an inference from context (a log cut before its error line); a
+    family pattern (a tolerant wording, an error table) is a fallback beneath both, so it yields to any other
+    diagnosis of its category and never hides an inference.
+    """
+    if any(not d.inferred and not d.family for d in fired):
+        fired = [d for d in fired if not d.inferred]
+    specific = {d.rule.category for d in fired if not d.family}
+    return [d for d in fired if not d.family or d.rule.category not in specific]
+
+
+def _bounded(matches: list[Match]) -> list[Match]:
+    if len(matches) <= MAX_EVIDENCE:
+        return matches
+    return matches[: MAX_EVIDENCE - 1] + matches[-1:]
+
+
+def order(fired: list[Diagnosis]) -> list[Diagnosis]:
+    """Most likely first; a rule that outranks another becomes its root cause."""
+    by_id = {d.rule.id: d for d in fired}
+    for diagnosis in fired:
+        for other_id in diagnosis.rule.outranks:
+            other = by_id.get(other_id)
+            if other is None or other is diagnosis:
+                continue
+            diagnosis.confidence = max(diagnosis.confidence, other.confidence)
+            other.confidence = round(min(other.confidence, diagnosis.confidence * 0.8), 2)
+            other.secondary_of = diagnosis.rule.id
+    first_line = {id(d): (d.evidence[0].line if d.evidence else 10**12) for d in fired}
+    return sorted(fired, key=lambda d: (-d.confidence, d.secondary_of is not None, first_line[id(d)]))
+
+
+def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
+    ctx.captures = diagnosis.captures
+    ctx.focus_line = diagnosis.focus_line
+    candidates: list[Fix] = []
+    seen: set[str] = set()
+    for spec in diagnosis.rule.fixes:
+        if spec.when and not evaluate(spec.when, ctx):
+            continue
+        fn = STRATEGIES.get(spec.strategy)
+        if fn is None:
+            continue
+        try:
+            fix = fn(ctx, spec.params)
+        except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
+            fix = None
+        if fix is None:
+            continue
+        fix.strategy = spec.strategy
+        key = repr(sorted(fix.changes.items(), key=str)) + (fix.step_command or "") + (fix.title if not fix.changes else "")
+        if key in seen:
+            continue
+        seen.add(key)
+        candidates.append(fix)
+    covered = {key for fix in candidates for key in fix.changes}
+    covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
+    for fix in advice_fixes([m.text for m in diagnosis.evidence], {"--gpu-memory-utilization": ctx.utilization()}):
+        if not covered & set(fix.changes):  # where a rule computes a value for the same setting, the rule's stands
+            candidates.append(fix)
+    ranked = sorted(enumerate(candidates), key=lambda pair: _rank_key(pair[1], pair[0]))
+    diagnosis.fixes = [
+        RankedFix(rank, fix, _command_for(fix, ctx), _rank_reason(fix))
+        for rank, (_i, fix) in enumerate(ranked, start=1)
+    ]
+    diagnosis.why = fill(diagnosis.rule.why, ctx, missing="(not in the log)")
+
+
+def _rank_key(fix: Fix, position: int) -> tuple:
+    """Predicted to start first, and among those the cheapest; fixes whose outcome cannot be evaluated keep the
+    rule author's order, and workarounds come after cures. A fix that names nothing to change or run (a value
+    that could not be computed) comes after every fix that does."""
+    start = {True: 0, None: 1, False: 2}[fix.will_start]
+    cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
+    actionable = bool(fix.changes or fix.step_command)
+    return (not actionable, start, fix.workaround, cost, position)
+
+
+def _rank_reason(fix: Fix) -> str:
+    if fix.will_start is True:
+        start = "predicted to start"
+    elif fix.will_start is False:
+        start = "predicted not to be enough on its own"
+    else:
+        start = "outcome not evaluable" + (f" ({fix.not_evaluable})" if fix.not_evaluable else "")
+    cost = fix.cost_note or fix.cost
+    extra = "; a workaround, not a cure" if fix.workaround else ""
+    return f"{start}; cost: {cost}{extra}"
+
+
+def _command_for(fix: Fix, ctx: Context) -> str | None:
+    if fix.step_command and not fix.changes:
+        return fix.step_command
+    if not fix.changes or ctx.launch is None:
+        return None
+    if any(k.startswith("docker:") for k in fix.changes) and ctx.launch.form != "docker":
+        return None
+    return render(apply_changes(ctx.launch, fix.changes))

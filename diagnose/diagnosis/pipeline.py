@@ -1,0 +1,208 @@
+"""The diagnose pipeline: sources → one scan → facts + matches → diagnoses → report dict."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from ..context.context import Context
+from ..facts.args import ArgsExtractor
+from ..facts.gpu_text import GpuTextExtractor
+from ..facts.hints import HintExtractor
+from ..facts.launch import LaunchExtractor
+from ..facts.memory import MemoryExtractor
+from ..facts.phases import PhaseExtractor
+from ..facts.record import Facts, GpuFact, GpuProcess
+from ..facts.unexplained import UnexplainedExtractor
+from ..facts.version import VersionExtractor
+from ..gpu.snapshot import Snapshot, live_snapshot, load_snapshot
+from ..ingest.pasted import unwrap_blocks
+from ..ingest.source import Source
+from ..knowledge.loader import load_rules
+from ..knowledge.rules import RuleSet
+from ..launch.launch import Launch
+from ..launch.parse import parse_launch
+from ..launch.python_forms import from_engine_args
+from ..model.info import resolve as resolve_model
+from ..scan.scanner import Scanner, ScanResult
+from .diagnoses import Diagnosis, fire_rules, plan_fixes
+
+MAX_UNEXPLAINED = 10
+
+
+@dataclass
+class Options:
+    launch_text: str | None = None
+    rules_dirs: tuple[Path, ...] = ()
+    gpu_mode: str = "auto"  # auto | none | file
+    snapshot_path: str | None = None
+    use_rule_cache: bool = True
+    on_bytes: Callable[[int], None] | None = None
+
+
+@dataclass
+class Outcome:
+    """Everything the renderers and the verify loop need."""
+
+    ctx: Context
+    diagnoses: list[Diagnosis]
+    unexplained: list[tuple[int, str]]
+    notes: list[str] = field(default_factory=list)
+    rule_problems: list[str] = field(default_factory=list)
+    snapshot: Snapshot | None = None
+    sources: list[tuple[str, int]] = field(default_factory=list)  # (name, lines before it): line numbers run on
+
+    def locate(self, line: int) -> tuple[str | None, int]:
+        """The source a running line number falls in, and the line number inside that source."""
+        owner, offset = None, 0
+        for name, before in self.sources:
+            if line > before:
+                owner, offset = name, before
+        return owner, line - offset
+
+
+def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | None = None) -> Outcome:
+    ruleset = ruleset or load_rules(options.rules_dirs, use_cache=options.use_rule_cache)
+    facts = Facts()
+    hints: set[str] = set()
+    unexplained = UnexplainedExtractor()
+    progress = PhaseExtractor()
+    extractors = [VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
+                  GpuTextExtractor(facts), HintExtractor(hints), progress, unexplained]
+    scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
+    result = ScanResult()
+    notes: list[str] = []
+    spans: list[tuple[str, int]] = []
+    for source in sources:
+        spans.append((source.name, result.lines))
+        blocks = unwrap_blocks(source.raw_blocks())
+        if options.on_bytes is not None:
+            blocks = _reporting(blocks, options.on_bytes)
+        scanner.scan(blocks, result, first_line=result.lines + 1)
+        if source.notes.truncated_lines:
+            notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
+        if source.notes.truncated_input:
+            notes.append(f"{source.name}: {source.notes.truncated_input}")
+    if result.regex_timeouts:
+        notes.append(f"{result.regex_timeouts} regex match(es) timed out and were skipped")
+    if result.budget_spent:
+        notes.append(f"the time budget for rule patterns ({result.regex_budget_s:g} s) was spent; later lines were not "
+                     "matched against the rules, so this answer may be partial")
+    ctx = build_context(facts, result, hints, options)
+    ctx.phases = progress.phases
+    snapshot = attach_gpus(ctx, options)
+    fired = fire_rules(ruleset.rules, ctx)
+    for diagnosis in fired:
+        plan_fixes(diagnosis, ctx)
+    explained = {m.line for d in fired for m in d.evidence}
+    leftovers = sorted((line, text) for text, line in unexplained.lines.items() if line not in explained)
+    if fired:
+        leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
+    elif not leftovers and not facts.served:
+        # the log holds only the echoes of an error cut from the excerpt: they still show that something failed
+        leftovers = sorted((line, text) for text, line in unexplained.echo_lines.items())
+    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
+
+
+def _reporting(blocks: Iterator[bytes], on_bytes: Callable[[int], None]) -> Iterator[bytes]:
+    for block in blocks:
+        on_bytes(len(block))
+        yield block
+
+
+def _echoes_diagnosis(text: str, fired: list[Diagnosis]) -> bool:
+    return any(m.text[:120] in text or text[:120] in m.text for d in fired for m in d.evidence)
+
+
+def build_context(facts: Facts, result: ScanResult, hints: set[str], options: Options) -> Context:
+    ctx = Context(facts=facts, scan=result, text_hints=hints)
+    ctx.launch, ctx.launch_source = choose_launch(facts, options.launch_text, result)
+    name = ctx.model_name()
+    ctx.model = resolve_model(name) if name else None
+    return ctx
+
+
+def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> tuple[Launch | None, str | None]:
+    if launch_text:
+        launch = parse_launch(launch_text)
+        if launch is not None:
+            launch.origin = "given"
+            return launch, "given with --launch"
+    if facts.launches:
+        error_lines = [m.line for h in result.hits.values() if h.signature.kind == "error" for m in h.first]
+        first_error = min(error_lines) if error_lines else None
+        before = [c for c in facts.launches if first_error is None or c.line <= first_error]
+        candidate = before[-1] if before else facts.launches[0]
+        candidate.launch.origin = "log"
+        return candidate.launch, f"command line in the input (line {candidate.line})"
+    if facts.non_default_args:
+        return from_engine_args(facts.non_default_args), "vLLM's non-default args line"
+    if facts.namespace_args:
+        args = {k: v for k, v in facts.namespace_args.items() if _differs_from_default(k, v)}
+        return from_engine_args(args, origin="Namespace"), "vLLM's args: Namespace(...) line"
+    if facts.engine_config.get("model"):
+        return from_engine_args({"model": facts.engine_config["model"]}, origin="engine config"), "the engine config line"
+    return None, None
+
+
+_NAMESPACE_KEEP = {"model", "model_tag", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
+                   "dtype", "quantization", "trust_remote_code", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
+                   "port", "kv_cache_dtype", "served_model_name"}
+_NAMESPACE_DEFAULTS = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "auto",
+                       "port": 8000, "kv_cache_dtype": "auto", "trust_remote_code": False, "enforce_eager": False}
+
+
+def _differs_from_default(key: str, value) -> bool:
+    if key not in _NAMESPACE_KEEP or value in (None, "None", False):
+        return False
+    return _NAMESPACE_DEFAULTS.get(key, object()) != value
+
+
+def attach_gpus(ctx: Context, options: Options) -> Snapshot | None:
+    """GPU facts: the log's figures describe the failure and win; a snapshot (file or live NVML) fills the gaps
+    and tells who holds the GPU now."""
+    facts = ctx.facts
+    snapshot: Snapshot | None = None
+    if options.snapshot_path:
+        snapshot = load_snapshot(options.snapshot_path)
+    elif options.gpu_mode == "auto":
+        snapshot = live_snapshot()
+    devices = [d for d in (snapshot.devices if snapshot else []) if d.get("visible", True) and "error" not in d]
+    log_gpus = [facts.gpus[k] for k in sorted(facts.gpus)]
+    if log_gpus:
+        by_index = {d.get("index"): _gpu_from_device(d, snapshot.source) for d in devices}
+        for gpu in log_gpus:
+            live = by_index.get(gpu.index)
+            if live is not None:
+                gpu.name = gpu.name or live.name
+                gpu.compute_capability = gpu.compute_capability or live.compute_capability
+                gpu.total_gib = gpu.total_gib or live.total_gib
+        ctx.gpus, ctx.gpu_source = log_gpus, "log"
+    elif devices:
+        ctx.gpus, ctx.gpu_source = [_gpu_from_device(d, snapshot.source) for d in devices], snapshot.source
+    ctx.processes = list(facts.processes.values())
+    known = {p.pid for p in ctx.processes}
+    for p in (snapshot.processes if snapshot else []):
+        if "pid" in p and p["pid"] not in known and not p.get("is_vllm_under_diagnosis"):
+            used = p.get("used_gib")
+            command = p.get("command") if isinstance(p.get("command"), str) else None
+            if command and p.get("is_vllm"):
+                command = f"a vLLM process still running: {command}"
+            ctx.processes.append(GpuProcess(p["pid"], used if isinstance(used, float) else None,
+                                            command, p.get("gpu_index"), snapshot.source))
+    driver = snapshot.driver_version if snapshot and isinstance(snapshot.driver_version, str) else None
+    ctx.driver_version = facts.driver_version or driver
+    return snapshot
+
+
+def _gpu_from_device(device: dict, source: str) -> GpuFact:
+    def number(key):
+        value = device.get(key)
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+    cc = device.get("compute_capability")
+    name = device.get("name")
+    return GpuFact(index=device.get("index"), name=name if isinstance(name, str) else None, total_gib=number("total_gib"),
+                   used_gib=number("used_gib"), free_gib=number("free_gib"),
+                   compute_capability=cc if isinstance(cc, str) else None, source=source)

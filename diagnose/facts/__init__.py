@@ -1,0 +1,1 @@
+"""Facts extractors: what the log says about the version, launch, arguments, memory, GPUs, phases and errors."""

@@ -1,0 +1,93 @@
+"""vLLM's own echo of its arguments: the non-default args dict, `args: Namespace(...)`, the engine config line."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any
+
+from ..util.units import parse_int
+from .base import MAX_FACT_LINE_CHARS, MAX_LITERAL_CHARS, ExtractorBase
+
+# ---------------------------------------------------------------- arguments vLLM printed
+
+_NON_DEFAULT = re.compile(r"non-default args:\s*(?P<body>\{.*)$")
+_NAMESPACE = re.compile(r"args:\s*Namespace\((?P<body>.*)$")
+_ENGINE_CONFIG = re.compile(r"LLM engine.{0,200}?with config:\s*(?P<body>.*)$")
+_PAIR = re.compile(r"(?<!\w)(?P<key>\w{1,64})=(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[^,()]{1,1024})")
+_DICT_PAIR = re.compile(r"'(?P<key>\w{1,64})':\s*(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[-\w.]{1,1024})")
+
+
+class ArgsExtractor(ExtractorBase):
+    literals = ("non-default args", "namespace(", "with config:", "using max model len", "initializing a v1 llm engine",
+                "initializing a v0 llm engine", "detected platform", "no platform detected", "application startup complete",
+                "uvicorn running on", "doesn't include cpu backend", "cpu_worker.py", "/vllm/v1/", "enginecore", "/vllm/worker/", "model_runner.py", "gpu_executor.py")
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        facts = self.facts
+        cut = len(message) > MAX_FACT_LINE_CHARS
+        if cut:  # a partial answer from the first pairs; the one the cut splits is dropped
+            message = message[:MAX_FACT_LINE_CHARS]
+        if match := _NON_DEFAULT.search(message):
+            facts.non_default_args = _parse_dict(_whole_pairs(match.group("body"), cut))
+        elif match := _NAMESPACE.search(message):
+            body = _whole_pairs(match.group("body"), cut)
+            facts.namespace_args = {m.group("key"): _python_literal(m.group("value")) for m in _PAIR.finditer(body)}
+        elif match := _ENGINE_CONFIG.search(message):
+            facts.engine_config = {m.group("key"): m.group("value").strip().strip("'\"") for m in _PAIR.finditer(match.group("body"))}
+            if "max_seq_len" in facts.engine_config:
+                facts.max_model_len = parse_int(facts.engine_config["max_seq_len"])
+            if "V1 LLM engine" in message:
+                facts.engine_v1 = True
+            elif "V0 LLM engine" in message:
+                facts.engine_v1 = False
+        if match := re.search(r"Using max model len (\d+)", message):
+            facts.max_model_len = int(match.group(1))
+        if match := re.search(r"detected platform (\w+)", message):
+            facts.platform = match.group(1)
+        elif "No platform detected" in message:
+            facts.platform = "unspecified"
+        elif facts.platform is None and ("doesn't include CPU backend" in message or "cpu_worker.py" in message):
+            facts.platform = "cpu"
+        if facts.engine_v1 is None:
+            if "/vllm/v1/" in message or "EngineCore" in message:
+                facts.engine_v1 = True
+            elif "/vllm/worker/" in message or "model_runner.py" in message or "gpu_executor.py" in message:
+                facts.engine_v1 = False
+        if "Application startup complete" in message or "Uvicorn running on" in message:
+            facts.served = True
+
+
+def _whole_pairs(body: str, cut: bool) -> str:
+    return body[:max(body.rfind(", "), 0)] if cut else body
+
+
+def _parse_dict(body: str) -> dict[str, Any]:
+    """The dict vLLM printed; pairs read one by one when it is not a valid literal.
+
+    >>> _parse_dict("{'max_model_len': 4096}")
+    {'max_model_len': 4096}
+    >>> _parse_dict("{[1]: 2, 'model': 'm'}")
+    {'model': 'm'}
+    """
+    try:
+        value = _literal(body.strip())
+        if isinstance(value, dict) and all(isinstance(key, str) for key in value):
+            return value
+    except Exception:  # any text: unhashable keys (TypeError), deep nesting, huge numbers
+        pass
+    return {m.group("key"): _python_literal(m.group("value")) for m in _DICT_PAIR.finditer(body)}
+
+
+def _literal(text: str) -> Any:
+    if len(text) > MAX_LITERAL_CHARS:
+        raise ValueError("too long to be a literal from a log")
+    return ast.literal_eval(text)
+
+
+def _python_literal(text: str) -> Any:
+    text = text.strip()
+    try:
+        return _literal(text)
+    except Exception:  # not a literal: keep the text
+        return text

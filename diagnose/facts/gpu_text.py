@@ -1,0 +1,91 @@
+"""GPU facts from text: `nvidia-smi` tables, `nvidia-smi -L`, `collect_env`, and vLLM's own messages."""
+
+from __future__ import annotations
+
+import re
+
+from ..util.units import size_gib
+from .base import ExtractorBase
+from .record import Facts, GpuProcess
+
+_NAME = r"(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct|Radeon)[\w .\-/]{0,80}?"
+_SMI_NAME_ROW = re.compile(r"^\|\s*(?P<index>\d{1,20})\s+(?P<name>" + _NAME + r")\s{1,40}(?:On|Off)\s*\|")
+_SMI_MEMORY_ROW = re.compile(r"(?P<used>\d{1,20})\s*MiB\s*/\s*(?P<total>\d{1,20})\s*MiB")
+_SMI_DRIVER = re.compile(r"Driver Version:\s*(?P<driver>[\d.]{1,32})(?:\s+CUDA Version:\s*(?P<cuda>[\d.]{1,32}))?")
+_SMI_PROCESS = re.compile(r"^\|\s*(?P<gpu>\d{1,20})\s+(?:\S{1,40}\s{1,40}\S{1,40}\s{1,40})?(?P<pid>\d{1,20})\s+(?:C|G|C\+G)\s+(?P<name>\S{1,400})\s{1,40}(?P<used>\d{1,20})\s*MiB\s*\|")
+_SMI_LIST = re.compile(r"^GPU (?P<index>\d{1,20}): (?P<name>.{1,80}?) \(UUID: (?P<uuid>[\w-]+)\)")
+_ENV_GPU = re.compile(r"^GPU (?P<index>\d{1,20}): (?P<name>" + _NAME + r")\s*$")
+_ENV_DRIVER = re.compile(r"(?i)nvidia driver version\s*:\s*(?P<driver>[\d.]{1,32})")
+_ENV_CUDA = re.compile(r"(?i)CUDA runtime version\s*:\s*(?P<cuda>[\d.]{1,32})")
+_CAPABILITY = re.compile(r"Your (?P<name>.{1,80}?) GPU has compute capability (?P<cc>\d{1,20}\.\d{1,20})")
+_FOUND_GPU = re.compile(r"Found GPU(?P<index>\d{1,20}) (?P<name>.{1,80}?) which is of cuda capability (?P<cc>\d{1,20}\.\d{1,20})")
+_MIN_CAPABILITY = re.compile(r"Current capability: (?P<cc>\d{1,20})")
+_INDEX_NAME_MIB = re.compile(r"^(?P<index>\d{1,20}): (?P<name>" + _NAME + r") (?P<mib>\d{1,20})\s*MiB\s*$")
+_COUNT_NAME = re.compile(r"^(?P<count>\d{1,20})\s*x\s*(?P<name>(?:NVIDIA |Tesla |GeForce )?(?:RTX|GTX|Tesla|Quadro|[ABHLV]\d{1,20}|GB\d{1,20}|MI\d{1,20})[\w \-]{0,60}?)\s{0,20}$", re.I)
+_LSPCI = re.compile(r"\[(?P<name>(?:Tesla|GeForce|Quadro|RTX) [\w -]+)\]")
+_SHM = re.compile(r"/dev/shm has only (?P<bytes>\d{1,20}) bytes")
+
+
+class GpuTextExtractor(ExtractorBase):
+    literals = ("driver version", "uuid: gpu-", "gpu 0:", "gpu 1:", "gpu 2:", "gpu 3:", "compute capability",
+                "cuda capability", "current capability", "mib", "x rtx", "x nvidia", "x tesla", "x a100", "x h100",
+                "x a6000", "x l40", "[tesla", "[geforce", "/dev/shm has only",
+                "cuda runtime version", "  on  |", "  off |", " on |", " off |")
+    window = 1
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        facts: Facts = self.facts
+        if match := _SMI_NAME_ROW.search(message):
+            gpu = facts.gpu(int(match.group("index")))
+            gpu.name = match.group("name").strip()
+            if following and (mem := _SMI_MEMORY_ROW.search(following[0])):
+                gpu.used_gib = size_gib(mem.group("used") + " MiB")
+                gpu.total_gib = size_gib(mem.group("total") + " MiB")
+                gpu.free_gib = round(gpu.total_gib - gpu.used_gib, 3)
+            return
+        if match := _SMI_PROCESS.search(message):
+            pid = int(match.group("pid"))
+            facts.processes[pid] = GpuProcess(pid, size_gib(match.group("used") + " MiB"), match.group("name"),
+                                              int(match.group("gpu")), source="nvidia-smi")
+            return
+        if match := _SMI_DRIVER.search(message):
+            facts.driver_version = match.group("driver")
+            facts.cuda_version = match.group("cuda") or facts.cuda_version
+            return
+        for pattern in (_SMI_LIST, _ENV_GPU):
+            if match := pattern.search(message):
+                facts.gpu(int(match.group("index"))).name = match.group("name").strip()
+                return
+        if match := _INDEX_NAME_MIB.search(message):
+            gpu = facts.gpu(int(match.group("index")))
+            gpu.name = match.group("name").strip()
+            gpu.total_gib = size_gib(match.group("mib") + " MiB")
+            return
+        if match := _CAPABILITY.search(message):
+            gpu = facts.gpu(0)
+            gpu.name = gpu.name or match.group("name")
+            gpu.compute_capability = match.group("cc")
+            return
+        if match := _FOUND_GPU.search(message):
+            gpu = facts.gpu(int(match.group("index")))
+            gpu.name = gpu.name or match.group("name")
+            gpu.compute_capability = match.group("cc")
+            return
+        if match := _MIN_CAPABILITY.search(message):
+            cc = match.group("cc")
+            facts.gpu(0).compute_capability = f"{cc[:-1]}.{cc[-1]}"
+            return
+        if match := _COUNT_NAME.search(message):
+            facts.gpu_count_hint = int(match.group("count"))
+            facts.gpu(0).name = facts.gpu(0).name or match.group("name").strip()
+            return
+        if match := _LSPCI.search(message):
+            facts.gpu(0).name = facts.gpu(0).name or match.group("name")
+            return
+        if match := _SHM.search(message):
+            facts.dev_shm_bytes = int(match.group("bytes"))
+            return
+        if match := _ENV_DRIVER.search(message):
+            facts.driver_version = match.group("driver")
+        if match := _ENV_CUDA.search(message):
+            facts.cuda_version = match.group("cuda")

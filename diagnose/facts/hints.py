@@ -1,0 +1,35 @@
+"""Short textual hints (container, multi-node, /dev/shm size, ...) that predicates read."""
+
+from __future__ import annotations
+
+import re
+
+_HINTS = [
+    ("ray-cluster", re.compile(r"ray status|Autoscaler status|Ray cluster|RayWorkerWrapper|ray start --head")),
+    ("kubernetes", re.compile(r"stream closed: EOF for|kubectl|\bpod/|leaderworkerset")),
+    ("nnodes", re.compile(r"--nnodes|--node-rank")),
+    ("VLLM_PORT", re.compile(r"VLLM_PORT")),
+    ("Explicitly set", re.compile(r"Explicitly set \(")),
+    ("capture-finished", re.compile(r"Graph capturing finished")),
+    # the official vllm/vllm-openai image installs vLLM under /usr/local/lib/python3.X/dist-packages
+    ("container", re.compile(r"/usr/local/lib/python3\.\d+/dist-packages/vllm/|/vllm-workspace/|docker (?:run|compose)|"
+                             r"docker-compose|podman run|\bvllm/vllm-openai\b")),
+]
+
+
+class HintExtractor:
+    """Cheap markers some predicates need (a Ray cluster, kubectl logs, VLLM_PORT)."""
+
+    literals = ("ray status", "autoscaler status", "ray cluster", "rayworkerwrapper", "ray start", "stream closed",
+                "kubectl", "pod/", "leaderworkerset", "--nnodes", "--node-rank", "vllm_port", "explicitly set (",
+                "graph capturing finished", "dist-packages/vllm/", "/vllm-workspace/", "docker run", "docker compose",
+                "docker-compose", "podman run", "vllm/vllm-openai")
+    window = 0
+
+    def __init__(self, hints: set[str]):
+        self.hints = hints
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        for name, pattern in _HINTS:
+            if pattern.search(message):
+                self.hints.add(name)

@@ -1,0 +1,59 @@
+"""Launch commands written in the log or ticket (shell, docker, python, `LLM(...)`), continued lines joined."""
+
+from __future__ import annotations
+
+import re
+
+from ..launch.launch import Launch
+from ..launch.parse import looks_like_launch, parse_launch
+from .base import ExtractorBase
+from .record import MAX_LAUNCH_CANDIDATES, LaunchCandidate
+
+# ---------------------------------------------------------------- launch
+
+
+class LaunchExtractor(ExtractorBase):
+    literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "execstart=")
+    window = 30
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        if len(self.facts.launches) >= MAX_LAUNCH_CANDIDATES or not looks_like_launch(message):
+            return
+        if re.search(r"\bLLM\s*\(", message) and "vllm serve" not in message:
+            text = _balanced_call(message, following)
+        else:
+            text = _continued_command(message, following)
+        try:
+            launch = parse_launch(text)
+        except Exception:
+            return
+        if launch is None or not _plausible(launch):
+            return
+        self.facts.launches.append(LaunchCandidate(line_no, launch, text))
+
+
+def _continued_command(message: str, following: list[str]) -> str:
+    lines = [message]
+    for nxt in following:
+        if not lines[-1].rstrip().endswith("\\"):
+            break
+        lines.append(nxt)
+    return "\n".join(lines)
+
+
+def _balanced_call(message: str, following: list[str]) -> str:
+    text = message
+    for nxt in following:
+        if text.count("(") <= text.count(")"):
+            break
+        text += "\n" + nxt
+    return text
+
+
+def _plausible(launch: Launch) -> bool:
+    if launch.form == "llm-python":
+        return bool(launch.model)
+    if launch.form == "docker":
+        return bool(launch.image) and ("vllm" in (launch.image or "") or launch.model is not None)
+    model = launch.model or ""
+    return bool(model) and not re.match(r"^(?:you|the|should|with|a|an|to|and|or|is|as|`)$", model, re.I)

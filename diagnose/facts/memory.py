@@ -1,0 +1,135 @@
+"""Memory figures: CUDA OOM messages (tried, total, free, per process) and vLLM's memory accounting lines."""
+
+from __future__ import annotations
+
+import re
+
+from ..util.units import parse_float, parse_int, size_gib
+from .base import SIZE_PATTERN, ExtractorBase
+from .record import GpuProcess
+
+# ---------------------------------------------------------------- memory figures
+
+MEMORY_PATTERNS: list[tuple[re.Pattern, str]] = [
+    (re.compile(r"Loading (?:model )?weights took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
+    (re.compile(r"Model loading took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
+    (re.compile(r"total_gpu_memory \((?P<total>[\d.]{1,32}\s*G(?:i)?B)\) x gpu_memory_utilization \((?P<util>[\d.]{1,32})\) = (?P<budget>[\d.]{1,32}\s*G(?:i)?B)"), "budget"),
+    (re.compile(r"model weights take (?P<weights>[\d.]{1,32}\s*G(?:i)?B); non_torch_memory takes (?P<non_torch>-?[\d.]{1,32}\s*G(?:i)?B); "
+                r"PyTorch activation peak memory takes (?P<activation>-?[\d.]{1,32}\s*G(?:i)?B); the rest of the memory reserved for KV Cache is (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "breakdown"),
+    (re.compile(r"# (?:GPU|cuda|CUDA|NPU|XPU) blocks: (?P<blocks>[\d,]{1,32})"), "blocks"),
+    (re.compile(r"Available KV cache memory: (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "kv"),
+    (re.compile(r"(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: (?P<tokens>[\d,]{1,32}) tokens"), "kv_tokens"),
+    (re.compile(r"Maximum concurrency for (?P<len>[\d,]{1,32}) tokens per request: (?P<x>[\d.]{1,32})x"), "concurrency"),
+    (re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than (?:desired GPU memory utilization|the engine's budget after excluding external process's weights) \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check"),
+    (re.compile(r"Available memory on node \d{1,20} \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check_cpu"),
+    (re.compile(r"Explicitly set \((?P<kv>[\d.]{1,32})/(?P<total>[\d.]{1,32})\) GiB for KV cache"), "explicit_kv"),
+    (re.compile(r"estimated maximum model length is (?P<estimate>\d{1,20})"), "estimate"),
+    (re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup\. Desired GPU memory "
+                r"utilization is \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)\. Actual usage is (?:(?P<weights>[\d.]{1,32}) GiB for weight, "
+                r"|(?P<consumed>[\d.]{1,32}) GiB for consumed memory \(weights \+ non-torch\), )(?P<activation>[\d.]{1,32}) GiB for peak activation, "
+                r"(?:(?P<non_torch>[\d.]{1,32}) GiB for non-torch memory, )?and (?P<graphs>[\d.]{1,32}) GiB for CUDAGraph memory"), "actual_usage"),
+    (re.compile(r"Graph capturing finished in \d{1,20} secs?, took (?P<graphs>-?[\d.]{1,32}) GiB"), "graphs"),
+    (re.compile(r"\((?P<need>[\d.]{1,32} ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]{1,32} ?G(?:i)?B)\)"), "kv_needed"),
+    (re.compile(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]{1,32})\)"), "kv_tokens"),
+    (re.compile(r"max seq len \((?P<len>[\d,]{1,32})\)"), "max_len"),
+]
+
+
+_OOM_TRIED = re.compile(r"Tried to allocate (?P<size>" + SIZE_PATTERN + r")")
+_OOM_TOTAL = re.compile(r"(?:GPU (?P<gpu>\d{1,20}) has a total capacit?y of (?P<total>" + SIZE_PATTERN + r"))|(?:(?P<total2>" + SIZE_PATTERN + r") total capacit?y)")
+_OOM_FREE = re.compile(r"of which (?P<free>" + SIZE_PATTERN + r") is free|(?P<free2>" + SIZE_PATTERN + r") free;")
+_OOM_PROCESS = re.compile(r"Process (?P<pid>\d{1,20}) has (?P<used>" + SIZE_PATTERN + r") memory in use")
+_OOM_SELF = re.compile(r"this process has (?P<used>" + SIZE_PATTERN + r") memory in use")
+_OOM_PYTORCH = re.compile(r"(?P<alloc>" + SIZE_PATTERN + r") is allocated by PyTorch|(?P<alloc2>" + SIZE_PATTERN + r") already allocated")
+
+
+class MemoryExtractor(ExtractorBase):
+    literals = ("weights took", "model loading took", "total_gpu_memory", "model weights take", " blocks: ",
+                "available kv cache memory", "kv cache size:", "maximum concurrency", "free memory on device",
+                "available memory on node", "explicitly set", "estimated maximum model length", "kv cache is needed",
+                "stored in kv cache", "graph capturing finished", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len")
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        memory = self.facts.memory
+        for pattern, kind in MEMORY_PATTERNS:
+            match = pattern.search(message)
+            if not match:
+                continue
+            g = match.groupdict()
+            if kind == "weights":
+                memory["weights_gib"] = size_gib(g["weights"])
+            elif kind == "budget":
+                memory["total_gpu_gib"] = size_gib(g["total"])
+                memory["gpu_memory_utilization"] = parse_float(g["util"])
+                memory["budget_gib"] = size_gib(g["budget"])
+            elif kind == "breakdown":
+                memory["weights_gib"] = size_gib(g["weights"])
+                memory["non_torch_gib"] = size_gib(g["non_torch"])
+                memory["activation_gib"] = size_gib(g["activation"])
+                memory["kv_cache_gib"] = _min_present(memory.get("kv_cache_gib"), size_gib(g["kv"]))
+            elif kind == "blocks":
+                memory["gpu_blocks"] = parse_int(g["blocks"])
+            elif kind == "kv":
+                memory["kv_cache_gib"] = size_gib(g["kv"])
+            elif kind == "kv_tokens":
+                memory["kv_tokens"] = parse_int(g["tokens"])
+            elif kind == "concurrency":
+                memory["max_concurrency"] = parse_float(g["x"])
+            elif kind in ("free_check", "free_check_cpu"):
+                memory["free_gib"] = parse_float(g["free"])
+                memory["total_gpu_gib"] = parse_float(g["total"])
+                memory["gpu_memory_utilization"] = parse_float(g["util"])
+                memory["requested_gib"] = parse_float(g["want"])
+                if kind == "free_check_cpu":
+                    self.facts.platform = self.facts.platform or "cpu"
+            elif kind == "explicit_kv":
+                memory["kv_cache_gib"] = parse_float(g["kv"])
+                memory["total_gpu_gib"] = parse_float(g["total"])
+            elif kind == "estimate":
+                memory["estimated_max_len"] = int(g["estimate"])
+            elif kind == "kv_needed":
+                memory["kv_needed_gib"] = size_gib(g["need"])
+                memory["kv_cache_gib"] = size_gib(g["have"])
+            elif kind == "actual_usage":
+                memory["free_gib"] = parse_float(g["free"])
+                memory["total_gpu_gib"] = parse_float(g["total"])
+                memory["gpu_memory_utilization"] = parse_float(g["util"])
+                memory["weights_gib"] = parse_float(g["weights"] or g["consumed"])
+                memory["activation_gib"] = parse_float(g["activation"])
+                memory["non_torch_gib"] = parse_float(g["non_torch"]) if g["non_torch"] else memory.get("non_torch_gib")
+                memory["cudagraph_gib"] = parse_float(g["graphs"])
+            elif kind == "graphs":
+                memory["cudagraph_gib"] = parse_float(g["graphs"])
+            elif kind == "max_len":
+                memory["max_model_len"] = parse_int(g["len"])
+        self._oom(message)
+
+    def _oom(self, message: str) -> None:
+        if "allocate" not in message and "capacit" not in message and "memory in use" not in message:
+            return
+        memory = self.facts.memory
+        if match := _OOM_TRIED.search(message):
+            memory["oom_tried_gib"] = size_gib(match.group("size"))
+        gpu_index = None
+        if match := _OOM_TOTAL.search(message):
+            total = size_gib(match.group("total") or match.group("total2"))
+            gpu_index = parse_int(match.group("gpu")) if match.group("gpu") else None
+            memory["oom_total_gib"] = total
+            gpu = self.facts.gpu(gpu_index)
+            gpu.total_gib = gpu.total_gib or total
+        if match := _OOM_FREE.search(message):
+            free = size_gib(match.group("free") or match.group("free2"))
+            memory["oom_free_gib"] = free
+            self.facts.gpu(gpu_index).free_gib = free
+        for match in _OOM_PROCESS.finditer(message):
+            pid = int(match.group("pid"))
+            self.facts.processes[pid] = GpuProcess(pid, size_gib(match.group("used")), gpu_index=gpu_index)
+        if match := _OOM_SELF.search(message):
+            memory["oom_self_gib"] = size_gib(match.group("used"))
+        if match := _OOM_PYTORCH.search(message):
+            memory["oom_pytorch_gib"] = size_gib(match.group("alloc") or match.group("alloc2"))
+
+
+def _min_present(a: float | None, b: float | None) -> float | None:
+    values = [v for v in (a, b) if v is not None]
+    return min(values) if values else None

@@ -1,0 +1,37 @@
+"""Error-looking lines, kept so that whatever no rule explains is reported, never dropped."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+
+@lru_cache(maxsize=1)
+def echoes() -> tuple[str, ...]:
+    from ..util.datafiles import load_yaml
+
+    return tuple(load_yaml("echoes.yaml"))
+
+
+_ERROR_LINE = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b(?::|\(|$)|^\w[\w .-]{0,40}: error: |^Cuda failure|^(?:FATAL|Fatal error)\b"
+)
+
+
+class UnexplainedExtractor:
+    """Error-looking lines; whatever no rule explains is reported, never dropped."""
+
+    literals = ("error", "exception", "cuda failure", "fatal")
+    window = 0
+
+    def __init__(self) -> None:
+        self.lines: dict[str, int] = {}
+        self.echo_lines: dict[str, int] = {}
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        if len(self.lines) >= 200 or not _ERROR_LINE.search(message):
+            return
+        key = message[:300]
+        target = self.echo_lines if any(echo in message for echo in echoes()) else self.lines
+        if key not in target and len(target) < 200:
+            target[key] = line_no

@@ -1,0 +1,35 @@
+"""The vLLM version, from the lines that state it."""
+
+from __future__ import annotations
+
+import re
+
+from .base import ExtractorBase
+
+# ---------------------------------------------------------------- version
+
+_VERSION_PATTERNS = [
+    (re.compile(r"vLLM API server version\s{1,20}v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "api-server line"),
+    (re.compile(r"LLM engine \(v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})\)"), "engine config line"),
+    (re.compile(r"\bversion\s{1,20}(?P<v>\d{1,20}\.\d{1,20}\.\d{1,20}[\w.+-]{0,40})\s*$"), "start-up banner"),
+    (re.compile(r"(?i)\bvllm\s{1,20}version\s*:?\s*`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "collect_env"),
+    (re.compile(r"(?i)^vllm\s*[:=]{0,2}\s{1,20}`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})`?\s*$"), "package list"),
+    (re.compile(r"(?i)^vllm\s*:\s*(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "package list"),
+    (re.compile(r"\bvllm==(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "pip requirement"),
+    (re.compile(r"\bvllm-(?P<v>\d{1,20}\.\d{1,20}[\w.+]{0,40}?)(?:\.cu\d{1,20})?-cp\d{1,20}"), "wheel name"),
+    (re.compile(r"vllm-openai[:-]v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "docker image tag"),
+]
+
+
+class VersionExtractor(ExtractorBase):
+    literals = ("server version", "llm engine (v", "version 0.", "version 1.", "vllm version", "vllm ", "vllm:", "vllm==",
+                "vllm-0.", "vllm-1.", "vllm-openai", "vllm `", "vllm\t")
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        for pattern, source in _VERSION_PATTERNS:
+            match = pattern.search(message)
+            if match:
+                if self.facts.vllm_version is None or source in ("api-server line", "engine config line"):
+                    self.facts.vllm_version = match.group("v").rstrip(".,")
+                    self.facts.version_source = source
+                return

@@ -1,0 +1,203 @@
+"""The log's own advice as candidate fixes.
+
+vLLM's messages often name the cure: a flag or engine argument, an environment
+variable, a value or a direction. Those become fixes, mapped to the real flag
+(`max_num_seqs` → `--max-num-seqs`, `--kv-cache-memory=` → `--kv-cache-memory-bytes`),
+and are ranked with the rules' own fixes; where a rule already computes a value
+for the same setting, the rule's value stands.
+
+Four shapes are read, in any wording around them:
+
+- a constraint between two named values: `block_size (2096) must be <= max_num_batched_tokens (2048)`;
+- a named value with its bound: `Please lower max_num_seqs to at most 614`;
+- an assignment: `try setting VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0`, `set trust_remote_code=True`,
+  `set the HF_HUB_CACHE environment variable`;
+- a direction only: `Try lowering --gpu-memory-utilization` (a step of 0.05; the amount is not computed).
+
+>>> [f.changes for f in advice_fixes(["block_size (2096) must be <= max_num_batched_tokens (2048)."], {})]
+[{'--max-num-batched-tokens': '4096'}]
+>>> [f.changes for f in advice_fixes(["Please lower max_num_seqs to at most 614"], {})]
+[{'--max-num-seqs': '614'}]
+>>> [f.changes for f in advice_fixes(["try setting VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 to skip it"], {})]
+[{'env:VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS': '0'}]
+>>> [f.changes for f in advice_fixes(["Try lowering --gpu-memory-utilization to free memory"], {"--gpu-memory-utilization": "0.95"})]
+[{'--gpu-memory-utilization': '0.9'}]
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+from ..util.units import parse_float
+from .base import Fix
+
+MAX_LINE_CHARS = 2000
+_NAME = r"`?'?(?P<{0}>--?[a-z][a-z0-9-]{{2,60}}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'?`?"
+_NUMBER = r"(?P<{0}>-?\d{{1,12}}(?:\.\d{{1,6}})?)"
+_CONSTRAINT = re.compile(
+    _NAME.format("lhs") + r"\s{0,3}\(\s{0,3}" + _NUMBER.format("lv") + r"\s{0,3}\)\s{0,3}(?:must|should|has to) be\s{1,3}"
+    r"(?P<op><=|>=|<|>|less than or equal to|greater than or equal to|at most|at least|no (?:more|larger|greater) than|"
+    r"no (?:less|smaller) than|smaller than|less than|larger than|greater than)\s{1,3}(?:the\s)?"
+    + _NAME.format("rhs") + r"\s{0,3}\(\s{0,3}" + _NUMBER.format("rv") + r"\s{0,3}\)")
+_BOUND = re.compile(
+    r"(?P<verb>lower|decrease|reduce|raise|increase|set|limit|cap)\w{0,3}\s{1,3}(?:the\s{1,3})?" + _NAME.format("name")
+    + r"\s{1,3}(?:to|=|below|under)\s{1,3}(?P<bound>at most|at least|no more than|<=|>=)?\s{0,3}" + _NUMBER.format("value")
+    + r"(?![\d.]|\s?(?:GiB|GB|MiB|MB|%))")
+_ASSIGN = re.compile(
+    r"(?:set|setting|export|use|pass|add|with)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|flag\s{1,3})?`?"
+    r"(?P<name>--?[a-z][a-z0-9-]{2,60}|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)`?(?:\s{0,2}[= ]\s{0,2}`?(?P<value>[\w.:/-]{1,80})`?)?"
+    r"(?:\s{1,3}(?P<envword>environment variable|env var))?", re.IGNORECASE)
+_DIRECTION = re.compile(
+    r"(?P<verb>increas|rais|lower|decreas|reduc)\w{0,4}\s{1,3}(?:the\s{1,3})?(?:value of\s{1,3})?" + _NAME.format("name"))
+_DOWN = ("lower", "decreas", "reduc", "limit", "cap")
+_NOT_VALUES = {"true", "false", "none", "to", "the", "a", "an", "it", "this", "that", "and", "or", "in", "if"}
+
+
+@lru_cache(maxsize=1)
+def _known_flags() -> tuple[frozenset[str], frozenset[str]]:
+    """Flags and environment variables vLLM has had (data/engine_args.yaml when present, else flags.yaml)."""
+    from ..launch.launch import flag_table
+
+    flags: set[str] = set()
+    env: set[str] = set()
+    try:
+        from ..util.datafiles import load_yaml
+
+        table = load_yaml("engine_args.yaml") or {}
+        flags |= set(table.get("flags") or {})
+        env |= set(table.get("env") or {})
+    except (OSError, ValueError):
+        pass
+    data = flag_table()
+    flags |= set(data.get("switches") or []) | set(data.get("defaults") or {}) | set(data.get("aliases", {}).values())
+    return frozenset(flags), frozenset(env)
+
+
+def flag_for(name: str) -> str | None:
+    """The vLLM flag a name in a message means, or None when it names none.
+
+    >>> flag_for("max_num_seqs"), flag_for("--max-model-len"), flag_for("block_size"), flag_for("--kv-cache-memory")
+    ('--max-num-seqs', '--max-model-len', '--block-size', '--kv-cache-memory-bytes')
+    >>> flag_for("input_value") is None
+    True
+    """
+    from ..launch.launch import canonical_flag
+
+    flag = canonical_flag(name if name.startswith("-") else "--" + name.replace("_", "-"))
+    flags, _env = _known_flags()
+    if flag in flags:
+        return flag
+    if flag + "-bytes" in flags:
+        return flag + "-bytes"  # vLLM prints --kv-cache-memory=N; the flag is --kv-cache-memory-bytes
+    return flag if name.startswith("--") and not flags else None
+
+
+def is_env_name(name: str) -> bool:
+    _flags, env = _known_flags()
+    return name in env or bool(re.fullmatch(r"(?:VLLM|HF|HUGGING_FACE|NCCL|CUDA|PYTORCH|TORCH|OMP|TOKENIZERS)_[A-Z0-9_]{2,60}", name))
+
+
+def advice_fixes(lines: list[str], current: dict[str, Any]) -> list[Fix]:
+    """Fixes named by the messages in `lines`; `current` gives the launch's values by flag, for direction-only advice."""
+    fixes: list[Fix] = []
+    for raw in lines:
+        line = raw[:MAX_LINE_CHARS]
+        fix = _constraint(line) or _bound(line) or _assignment(line) or _direction(line, current)
+        if fix is not None and all(f.changes != fix.changes for f in fixes):
+            fixes.append(fix)
+    return fixes
+
+
+def _constraint(line: str) -> Fix | None:
+    match = _CONSTRAINT.search(line)
+    if not match:
+        return None
+    op = match.group("op")
+    lhs_flag, rhs_flag = flag_for(match.group("lhs")), flag_for(match.group("rhs"))
+    lv, rv = parse_float(match.group("lv")), parse_float(match.group("rv"))
+    if lv is None or rv is None:
+        return None
+    upper = op in ("<=", "<", "less than or equal to", "at most", "no more than", "no larger than", "no greater than",
+                   "smaller than", "less than")
+    if rhs_flag:  # change the right-hand side so that lhs op rhs holds
+        value = _round_budget(lv, up=upper, strict=op in ("<", ">", "smaller than", "less than", "larger than", "greater than"))
+        flag, was = rhs_flag, rv
+    elif lhs_flag:
+        value, flag, was = _as_number(rv), lhs_flag, lv
+    else:
+        return None
+    return Fix(title=f"Meet vLLM's own check: {flag} {value}", changes={flag: str(value)},
+               why=f"vLLM requires {match.group('lhs')} ({match.group('lv')}) {op} {match.group('rhs')} ({match.group('rv')}); "
+                   f"{flag} {value} satisfies it" + (" (the next power of two, as vLLM's own token budgets are)" if rhs_flag and value != _as_number(lv) else "") + ".",
+               cost="memory" if value > was else "throughput", cost_note=f"{flag} from {_as_number(was)} to {value}",
+               will_start=None, not_evaluable="other checks may still fail; this one is met", strategy="log-advice")
+
+
+def _bound(line: str) -> Fix | None:
+    match = _BOUND.search(line)
+    if not match or (flag := flag_for(match.group("name"))) is None:
+        return None
+    value = match.group("value")
+    return Fix(title=f"As vLLM's message says: {flag} {value}", changes={flag: value},
+               why=f"The message names the setting and its limit: \"{match.group(0).strip()}\".", cost="config",
+               will_start=None, not_evaluable="only the message's own limit is known", strategy="log-advice")
+
+
+def _assignment(line: str) -> Fix | None:
+    for match in _ASSIGN.finditer(line):
+        name, value = match.group("name"), match.group("value")
+        if value and value.lower() in _NOT_VALUES - {"true", "false"}:
+            value = None
+        if is_env_name(name) or (match.group("envword") and name.isupper()):
+            shown = value if value is not None else "<value>"
+            return Fix(title=f"As vLLM's message says: {name}={shown}", changes={f"env:{name}": shown},
+                       why=f"The message names the environment variable: \"{match.group(0).strip()}\".",
+                       cost="config", will_start=None,
+                       not_evaluable=None if value is not None else "the value to set is yours to fill in",
+                       strategy="log-advice")
+        flag = flag_for(name)
+        if flag is None:
+            continue
+        from ..launch.launch import is_switch
+
+        if is_switch(flag) and (value is None or value.lower() == "true"):
+            return Fix(title=f"As vLLM's message says: {flag}", changes={flag: True},
+                       why=f"The message names the switch: \"{match.group(0).strip()}\".", cost="config", will_start=None,
+                       strategy="log-advice")
+        if value is not None and not is_switch(flag):
+            return Fix(title=f"As vLLM's message says: {flag} {value}", changes={flag: value},
+                       why=f"The message names the setting and its value: \"{match.group(0).strip()}\".", cost="config",
+                       will_start=None, strategy="log-advice")
+    return None
+
+
+def _direction(line: str, current: dict[str, Any]) -> Fix | None:
+    match = _DIRECTION.search(line)
+    if not match or (flag := flag_for(match.group("name"))) != "--gpu-memory-utilization":
+        return None  # only utilization has a natural step; other directions need a computed value (the rules' job)
+    down = match.group("verb").startswith(_DOWN)
+    now = parse_float(str(current.get(flag))) if current.get(flag) is not None else None
+    if now is None:
+        return None
+    value = round(now - 0.05, 2) if down else round(min(now + 0.05, 0.98), 2)
+    if not 0.05 <= value <= 0.98 or value == now:
+        return None
+    return Fix(title=f"As vLLM's message suggests: {flag} {value}", changes={flag: f"{value}"},
+               why=f"The message says to {'lower' if down else 'raise'} it; a step of 0.05 from {now}.",
+               cost="throughput" if down else "memory", will_start=None,
+               not_evaluable="the message gives the direction, not the amount", strategy="log-advice")
+
+
+def _round_budget(value: float, up: bool, strict: bool) -> int | float:
+    """The smallest power of two that satisfies the bound (token budgets), or the value itself for a lower bound."""
+    if not up:
+        return _as_number(value - 1 if strict else value)
+    target = value + 1 if strict else value
+    return 1 << max(0, math.ceil(math.log2(max(target, 1))))
+
+
+def _as_number(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value

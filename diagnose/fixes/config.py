@@ -1,0 +1,181 @@
+"""Fix strategies for configuration and environment failures."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..context.context import Context
+from ..util.units import parse_int
+from .base import Fix, fill, strategy
+
+
+@strategy("cap-max-model-len-to-derived")
+def cap_to_derived(ctx: Context, params: dict) -> Fix | None:
+    derived = parse_int(ctx.captures.get("derived")) or (ctx.model.max_position_embeddings if ctx.model else None)
+    if not derived:
+        return None
+    return Fix(title=f"Stay within the model's context: --max-model-len {derived}", changes={"--max-model-len": str(derived)},
+               why=f"The model's config allows {derived:,} positions; longer sequences give wrong outputs or crash.",
+               cost="context", cost_note=f"requests limited to {derived:,} tokens", will_start=True,
+               predicted={"max_model_len": derived})
+
+
+_YARN_FAMILIES = {"qwen2.5": 4.0, "qwen2_5": 4.0, "qwen3": 4.0, "qwq": 4.0}
+
+
+@strategy("enable-yarn")
+def enable_yarn(ctx: Context, params: dict) -> Fix | None:
+    name = (ctx.model_name() or "").lower()
+    derived = parse_int(ctx.captures.get("derived"))
+    wanted = parse_int(ctx.captures.get("requested")) or ctx.max_model_len()
+    factor = next((f for family, f in _YARN_FAMILIES.items() if family in name), None)
+    if not factor or not derived or not wanted or "vl" in name.split("/")[-1].split("-"):
+        return None
+    factor = max(factor, float(-(-wanted // derived)))
+    if wanted > derived * factor:
+        return None
+    scaling = f'{{"rope_type":"yarn","factor":{factor},"original_max_position_embeddings":{derived}}}'
+    from ..model.memory import parse_version
+
+    version = parse_version(ctx.version)
+    if version and version >= (0, 11, 1):
+        change, how = {"--hf-overrides": f'{{"rope_scaling":{scaling}}}'}, "--hf-overrides (--rope-scaling was removed in 0.11.1)"
+    else:
+        change, how = {"--rope-scaling": scaling}, "--rope-scaling (from 0.11.1: --hf-overrides '{\"rope_scaling\": …}')"
+    return Fix(title="Enable YaRN rope scaling, as the model card instructs for long contexts",
+               changes=change,
+               why=f"{ctx.model_name()} ships {derived:,} positions without rope scaling; its card enables {wanted:,} "
+                   f"with YaRN factor {factor}, passed here with {how}.",
+               cost="quality", cost_note="static YaRN can slightly lower quality on short texts", will_start=True)
+
+
+@strategy("batched-tokens-cover-max-len")
+def batched_cover(ctx: Context, params: dict) -> Fix | None:
+    max_len = parse_int(ctx.captures.get("max_len")) or ctx.max_model_len()
+    if not max_len:
+        return None
+    return Fix(title=f"Let one batch hold a whole sequence: --max-num-batched-tokens {max_len}",
+               changes={"--max-num-batched-tokens": str(max_len)},
+               why="Without chunked prefill a prompt is scheduled in one step, so the batch budget must cover max_model_len.",
+               cost="memory", cost_note="larger activation peak during profiling", will_start=True)
+
+
+@strategy("trust-remote-code")
+def trust_remote_code(ctx: Context, params: dict) -> Fix | None:
+    return Fix(title="Allow the model's own code: --trust-remote-code", changes={"--trust-remote-code": True},
+               why="The repository ships its configuration/model code in Python files; transformers runs them only when trusted.",
+               cost="config", cost_note="runs code from the model repository: read it first", will_start=True)
+
+
+@strategy("hf-token")
+def hf_token(ctx: Context, params: dict) -> Fix | None:
+    return Fix(title="Authenticate to Hugging Face: HF_TOKEN (or huggingface-cli login)",
+               changes={"env:HF_TOKEN": "<your-hf-token>"}, step_command="huggingface-cli login",
+               why="A 401 means no token or an invalid one was sent; gated repos need a token of an account that was granted access.",
+               cost="config", will_start=None, not_evaluable="whether the account was granted access to the repo")
+
+
+@strategy("accept-licence")
+def accept_licence(ctx: Context, params: dict) -> Fix | None:
+    model = ctx.model_name() or "<org/model>"
+    return Fix(title=f"Accept the licence on https://huggingface.co/{model}",
+               step_command=f"open https://huggingface.co/{model} and request access, then retry",
+               why="A 403 / GatedRepoError with a valid token means the account has not been granted access to this gated repo.",
+               cost="downtime", cost_note="access approval can take minutes to days", will_start=None)
+
+
+@strategy("snapshot-path")
+def snapshot_path(ctx: Context, params: dict) -> Fix | None:
+    folder = ctx.captures.get("path") or ctx.model_name()
+    if not folder or "models--" not in folder:
+        return None
+    snapshots = Path(folder) / "snapshots"
+    value = f"{folder.rstrip('/')}/snapshots/<hash>"
+    try:
+        found = sorted(p for p in snapshots.iterdir() if (p / "config.json").exists())
+        if found:
+            value = str(found[-1])
+    except OSError:
+        pass
+    return Fix(title="Point --model at the snapshot folder that holds config.json", changes={"--model": value},
+               why="The hub cache keeps files under models--org--name/snapshots/<hash>/; the top folder has no config.json, "
+                   "so vLLM treats the path as a repo id.",
+               cost="config", will_start=True)
+
+
+@strategy("local-model-path")
+def local_model_path(ctx: Context, params: dict) -> Fix | None:
+    model = ctx.model_name()
+    if not model:
+        return None
+    org_name = model.replace("/", "--")
+    return Fix(title="Pass the local snapshot path instead of a repo id", changes={"--model": f"~/.cache/huggingface/hub/models--{org_name}/snapshots/<hash>"},
+               why="In offline mode this vLLM still asks the Hub to resolve a repo id; a local path needs no network.",
+               cost="config", will_start=True)
+
+
+@strategy("matching-quantization")
+def matching_quantization(ctx: Context, params: dict) -> Fix | None:
+    config_method = ctx.captures.get("config_method")
+    return Fix(title="Let vLLM take the quantization from the checkpoint: drop --quantization",
+               changes={"--quantization": None},
+               why=f"The checkpoint declares {config_method or 'its own method'}; vLLM picks the fastest compatible kernel "
+                   "(e.g. gptq → gptq_marlin) by itself when the flag is omitted.",
+               cost="config", will_start=True)
+
+
+@strategy("tokenizer-path")
+def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
+    base = None
+    if ctx.model and ctx.model.catalog_id:
+        base = ctx.model.catalog_id
+    if base:
+        return Fix(title=f"Load the tokenizer from the base model: --tokenizer {base}", changes={"--tokenizer": base},
+                   why="The model folder has no usable tokenizer files.", will_start=None)
+    return Fix(title="Start without a tokenizer: --skip-tokenizer-init", changes={"--skip-tokenizer-init": True},
+               why="The model folder has no tokenizer files; with --skip-tokenizer-init the server starts and takes token ids "
+                   "(or pass --tokenizer with the base model's repo).",
+               cost="config", cost_note="requests must send token ids; text prompts are rejected", will_start=True)
+
+
+@strategy("change-port")
+def change_port(ctx: Context, params: dict) -> Fix | None:
+    """The HTTP port is --port; any other taken port is one of vLLM's internal ones (torch.distributed, ZMQ), which
+    vLLM numbers from VLLM_PORT: two instances on one host need their own."""
+    http = parse_int(ctx.arg("--port")) or 8000
+    port = parse_int(ctx.captures.get("port")) or http
+    holder = ctx.captures.get("holder")
+    taken = f"Port {port} is taken" + (f" by {holder}" if holder else "") + f" (find it with `ss -ltnp 'sport = :{port}'`)"
+    if port != http:
+        free = _free_port_near(port + 100)
+        return Fix(title=f"Give this instance its own internal ports: VLLM_PORT={free}", changes={"env:VLLM_PORT": str(free)},
+                   why=f"{taken}. It is not the HTTP port ({http}) but one of vLLM's internal ones (torch.distributed, "
+                       "ZMQ), which start at VLLM_PORT; another instance on this host uses the same range.",
+                   cost="config", cost_note="none for clients: the HTTP port stays", will_start=True)
+    free = _free_port_near(port + 1)
+    return Fix(title=f"Use a free port: --port {free}", changes={"--port": str(free)}, why=f"{taken}.",
+               cost="config", cost_note="clients must use the new port", will_start=True)
+
+
+def _free_port_near(start: int) -> int:
+    if os.environ.get("VDIAG_CHECK_PORTS") != "1":
+        return start
+    import socket
+
+    for port in range(start, start + 50):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+                return port
+            except OSError:
+                continue
+    return start
+
+
+@strategy("attention-backend")
+def attention_backend(ctx: Context, params: dict) -> Fix | None:
+    value = params.get("value", "XFORMERS")
+    return Fix(title=f"Choose a backend this GPU supports: VLLM_ATTENTION_BACKEND={value}",
+               changes={"env:VLLM_ATTENTION_BACKEND": value}, why=fill(params.get("why", ""), ctx),
+               cost="throughput", cost_note="the fallback backend can be slower", will_start=None)

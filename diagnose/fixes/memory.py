@@ -1,0 +1,284 @@
+"""Fix strategies: a rule names one, the strategy computes concrete values.
+
+Each strategy returns a `Fix` (or None when it does not apply): the changes
+(`--flag`, `env:NAME`, `docker:--option`), a prediction of what happens with
+them, and what it costs. A value that cannot be computed says which fact is
+missing instead of guessing.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..context.context import Context, kv_capacity_tokens
+from ..model import memory
+from ..util.units import parse_float, parse_int
+from .base import Fix, strategy
+
+
+def _kv_per_token(ctx: Context) -> int | None:
+    if ctx.model is None:
+        return None
+    return memory.kv_bytes_per_token(ctx.model, ctx.tp(), ctx.arg("--kv-cache-dtype"))
+
+
+def weights_per_gpu_gib(ctx: Context) -> tuple[float | None, str]:
+    """The log's figure when it printed one, else params × bytes per weight ÷ TP from the model's architecture."""
+    logged = ctx.facts.memory.get("weights_gib")
+    if logged is not None:
+        return logged, "from the log"
+    if ctx.model is not None and (estimate := memory.weights_gib(ctx.model, ctx.tp())) is not None:
+        return estimate, f"estimated from {ctx.model.source}"
+    return None, ""
+
+
+def predict_kv(ctx: Context, budget_gib: float) -> dict[str, Any]:
+    """KV capacity and concurrency at a new total budget, when the log's figures and the model allow it."""
+    figures = ctx.facts.memory
+    overhead = None
+    if figures.get("weights_gib") is not None:
+        overhead = figures["weights_gib"] + (figures.get("activation_gib") or 0) + (figures.get("non_torch_gib") or 0)
+    elif figures.get("budget_gib") is not None and figures.get("kv_cache_gib") is not None:
+        overhead = figures["budget_gib"] - figures["kv_cache_gib"]
+    per_token = _kv_per_token(ctx)
+    if overhead is None or not per_token:
+        return {}
+    kv_gib = budget_gib - overhead
+    tokens = memory.tokens_for(kv_gib, per_token)
+    prediction: dict[str, Any] = {"kv_cache_gib": round(kv_gib, 2), "kv_tokens": tokens}
+    length = ctx.max_model_len()
+    if length:
+        prediction["max_concurrency"] = round(tokens / length, 2)
+    return prediction
+
+
+# ---------------------------------------------------------------- memory: context length
+
+
+@strategy("cap-max-model-len")
+def cap_max_model_len(ctx: Context, params: dict) -> Fix | None:
+    figures = ctx.facts.memory
+    current = ctx.max_model_len()
+    estimate = parse_int(ctx.captures.get("estimate")) or figures.get("estimated_max_len")
+    source = "vLLM's own estimate in the log"
+    capacity = estimate
+    if capacity is None:
+        capacity = parse_int(ctx.captures.get("kv_tokens")) or kv_capacity_tokens(ctx)
+        source = "the KV cache capacity the log reports"
+    if capacity is None and figures.get("kv_cache_gib") and (per_token := _kv_per_token(ctx)):
+        capacity = memory.tokens_for(figures["kv_cache_gib"], per_token)
+        source = f"the log's KV cache size ÷ {per_token} bytes per token ({ctx.model.source})"
+    if capacity is None or capacity <= 0:
+        return None
+    if current is not None and capacity >= current:
+        return None
+    value = memory.round_down_len(capacity)
+    lost = f"from {current:,} to {value:,} tokens" if current else f"to {value:,} tokens"
+    return Fix(
+        title=f"Cap the context at what the KV cache holds: --max-model-len {value}",
+        changes={"--max-model-len": str(value)},
+        why=f"The KV cache holds {capacity:,} tokens ({source}); one sequence of {value:,} tokens fits.",
+        cost="context", cost_note=f"longest request shortened {lost}",
+        will_start=True, predicted={"kv_tokens": capacity, "max_model_len": value},
+    )
+
+
+@strategy("raise-gpu-memory-utilization")
+def raise_utilization(ctx: Context, params: dict) -> Fix | None:
+    figures = ctx.facts.memory
+    total = ctx.gpu_total_gib()
+    current = ctx.utilization()
+    ceiling = float(params.get("ceiling", 0.95))
+    free = ctx.gpu_free_gib()
+    if free is not None and total:
+        ceiling = min(ceiling, memory.floor2(free / total))
+    needed_gib = None
+    if figures.get("kv_needed_gib") is not None and figures.get("kv_cache_gib") is not None:
+        needed_gib = figures["kv_needed_gib"] - figures["kv_cache_gib"]
+    elif figures.get("kv_cache_gib") is not None and (per_token := _kv_per_token(ctx)) and ctx.max_model_len():
+        one_sequence_gib = ctx.max_model_len() * per_token / memory.GIB
+        needed_gib = max(one_sequence_gib - figures["kv_cache_gib"], 0) + (0.5 if figures["kv_cache_gib"] <= 0 else 0)
+        if needed_gib == 0:
+            needed_gib = None
+    if ctx.utilization_given() is not None and ctx.utilization_given() < 0.5 and needed_gib is None:
+        value = memory.default_gpu_memory_utilization(ctx.version)
+        return Fix(
+            title=f"Give vLLM its normal share of the GPU: --gpu-memory-utilization {value}",
+            changes={"--gpu-memory-utilization": f"{value:.2f}".rstrip("0").rstrip(".")},
+            why=(f"gpu_memory_utilization {current} caps everything vLLM may use (weights, activations and KV cache), "
+                 "so a small value leaves nothing for the cache; lowering it makes this worse, not better."),
+            cost="config", cost_note="vLLM reserves more of the GPU", will_start=None,
+            not_evaluable=None if total else "GPU size unknown: cannot check the weights fit at this share",
+        )
+    if not total:
+        if params.get("only_computed"):
+            return None
+        return Fix(
+            title=f"Raise --gpu-memory-utilization to {ceiling}",
+            changes={"--gpu-memory-utilization": f"{ceiling}"},
+            why="A larger share of the GPU leaves more room for the KV cache.",
+            cost="config", cost_note="less headroom for other processes on the GPU",
+            not_evaluable="GPU total memory unknown: cannot compute the share needed",
+        )
+    if needed_gib is None:
+        value = ceiling
+    else:
+        value = memory.ceil2(current + needed_gib / total + 0.01)
+    if value <= current:
+        return None
+    starts = value <= ceiling
+    shown = min(value, ceiling)
+    predicted = {"gpu_memory_utilization": shown, "budget_gib": round(shown * total, 2), **predict_kv(ctx, shown * total)}
+    return Fix(
+        title=f"Raise --gpu-memory-utilization to {shown}",
+        changes={"--gpu-memory-utilization": f"{shown}"},
+        why=(f"The budget is {total:.2f} GiB × {current}; " +
+             (f"{needed_gib:.2f} GiB more is needed, so {value} would be enough." if needed_gib is not None
+              else f"{shown} is the most that leaves headroom.")),
+        cost="config", cost_note="less headroom for other processes and fragmentation",
+        will_start=starts if needed_gib is not None else None,
+        predicted=predicted,
+        not_evaluable=None if needed_gib is not None else "shortfall unknown",
+    )
+
+
+@strategy("more-budget-shorter-context")
+def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
+    """Both levers at once when the KV budget is negative and the context is long (the default of long-context models)."""
+    figures = ctx.facts.memory
+    current_len = ctx.max_model_len()
+    if not current_len:
+        return None
+    total = ctx.gpu_total_gib()
+    util = memory.floor2(min(0.95, (ctx.gpu_free_gib() / total) if total and ctx.gpu_free_gib() else 0.95))
+    per_token = _kv_per_token(ctx)
+    kv_now = figures.get("kv_cache_gib")
+    value, evaluable = None, False
+    if total and kv_now is not None and per_token:
+        kv_after = kv_now + (util - ctx.utilization()) * total
+        tokens = memory.tokens_for(kv_after, per_token)
+        if tokens > 0:
+            value, evaluable = memory.round_down_len(min(tokens, current_len)), True
+    if value is None:
+        value = max(8192, min(32768, current_len // 4))
+    if value >= current_len and util <= ctx.utilization():
+        return None
+    return Fix(
+        title=f"Give vLLM more of the GPU and a shorter context: --gpu-memory-utilization {util} --max-model-len {value}",
+        changes={"--gpu-memory-utilization": f"{util}", "--max-model-len": str(value)},
+        why=(f"The weights and profiling peak leave {kv_now} GiB for the KV cache at utilization {ctx.utilization()}; "
+             f"{util} adds headroom and {value:,} tokens bounds what one request needs."),
+        cost="context", cost_note=f"longest request shortened from {current_len:,} to {value:,} tokens",
+        will_start=True if evaluable else None, predicted={"max_model_len": value, "gpu_memory_utilization": util},
+        not_evaluable=None if evaluable else "GPU size or KV bytes per token unknown: the context cap is a starting point, not computed",
+    )
+
+
+@strategy("lower-gpu-memory-utilization")
+def lower_utilization(ctx: Context, params: dict) -> Fix | None:
+    current = ctx.utilization()
+    value = memory.floor2(current - float(params.get("by", 0.05)))
+    if value <= 0.3:
+        return None
+    total = ctx.gpu_total_gib()
+    return Fix(title=f"Leave headroom outside the KV cache: --gpu-memory-utilization {value}",
+               changes={"--gpu-memory-utilization": f"{value}"},
+               why=f"At {current} the KV cache takes all the budget; CUDA graphs and other allocations need room beyond it.",
+               cost="throughput", cost_note="a slightly smaller KV cache", will_start=None,
+               predicted=predict_kv(ctx, value * total) if total else {},
+               not_evaluable="the memory CUDA graph capture needs is not in the log")
+
+
+@strategy("cpu-kvcache-space")
+def cpu_kvcache_space(ctx: Context, params: dict) -> Fix | None:
+    free = parse_float(ctx.captures.get("free"))
+    want = parse_float(ctx.captures.get("want"))
+    if free is None or want is None:
+        return None
+    value = max(1, round(free * 0.6))
+    return Fix(title=f"Reserve a KV cache that fits in free RAM: VLLM_CPU_KVCACHE_SPACE={value}",
+               changes={"env:VLLM_CPU_KVCACHE_SPACE": str(value)},
+               why=f"{want:g} GiB was requested for the KV cache but only {free:g} GiB of RAM is free; {value} GiB leaves room "
+                   "for weights and activations.",
+               cost="throughput", cost_note=f"KV cache of {value} GiB", will_start=True)
+
+
+@strategy("fit-utilization-to-free-memory")
+def fit_free(ctx: Context, params: dict) -> Fix | None:
+    figures = ctx.facts.memory
+    total = ctx.gpu_total_gib()
+    free = ctx.gpu_free_gib()
+    if not total or free is None:
+        return Fix(title="Lower --gpu-memory-utilization below the free share of the GPU",
+                   changes={}, why="Other processes hold part of the GPU.",
+                   not_evaluable="free and total GPU memory unknown (run `vdiag snapshot` on the host)")
+    margin = float(params.get("margin_gib", 0.5))
+    value = memory.floor2(max(free - margin, 0) / total)
+    if value <= 0.05:
+        return None
+    weights, weights_source = weights_per_gpu_gib(ctx)
+    starts = None
+    if weights is not None:
+        starts = value * total > weights + (figures.get("activation_gib") or 1.0) + (figures.get("non_torch_gib") or 0.5)
+    return Fix(
+        title=f"Fit vLLM into the memory that is free: --gpu-memory-utilization {value}",
+        changes={"--gpu-memory-utilization": f"{value}"},
+        why=f"Only {free:.2f} of {total:.2f} GiB is free; {value} × {total:.2f} GiB = {value * total:.2f} GiB stays "
+            f"{margin} GiB below it." + (f" The weights take {weights:.2f} GiB ({weights_source})"
+                                         f"{'' if starts else ', more than that budget leaves room for'}." if weights else ""),
+        cost="throughput", cost_note=f"KV cache shrinks with the smaller budget ({value * total:.2f} GiB in all)",
+        will_start=starts, predicted={"budget_gib": round(value * total, 2), **predict_kv(ctx, value * total)},
+        not_evaluable=None if weights is not None else "weights size unknown: cannot confirm they fit in the smaller budget",
+    )
+
+
+@strategy("free-gpu-processes")
+def free_processes(ctx: Context, params: dict) -> Fix | None:
+    others = sorted((p for p in ctx.processes if p.used_gib), key=lambda p: -(p.used_gib or 0))
+    if not others:
+        return Fix(title="Stop the other processes that hold GPU memory",
+                   step_command="nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
+                   why="vLLM sizes its share of the GPU from total memory; memory held by others is not available.",
+                   cost="downtime", cost_note="other workloads on the GPU stop",
+                   not_evaluable="which processes hold the GPU is not in the log (add an nvidia-smi table or a snapshot)")
+    listing = ", ".join(f"pid {p.pid}{f' ({p.name})' if p.name else ''} {p.used_gib:.2f} GiB" for p in others[:6])
+    pids = " ".join(str(p.pid) for p in others[:6])
+    return Fix(
+        title="Stop or move the processes that hold GPU memory",
+        step_command=f"kill {pids}  # after checking what they are: ps -o pid,cmd -p {pids.replace(' ', ',')}",
+        why=f"Processes holding GPU memory: {listing}.",
+        cost="downtime", cost_note="those workloads stop or move to another GPU", will_start=True,
+    )
+
+
+@strategy("raise-kv-cache-memory-bytes")
+def raise_kv_bytes(ctx: Context, params: dict) -> Fix | None:
+    current = parse_int(ctx.arg("--kv-cache-memory-bytes"))
+    if current is None and ctx.facts.memory.get("kv_cache_gib") is not None and "Explicitly set" in ctx.text_hints:
+        current = int(ctx.facts.memory["kv_cache_gib"] * memory.GIB)
+    if current is None and not params.get("always"):
+        return None
+    wanted = ctx.max_model_len()
+    estimate = parse_int(ctx.captures.get("estimate")) or ctx.facts.memory.get("estimated_max_len")
+    per_token = _kv_per_token(ctx)
+    value, basis, evaluable = None, "", True
+    if current and estimate and wanted and estimate > 0:
+        value = math.ceil(current * wanted / estimate)
+        basis = f"{current:,} bytes hold {estimate:,} tokens, so {wanted:,} tokens need {value:,} bytes"
+    elif per_token and wanted:
+        value = per_token * math.ceil(wanted / memory.BLOCK_SIZE) * memory.BLOCK_SIZE
+        basis = f"{wanted:,} tokens × {per_token:,} bytes per token ({ctx.model.source})"
+    else:
+        value = max(64 * 2**20, 2 * (current or 0))
+        basis = "64 MiB floor: the model's KV bytes per token are unknown"
+        evaluable = False
+    value = int(math.ceil(value / 2**20) * 2**20) if value >= 2**20 else value
+    return Fix(
+        title=f"Raise --kv-cache-memory-bytes to {value:,}",
+        changes={"--kv-cache-memory-bytes": str(value)},
+        why=f"--kv-cache-memory-bytes sets the KV cache size directly and gpu_memory_utilization is ignored; {basis}.",
+        cost="config", cost_note="more memory reserved for the KV cache",
+        will_start=True if evaluable else None, predicted={"kv_cache_bytes": value},
+        not_evaluable=None if evaluable else "KV bytes per token unknown (model not in catalog and no estimate in the log)",
+    )

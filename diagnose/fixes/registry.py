@@ -1,0 +1,8 @@
+"""Every fix strategy, registered by name: importing this module loads them all."""
+
+from __future__ import annotations
+
+from . import capacity, config, generic, memory, parallel  # noqa: F401  (each registers its strategies)
+from .base import STRATEGIES
+
+__all__ = ["STRATEGIES"]

@@ -1,0 +1,1 @@
+"""The GPU snapshot (NVML, a saved file) and the bundled GPU table."""

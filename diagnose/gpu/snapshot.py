@@ -1,0 +1,204 @@
+"""The GPU snapshot: live through NVML, a saved JSON file, or what the log shows.
+
+Every NVML query is wrapped: a field NVML cannot give becomes
+`{"unavailable": "<reason>"}`, never an exception. No GPU and no driver are
+normal cases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..util.errors import InputError
+
+GIB = 2**30
+
+
+@dataclass
+class Unavailable:
+    reason: str
+
+    def as_json(self) -> dict:
+        return {"unavailable": self.reason}
+
+
+@dataclass
+class Snapshot:
+    source: str  # "nvml" | "file:<path>" | "log" | "none"
+    driver_version: Any = None
+    cuda_version: Any = None
+    devices: list[dict] = field(default_factory=list)
+    processes: list[dict] = field(default_factory=list)
+    error: str | None = None
+    cuda_visible_devices: str | None = None
+
+    def as_json(self) -> dict:
+        def plain(value):
+            return value.as_json() if isinstance(value, Unavailable) else value
+
+        return {
+            "schema": 1,
+            "source": self.source,
+            "error": self.error,
+            "driver_version": plain(self.driver_version),
+            "cuda_version": plain(self.cuda_version),
+            "cuda_visible_devices": self.cuda_visible_devices,
+            "devices": [{k: plain(v) for k, v in d.items()} for d in self.devices],
+            "processes": [{k: plain(v) for k, v in p.items()} for p in self.processes],
+        }
+
+
+def _query(fn: Callable, *args) -> Any:
+    """Call an NVML function; an NVML error becomes Unavailable(reason)."""
+    try:
+        return fn(*args)
+    except Exception as exc:  # pynvml raises NVMLError subclasses; anything else is also "not available"
+        return Unavailable(_nvml_reason(exc))
+
+
+def _nvml_reason(exc: Exception) -> str:
+    name = type(exc).__name__
+    text = str(exc) or name
+    return f"{name}: {text}" if name not in text else text
+
+
+def _text(value: Any) -> Any:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def live_snapshot(own_pids: set[int] | None = None, nvml=None) -> Snapshot:
+    """Read NVML now. `nvml` is injectable for tests (defaults to the `pynvml` module)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if nvml is None and not _nvml_library_present():
+        return Snapshot("none", error="NVMLError_LibraryNotFound: NVML Shared Library Not Found", cuda_visible_devices=visible)
+    if nvml is None:
+        try:
+            import pynvml as nvml  # provided by nvidia-ml-py
+        except ImportError:
+            return Snapshot("none", error="nvidia-ml-py is not installed", cuda_visible_devices=visible)
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:
+        return Snapshot("none", error=_nvml_reason(exc), cuda_visible_devices=visible)
+    try:
+        return _read_nvml(nvml, own_pids or set(), visible)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:
+            pass
+
+
+def _nvml_library_present() -> bool:
+    """Cheap check before importing pynvml (which costs more than the rest of a typical diagnosis)."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import ctypes
+
+    try:
+        ctypes.CDLL("libnvidia-ml.so.1")
+    except OSError:
+        return False
+    return True
+
+
+def _read_nvml(nvml, own_pids: set[int], visible: str | None) -> Snapshot:
+    snap = Snapshot("nvml", cuda_visible_devices=visible)
+    snap.driver_version = _text(_query(nvml.nvmlSystemGetDriverVersion))
+    cuda = _query(nvml.nvmlSystemGetCudaDriverVersion)
+    snap.cuda_version = f"{cuda // 1000}.{cuda % 1000 // 10}" if isinstance(cuda, int) else cuda
+    count = _query(nvml.nvmlDeviceGetCount)
+    if isinstance(count, Unavailable):
+        snap.error = count.reason
+        return snap
+    allowed = _visible_indices(visible, count)
+    for index in range(count):
+        handle = _query(nvml.nvmlDeviceGetHandleByIndex, index)
+        if isinstance(handle, Unavailable):
+            snap.devices.append({"index": index, "error": handle.reason})
+            continue
+        device: dict[str, Any] = {"index": index, "visible": index in allowed}
+        device["uuid"] = _text(_query(nvml.nvmlDeviceGetUUID, handle))
+        device["name"] = _text(_query(nvml.nvmlDeviceGetName, handle))
+        cc = _query(nvml.nvmlDeviceGetCudaComputeCapability, handle)
+        device["compute_capability"] = f"{cc[0]}.{cc[1]}" if isinstance(cc, tuple) else cc
+        mem = _query(nvml.nvmlDeviceGetMemoryInfo, handle)
+        if isinstance(mem, Unavailable):
+            device["total_gib"] = device["used_gib"] = device["free_gib"] = mem
+        else:
+            device["total_gib"] = round(mem.total / GIB, 2)
+            device["used_gib"] = round(mem.used / GIB, 2)
+            device["free_gib"] = round(mem.free / GIB, 2)
+        mig = _query(nvml.nvmlDeviceGetMigMode, handle)
+        device["mig_mode"] = bool(mig[0]) if isinstance(mig, (tuple, list)) else mig
+        device["persistence_mode"] = _query(nvml.nvmlDeviceGetPersistenceMode, handle)
+        device["compute_mode"] = _query(nvml.nvmlDeviceGetComputeMode, handle)
+        device["ecc_errors"] = _query(nvml.nvmlDeviceGetTotalEccErrors, handle, 1, 1) if hasattr(nvml, "nvmlDeviceGetTotalEccErrors") else Unavailable("not supported")
+        snap.devices.append(device)
+        procs = _query(nvml.nvmlDeviceGetComputeRunningProcesses, handle)
+        if isinstance(procs, Unavailable):
+            snap.processes.append({"gpu_index": index, "error": procs.reason})
+            continue
+        for proc in procs:
+            pid = int(getattr(proc, "pid", 0))
+            used = getattr(proc, "usedGpuMemory", None)
+            command = process_command(pid)
+            snap.processes.append({
+                "gpu_index": index, "pid": pid,
+                "used_gib": round(used / GIB, 2) if isinstance(used, int) else Unavailable("not reported (MIG or container)"),
+                "command": command,
+                "is_vllm": isinstance(command, str) and bool(_VLLM_COMMAND.search(command)),
+                "is_vllm_under_diagnosis": pid in own_pids,
+            })
+    return snap
+
+
+_VLLM_COMMAND = re.compile(r"vllm\s+serve|vllm\.entrypoints|VLLM::|\bvllm\b.*\b(?:EngineCore|Worker)")
+
+
+def _visible_indices(visible: str | None, count: int) -> set[int]:
+    if visible is None or visible.strip() == "":
+        return set(range(count)) if visible is None else set()
+    indices = set()
+    for part in visible.split(","):
+        part = part.strip()
+        if part.isdigit() and int(part) < count:
+            indices.add(int(part))
+    return indices if indices or not visible else set(range(count))
+
+
+def process_command(pid: int) -> Any:
+    """The command line of a host pid, or why it cannot be read (e.g. a pid from another namespace)."""
+    try:
+        import psutil
+
+        return " ".join(psutil.Process(pid).cmdline())[:300] or psutil.Process(pid).name()
+    except Exception as exc:
+        return Unavailable(f"cannot read process {pid}: {type(exc).__name__} (host pid seen from a container?)")
+
+
+def load_snapshot(path: str) -> Snapshot:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: snapshot file not found") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a snapshot written by `vdiag snapshot --format json` ({exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("devices"), list):
+        raise InputError(f"{path}: not a snapshot written by `vdiag snapshot --format json`")
+
+    def restore(value):
+        return Unavailable(value["unavailable"]) if isinstance(value, dict) and "unavailable" in value else value
+
+    snap = Snapshot(f"file:{path}", driver_version=restore(data.get("driver_version")),
+                    cuda_version=restore(data.get("cuda_version")), error=data.get("error"),
+                    cuda_visible_devices=data.get("cuda_visible_devices"))
+    snap.devices = [{k: restore(v) for k, v in d.items()} for d in data["devices"] if isinstance(d, dict)]
+    snap.processes = [{k: restore(v) for k, v in p.items()} for p in data.get("processes", []) if isinstance(p, dict)]
+    return snap

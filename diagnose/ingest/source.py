@@ -1,0 +1,276 @@
+"""Open any input and stream it as blocks of normalised text lines.
+
+Memory stays flat whatever the input size: the raw stream is read in fixed
+chunks, a line longer than `MAX_LINE_CHARS` is cut (and counted), and the
+caller receives blocks of whole lines, never the whole input.
+
+Envelopes are unwrapped here so that later stages only see log text: docker's
+`json-file` lines (`{"log": …}`), `journalctl -o json` and journal export
+format. Carriage returns, NULs and ANSI colour are removed; a leading run of NULs
+(copytruncate) is skipped and UTF-16 is decoded (see textdetect). Only regular files
+are opened (see safeio); a FIFO or device is refused, never waited on.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import re
+import sys
+import zlib
+from dataclasses import dataclass, field
+from typing import BinaryIO, Iterator
+
+from ..util.errors import InputError
+from ..util.safeio import open_regular
+from .textdetect import as_utf8, looks_binary
+
+CHUNK_BYTES = 1 << 20
+MAX_LINE_CHARS = 64 * 1024
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
+
+
+@dataclass
+class IngestNotes:
+    """What ingest had to change or drop, so the report can say so."""
+
+    format: str = "text"
+    truncated_lines: int = 0
+    truncated_input: str | None = None
+
+
+@dataclass
+class Source:
+    """One input: a path, or '-' for standard input."""
+
+    name: str
+    notes: IngestNotes = field(default_factory=IngestNotes)
+
+    def open_binary(self) -> BinaryIO:
+        if self.name == "-":
+            return sys.stdin.buffer
+        return open_regular(self.name, "log file")
+
+    def raw_blocks(self) -> Iterator[bytes]:
+        """Blocks of whole, cleaned lines as UTF-8 bytes (what the scanner reads), each ending with a newline."""
+        raw = self.open_binary()
+        try:
+            yield from _raw_blocks(as_utf8(_maybe_gunzip(raw, self))[0], self.notes, self.name)
+        finally:
+            if raw is not sys.stdin.buffer:
+                raw.close()
+
+    def blocks(self) -> Iterator[str]:
+        """The same blocks decoded to text (invalid UTF-8 replaced)."""
+        for block in self.raw_blocks():
+            yield block.decode("utf-8", "replace")
+
+
+class TextSource(Source):
+    """An in-memory text (tests, triage of JSONL records, verify's live log)."""
+
+    def __init__(self, name: str, text: str):
+        super().__init__(name)
+        self._data = text.encode("utf-8", "surrogatepass")
+
+    def open_binary(self) -> BinaryIO:
+        return io.BytesIO(self._data)
+
+
+def _maybe_gunzip(raw: BinaryIO, source: Source) -> BinaryIO:
+    head = _peek(raw, 2)
+    if head == b"\x1f\x8b":
+        return _TolerantGzip(raw, source)
+    return raw
+
+
+def _peek(raw: BinaryIO, size: int) -> bytes:
+    if hasattr(raw, "peek"):
+        return raw.peek(size)[:size]
+    if raw.seekable():
+        pos = raw.tell()
+        data = raw.read(size)
+        raw.seek(pos)
+        return data
+    return b""
+
+
+class _TolerantGzip(io.RawIOBase):
+    """A gzip reader that turns a truncated or corrupt stream into end-of-input plus a note."""
+
+    def __init__(self, raw: BinaryIO, source: Source):
+        self._inner = gzip.GzipFile(fileobj=raw)
+        self._source = source
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        try:
+            return self._inner.read1(65536 if size is None or size < 0 else min(size, 65536))
+        except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
+            self._source.notes.truncated_input = f"compressed input ends early or is corrupt ({exc}); diagnosed what could be read"
+            return b""
+
+
+def _chunks(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
+    """Chunks of whole lines (each ends with a newline); a line longer than MAX_LINE_CHARS is cut and counted."""
+    carry = b""
+    skipping = False
+    while True:
+        chunk = stream.read(CHUNK_BYTES)
+        if not chunk:
+            break
+        if skipping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                continue
+            chunk, skipping = chunk[nl + 1:], False
+        data = carry + chunk if carry else chunk
+        end = data.rfind(b"\n") + 1
+        carry = data[end:]
+        if len(carry) > MAX_LINE_CHARS:
+            notes.truncated_lines += 1
+            data = data[:end] + carry[:MAX_LINE_CHARS] + b"\n"
+            carry, skipping, end = b"", True, len(data)
+        whole = data[:end] if end else b""
+        if whole:
+            yield _cut_long_lines(whole, notes)
+    if carry and not skipping:
+        yield _cut_long_lines(carry + b"\n", notes)
+
+
+def _has_long_line(block: bytes) -> bool:
+    """True when some line is longer than MAX_LINE_CHARS; jumps a window at a time, not a line at a time."""
+    pos, size = 0, len(block)
+    while size - pos > MAX_LINE_CHARS:
+        last = block.rfind(b"\n", pos, pos + MAX_LINE_CHARS + 1)
+        if last < 0:
+            return True
+        pos = last + 1
+    return False
+
+
+def _cut_long_lines(block: bytes, notes: IngestNotes) -> bytes:
+    if not _has_long_line(block):
+        return block
+    out = []
+    for line in block.split(b"\n")[:-1]:
+        if len(line) > MAX_LINE_CHARS:
+            notes.truncated_lines += 1
+            line = line[:MAX_LINE_CHARS]
+        out.append(line)
+    return b"\n".join(out) + b"\n"
+
+
+_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
+
+
+def _clean_bytes(block: bytes) -> bytes:
+    if b"\x1b" in block:
+        block = _ANSI_BYTES.sub(b"", block)
+    if b"\r" in block:
+        block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if b"\x00" in block:
+        block = block.replace(b"\x00", b"")
+    return block
+
+
+def _clean(text: str) -> str:
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text
+
+
+def _detect_format(first_line: bytes) -> str:
+    stripped = first_line.lstrip()
+    if stripped.startswith(b"{"):
+        if b'"log"' in stripped[:200] or stripped.startswith(b'{"log":'):
+            return "docker-json"
+        if b'"MESSAGE"' in stripped or b'"__CURSOR"' in stripped:
+            return "journal-json"
+    if stripped.startswith((b"__CURSOR=", b"__REALTIME_TIMESTAMP=", b"__SEQNUM=")):
+        return "journal-export"
+    return "text"
+
+
+def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[bytes]:
+    chunks = _chunks(stream, notes)
+    first = next(chunks, None)
+    while first is not None and not first.strip():
+        first = next(chunks, None)
+    if first is None:
+        return
+    stripped = first.lstrip()
+    fmt = _detect_format(stripped[: stripped.find(b"\n") + 1 or None])
+    notes.format = fmt
+    if fmt == "text":
+        if looks_binary(first):
+            raise InputError(f"{name}: looks like binary data, not a log (control bytes or invalid UTF-8); nothing to diagnose")
+        yield _clean_bytes(first)
+        for chunk in chunks:
+            yield _clean_bytes(chunk)
+        return
+
+    def lines() -> Iterator[bytes]:
+        yield from first.split(b"\n")[:-1]
+        for chunk in chunks:
+            yield from chunk.split(b"\n")[:-1]
+
+    if fmt == "journal-export":
+        messages: Iterator[str] = _journal_export_messages(lines())
+    else:
+        unwrap = {"docker-json": _docker_message, "journal-json": _journal_json_message}[fmt]
+        messages = (unwrap(raw.decode("utf-8", "replace")) for raw in lines())
+    yield from _batch(messages)
+
+
+def _batch(messages: Iterator[str]) -> Iterator[bytes]:
+    buf: list[str] = []
+    size = 0
+    for message in messages:
+        message = _clean(message).rstrip("\n")
+        buf.append(message)
+        size += len(message) + 1
+        if size >= CHUNK_BYTES:
+            yield ("\n".join(buf) + "\n").encode("utf-8", "replace")
+            buf, size = [], 0
+    if buf:
+        yield ("\n".join(buf) + "\n").encode("utf-8", "replace")
+
+
+def _docker_message(text: str) -> str:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(obj, dict) and isinstance(obj.get("log"), str):
+        return obj["log"].rstrip("\n")
+    return text
+
+
+def _journal_json_message(text: str) -> str:
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(obj, dict):
+        return text
+    message = obj.get("MESSAGE")
+    if isinstance(message, list):
+        message = bytes(b & 0xFF for b in message if isinstance(b, int)).decode("utf-8", "replace")
+    if not isinstance(message, str):
+        return ""
+    return message
+
+
+def _journal_export_messages(lines: Iterator[bytes]) -> Iterator[str]:
+    """MESSAGE fields of journal export format (binary-safe fields are skipped)."""
+    for line in lines:
+        if line.startswith(b"MESSAGE="):
+            yield line[len(b"MESSAGE="):].decode("utf-8", "replace")

@@ -1,0 +1,71 @@
+"""Signatures generated from tables of other components' errors, instead of one regex per wording.
+
+A rule's signature can name a table (`table: cuda_errors`) in place of
+literals and a regex. The table lists every error of a component that the
+component itself defines — the CUDA runtime's `cudaError_t` names, codes and
+`cudaGetErrorString` messages, Hugging Face hub and Ray exceptions — each with
+the taxonomy category it points to. The signature then matches every entry of
+the rule's category, whatever wording wraps it (`CUDA error: …`,
+`Error 804: …`, `cudaErrorNoDevice`, `RuntimeError(…)`), so a message vdiag
+has never seen lands in its category as long as the component's own words are
+in it.
+
+>>> literals, pattern = table_signature("cuda_errors", "driver-or-cuda-mismatch")
+>>> "forward compatibility was attempted on non supported hw" in literals
+True
+>>> import regex
+>>> regex.search(pattern, "Unexpected error from cudaGetDeviceCount(). Error 804: forward compatibility was "
+...              "attempted on non supported HW (Triggered internally at c10/cuda/CUDAFunctions.cpp:108.)").group("error")
+'forward compatibility was attempted on non supported HW'
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+TABLES = {"cuda_errors": "cuda_errors.yaml", "component_errors": "component_errors.yaml"}
+MIN_WORDING_CHARS = 12  # shorter wordings ("invalid argument") say too little on their own
+
+
+@lru_cache(maxsize=None)
+def table_entries(table: str) -> tuple[dict, ...]:
+    """The entries of a named table; an unknown name is an error in the rule, so it fails loudly."""
+    from ..util.datafiles import load_yaml
+
+    if table not in TABLES:
+        raise KeyError(f"unknown error table '{table}' (known: {', '.join(sorted(TABLES))})")
+    data = load_yaml(TABLES[table])
+    if isinstance(data, dict):
+        return tuple(entry for section in ("runtime", "driver", "errors") for entry in data.get(section) or ())
+    return tuple(data or ())
+
+
+def wordings(entry: dict) -> list[str]:
+    """What an entry can look like in a log: its message(s) and its symbolic name."""
+    found = []
+    for key in ("message", "runtime_message", "wording"):  # a builtin exception name (generic) says nothing alone
+        value = entry.get(key)
+        for text in (value if isinstance(value, list) else [value]):
+            if isinstance(text, str) and len(text.strip().rstrip(".")) >= MIN_WORDING_CHARS:
+                found.append(text.strip().rstrip("."))
+    name = entry.get("name") or (None if entry.get("generic") else entry.get("exception"))
+    if isinstance(name, str) and len(name) >= MIN_WORDING_CHARS:
+        found.append(name)
+    return found
+
+
+@lru_cache(maxsize=None)
+def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
+    """Literals and a regex matching every entry of `table` that points to `category`.
+
+    The regex captures the matched wording as `error`; wordings are matched case-insensitively, with any run
+    of spaces standing for one (pasted text often re-spaces words).
+    """
+    texts = sorted({w for e in table_entries(table) if e.get("category") == category for w in wordings(e)},
+                   key=lambda w: (-len(w), w))
+    if not texts:
+        raise KeyError(f"error table '{table}' has no entry for category '{category}'")
+    alternatives = "|".join(r"\s+".join(re.escape(part) for part in text.split()) for text in texts)
+    literals = tuple(dict.fromkeys(text.lower().split("(")[0].strip() for text in texts))
+    return literals, rf"(?i)(?P<error>{alternatives})"

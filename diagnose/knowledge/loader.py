@@ -1,0 +1,239 @@
+"""Load the rule files: validate, expand error tables, check every signature, cache the result by content."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Iterable
+
+from ..util.datafiles import read_cached, write_cached
+from ..util.safeio import is_within, not_regular, read_rule_file
+from ..util.version import __version__
+from .rule_safety import yaml_alias_problem
+from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bundled_rules_dir, taxonomy
+
+
+def rule_files(directories: Iterable[Path]) -> list[Path]:
+    files: list[Path] = []
+    for directory in directories:
+        directory = Path(directory)
+        if directory.is_file():
+            files.append(directory)
+            continue
+        for root, _dirs, names in os.walk(directory):
+            for name in sorted(names):
+                if name.endswith((".yaml", ".yml")) and not name.endswith((".cases.yaml", ".cases.yml")):
+                    files.append(Path(root) / name)
+    return sorted(files)
+
+
+def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleSet:
+    """Load the bundled rules plus any user rule folders."""
+    directories = [bundled_rules_dir(), *[Path(d) for d in extra_dirs]]
+    for directory in directories[1:]:
+        if not directory.exists():
+            return RuleSet([], [LoadProblem(str(directory), 0, "rules folder does not exist")])
+    files = rule_files(directories)
+    contents = []
+    for path in files:
+        try:
+            contents.append((path, read_rule_file(path)))
+        except OSError:
+            contents.append((path, b""))
+    key = "rules-" + _cache_key(contents)
+    if use_cache:
+        cached = read_cached(key)
+        if cached is not None:
+            try:
+                return ruleset_from_data(cached)
+            except (KeyError, TypeError, ValueError, AttributeError):
+                pass  # a cache from another layout: parse again
+    ruleset = _load_uncached(contents)
+    if use_cache:
+        write_cached(key, ruleset_to_data(ruleset))
+    return ruleset
+
+
+def ruleset_to_data(ruleset: RuleSet) -> dict:
+    """The rule set as plain JSON-able data (what the cache stores).
+
+    >>> data = ruleset_to_data(RuleSet([], [LoadProblem("a.yaml", 3, "bad")]))
+    >>> ruleset_from_data(data).problems[0].line
+    3
+    """
+    rules = []
+    for rule in ruleset.rules:
+        item = {name: getattr(rule, name) for name in Rule.__dataclass_fields__ if name not in ("signatures", "fixes")}
+        item["signatures"] = [{name: getattr(sig, name) for name in Signature.__dataclass_fields__ if name != "_compiled"}
+                              for sig in rule.signatures]
+        item["fixes"] = [{"strategy": fix.strategy, "params": fix.params, "when": fix.when} for fix in rule.fixes]
+        rules.append(item)
+    return {"rules": rules, "problems": [vars(problem) for problem in ruleset.problems]}
+
+
+def ruleset_from_data(data: dict) -> RuleSet:
+    rules = []
+    for item in data["rules"]:
+        fields = {name: tuple(value) if isinstance(value, list) else value
+                  for name, value in item.items() if name not in ("signatures", "fixes")}
+        signatures = [Signature(**{**sig, "literals": tuple(sig["literals"])}) for sig in item["signatures"]]
+        fixes = [FixSpec(fix["strategy"], dict(fix["params"]), tuple(fix["when"])) for fix in item["fixes"]]
+        rules.append(Rule(signatures=signatures, fixes=fixes, **fields))
+    return RuleSet(rules, [LoadProblem(**problem) for problem in data["problems"]])
+
+
+def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
+    digest = hashlib.sha256(__version__.encode())
+    here = Path(__file__).parent
+    for module in ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py"):  # the cached layout, the checks, the expansion
+        digest.update((here / module).read_bytes())
+    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml"):  # tables expand into signatures
+        digest.update((DATA_DIR / name).read_bytes())
+    for path, data in contents:
+        digest.update(str(path).encode())
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()[:32]
+
+
+def _safe_loader():
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
+    import jsonschema
+    import yaml
+
+    schema = json.loads((DATA_DIR / "rule.schema.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema)
+    categories = taxonomy()
+    rules: list[Rule] = []
+    problems: list[LoadProblem] = []
+    seen: dict[str, str] = {}
+    for path, data in contents:
+        shown = str(path)
+        special = not data and not_regular(shown)
+        if special:
+            problems.append(LoadProblem(shown, 0, f"is {special}, not a regular rule file; not read"))
+            continue
+        try:
+            text = data.decode("utf-8")
+            node = yaml.compose(text, Loader=_safe_loader())
+            if node is None:
+                problems.append(LoadProblem(shown, 0, "empty rule file"))
+                continue
+            aliases = yaml_alias_problem(node)
+            if aliases:
+                problems.append(LoadProblem(shown, *aliases))
+                continue
+            document = yaml.load(text, Loader=_safe_loader())
+        except UnicodeDecodeError:
+            problems.append(LoadProblem(shown, 0, "not UTF-8 text"))
+            continue
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else 0
+            problems.append(LoadProblem(shown, line, f"YAML syntax error: {getattr(exc, 'problem', exc)}"))
+            continue
+        errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+        if errors:
+            for error in errors[:5]:
+                where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+                problems.append(LoadProblem(shown, _line_of(node, list(error.absolute_path)), f"{where}: {error.message}"))
+            continue
+        try:
+            rule = _build_rule(document, shown, node.start_mark.line + 1)
+        except KeyError as exc:  # a signature names an error table, or a category, the tables do not have
+            problems.append(LoadProblem(shown, _line_of(node, ["signatures"]), str(exc.args[0])))
+            continue
+        if rule.category not in categories:
+            problems.append(LoadProblem(shown, _line_of(node, ["category"]), f"unknown category '{rule.category}' (see taxonomy)"))
+            continue
+        unsafe = _check_regexes(rule)
+        if unsafe:
+            problems += [LoadProblem(shown, _line_of(node, ["signatures", i, "regex"]), why) for i, why in unsafe]
+            continue
+        if rule.id in seen:
+            problems.append(LoadProblem(shown, _line_of(node, ["id"]), f"duplicate rule id '{rule.id}' (also in {seen[rule.id]})"))
+            continue
+        seen[rule.id] = shown
+        rules.append(rule)
+    return RuleSet(rules, problems)
+
+
+def _check_regexes(rule: Rule) -> list[tuple[int, str]]:
+    """What lint refuses in the rule's signatures (index, why): the same checks as `vdiag rules lint`.
+
+    Bundled rules skip only the timed adversarial lines (their result depends on machine load;
+    `rules lint` runs them in CI); user rules run them too.
+    """
+    from .signatures import signature_problems
+
+    timed = not is_within(rule.path, bundled_rules_dir())
+    return [(index, f"signature '{sig.name}': {message}")
+            for index, sig in enumerate(rule.signatures) for message in signature_problems(sig, timed=timed)]
+
+
+def _line_of(node, path: list) -> int:
+    """The 1-based line of the YAML node at `path`, or of the nearest parent."""
+    current = node
+    for part in path:
+        nxt = None
+        if hasattr(current, "value") and isinstance(current.value, list):
+            if isinstance(part, int) and current.tag.endswith(":seq") and part < len(current.value):
+                nxt = current.value[part]
+            elif not isinstance(part, int):
+                for key, value in current.value:
+                    if getattr(key, "value", None) == part:
+                        nxt = value
+                        break
+        if nxt is None:
+            break
+        current = nxt
+    return current.start_mark.line + 1
+
+
+def _build_rule(doc: dict, path: str, line: int) -> Rule:
+    signatures = []
+    for s in doc["signatures"]:
+        if "table" in s:  # literals and regex generated from an error table (error_tables.py)
+            from .error_tables import table_signature
+
+            literals, pattern = table_signature(s["table"], doc["category"])
+        else:
+            literals, pattern = tuple(s["literals"]), s["regex"]
+        signatures.append(Signature(
+            name=s["name"],
+            literals=literals,
+            regex=pattern,
+            kind=s.get("kind", "error"),
+            weight=float(s.get("weight", 0.9)),
+            window=int(s.get("window", 0)),
+            rule_id=doc["id"],
+            family=bool(s.get("family", "table" in s)),
+            any_level=bool(s.get("any_level", False)),
+        ))
+    fixes = [FixSpec(f["strategy"], dict(f.get("params") or {}), tuple(f.get("when") or ())) for f in doc["fixes"]]
+    return Rule(
+        id=doc["id"],
+        category=doc["category"],
+        title=doc["title"].strip(),
+        severity=doc["severity"],
+        summary=doc["summary"].strip(),
+        why=doc["why"].strip(),
+        signatures=signatures,
+        fixes=fixes,
+        vllm_versions=doc.get("vllm_versions", ""),
+        conditions=tuple(doc.get("conditions") or ()),
+        fire_on_conditions=doc.get("fire_on_conditions"),
+        requires_context=bool(doc.get("requires_context", False)),
+        outranks=tuple(doc.get("outranks") or ()),
+        verify=tuple(doc.get("verify") or ()),
+        false_positives=tuple(doc.get("false_positives") or ()),
+        references=tuple(doc.get("references") or ()),
+        path=path,
+        line=line,
+    )

@@ -1,0 +1,94 @@
+"""A launch as data (form, program, args, env) and vLLM's flag table (canonical names, switches)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SHELL_OPERATORS = {";", "&&", "||", "|", "&", ">", ">>", "<", "&>", "&>>", "2>", "2>&1", "1>", "|&"}
+
+
+def flag_table() -> dict:
+    from ..util.datafiles import load_yaml
+
+    return load_yaml("flags.yaml")
+
+
+def canonical_flag(token: str) -> str:
+    """`--max_model_len` → `--max-model-len`; `-tp` → `--tensor-parallel-size`."""
+    name = token.split("=", 1)[0]
+    aliases = flag_table()["aliases"]
+    if name in aliases:
+        return aliases[name]
+    if name.startswith("--"):
+        return "--" + name[2:].replace("_", "-")
+    return name
+
+
+def is_switch(flag: str) -> bool:
+    return canonical_flag(flag) in set(flag_table()["switches"])
+
+
+@dataclass
+class Token:
+    raw: str
+    value: str
+
+
+@dataclass
+class Arg:
+    """One option as written: `--max_model_len=4096`, `--enforce-eager`, `-tp 2`."""
+
+    spelled: str
+    value: str | None
+    equals: bool = False
+    raw_value: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return canonical_flag(self.spelled)
+
+
+@dataclass
+class Launch:
+    form: str
+    env: list[tuple[str, str]] = field(default_factory=list)
+    head: list[str] = field(default_factory=list)
+    model: str | None = None
+    model_positional: bool = False
+    args: list[Arg] = field(default_factory=list)
+    docker_opts: list[Arg] = field(default_factory=list)
+    image: str | None = None
+    tail: list[str] = field(default_factory=list)
+    python_kwargs: dict[str, Any] = field(default_factory=dict)
+    origin: str = "log"
+
+    def get(self, flag: str) -> str | None:
+        """The value of a flag (canonical name), `"true"` for a present switch, else None."""
+        flag = canonical_flag(flag)
+        if flag == "--model" and self.model:
+            return self.model
+        for arg in reversed(self.args):
+            if arg.flag == flag:
+                return "true" if arg.value is None else arg.value
+        return None
+
+    def env_value(self, name: str) -> str | None:
+        for key, value in reversed(self.env):
+            if key == name:
+                return value
+        for opt in self.docker_opts:
+            if opt.flag in ("-e", "--env") and opt.value and opt.value.startswith(name + "="):
+                return opt.value.split("=", 1)[1]
+        return None
+
+    def engine_args(self) -> dict[str, str]:
+        """Canonical flag → value for every vLLM argument given."""
+        out = {arg.flag: ("true" if arg.value is None else arg.value) for arg in self.args}
+        if self.model:
+            out["--model"] = self.model
+        return out
+
+    @property
+    def shell_operators(self) -> list[str]:
+        return [t for t in self.tail if t in SHELL_OPERATORS]

@@ -1,0 +1,129 @@
+"""Apply changes to a launch and render it back in the user's own form."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import replace
+from typing import Any
+
+from ..util.redact import MASK, masked_launch
+from .launch import Arg, Launch, canonical_flag
+
+# ---------------------------------------------------------------- changes and rendering
+
+
+def apply_changes(launch: Launch, changes: dict[str, Any]) -> Launch:
+    """A copy of `launch` with a fix's changes applied (`--flag`, `env:NAME`, `docker:--opt`)."""
+    new = replace(launch, env=list(launch.env), args=list(launch.args), docker_opts=list(launch.docker_opts),
+                  python_kwargs=dict(launch.python_kwargs))
+    for key, value in changes.items():
+        if value == "(remove)":
+            value = None
+        if key.startswith("env:"):
+            _set_env(new, key[4:], None if value is None else str(value))
+        elif key.startswith("docker:"):
+            if new.form == "docker":
+                _set_arg(new.docker_opts, key[7:], value)
+        elif key.startswith("-"):
+            if canonical_flag(key) == "--model" and value is not None:
+                new.model = str(value)
+                if not new.model_positional and not any(a.flag == "--model" for a in new.args):
+                    new.args.insert(0, Arg("--model", str(value)))
+                else:
+                    new.args = [replace(a, value=str(value), raw_value=None) if a.flag == "--model" else a for a in new.args]
+                if new.form == "llm-python":
+                    new.python_kwargs["model"] = str(value)
+                continue
+            _set_arg(new.args, key, value)
+            if new.form == "llm-python":
+                kw = canonical_flag(key)[2:].replace("-", "_")
+                if value is None:
+                    new.python_kwargs.pop(kw, None)
+                else:
+                    new.python_kwargs[kw] = _python_value(value)
+    return new
+
+
+def _set_env(launch: Launch, name: str, value: str | None) -> None:
+    if launch.form == "docker":
+        launch.docker_opts = [o for o in launch.docker_opts
+                              if not (o.flag in ("-e", "--env") and (o.value or "").split("=", 1)[0] == name)]
+        if value is not None:
+            launch.docker_opts.append(Arg("-e", f"{name}={value}"))
+        return
+    launch.env = [(k, v) for k, v in launch.env if k != name]
+    if value is not None:
+        launch.env.append((name, value))
+
+
+def _set_arg(args: list[Arg], flag: str, value: Any) -> None:
+    target = canonical_flag(flag)
+    positions = [i for i, a in enumerate(args) if a.flag == target]
+    if value is None or value is False:
+        for i in reversed(positions):
+            del args[i]
+        return
+    text = None if value is True else str(value)
+    if positions:
+        keep = positions[-1]
+        old = args[keep]
+        args[keep] = Arg(old.spelled, text, equals=old.equals and text is not None, raw_value=None)
+        for i in reversed(positions[:-1]):
+            del args[i]
+    else:
+        args.append(Arg(flag, text))
+
+
+def _python_value(value: Any) -> Any:
+    if isinstance(value, bool) or value is None:
+        return value
+    text = str(value)
+    if text.lower() == "true":
+        return True
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if re.fullmatch(r"-?\d+\.\d*", text):
+        return float(text)
+    return text
+
+
+def _quote(value: str) -> str:
+    if value == MASK:
+        return value
+    return shlex.quote(value) if value else "''"
+
+
+def _render_arg(arg: Arg) -> str:
+    if arg.value is None:
+        return arg.spelled
+    value = arg.raw_value if arg.raw_value is not None else _quote(arg.value)
+    return f"{arg.spelled}={value}" if arg.equals else f"{arg.spelled} {value}"
+
+
+def render(launch: Launch) -> str:
+    """The launch as a command line (or Python call) in the user's own form, its secrets masked."""
+    launch = masked_launch(launch)
+    if launch.form == "llm-python":
+        return _render_python(launch)
+    parts: list[str] = [f"{k}={_quote(v)}" for k, v in launch.env]
+    parts += launch.head[:2] if launch.form == "docker" else launch.head
+    if launch.form == "docker":
+        parts += [_render_arg(o) for o in launch.docker_opts]
+        if launch.image:
+            parts.append(launch.image)
+        parts += launch.head[2:]
+    if launch.model and launch.model_positional:
+        parts.append(_quote(launch.model))
+    parts += [_render_arg(a) for a in launch.args]
+    parts += launch.tail
+    return " ".join(p for p in parts if p)
+
+
+def _render_python(launch: Launch) -> str:
+    pieces = []
+    for key, value in launch.python_kwargs.items():
+        pieces.append(f"{key}={value!r}")
+    call = f"LLM({', '.join(pieces)})"
+    env = [f'os.environ["{k}"] = {v!r}' for k, v in launch.env]
+    return "\n".join(["import os", *env, call]) if env else call

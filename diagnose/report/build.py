@@ -1,0 +1,136 @@
+"""The report: one JSON-shaped dict (the contract in the README) that every renderer reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..diagnosis.pipeline import Outcome
+from ..util.errors import ExitCode
+
+SCHEMA_VERSION = 1
+
+
+def build_report(outcome: Outcome) -> dict[str, Any]:
+    ctx = outcome.ctx
+    facts = ctx.facts
+    launch = None
+    if ctx.launch is not None:
+        from ..launch.render import render
+
+        launch = {"form": ctx.launch.form, "command": render(ctx.launch), "source": ctx.launch_source}
+    gpus = [
+        {k: v for k, v in {"index": g.index, "name": g.name, "total_gib": g.total_gib, "used_gib": g.used_gib,
+                           "free_gib": g.free_gib, "compute_capability": g.compute_capability,
+                           "source": g.source if ctx.gpu_source == "log" else ctx.gpu_source}.items() if v is not None}
+        for g in ctx.gpus
+    ]
+    memory = {k: v for k, v in facts.memory.items() if v is not None}
+    report = {
+        "schema": SCHEMA_VERSION,
+        "status": status_of(outcome),
+        "facts": {
+            "vllm_version": facts.vllm_version,
+            "vllm_version_source": facts.version_source,
+            "launch": launch,
+            "model": ctx.model.as_json() if ctx.model else ({"name": ctx.model_name(), "source": "log"} if ctx.model_name() else None),
+            "gpus": gpus,
+            "gpu_processes": [{"pid": p.pid, "used_gib": p.used_gib, "name": p.name, "source": p.source} for p in ctx.processes],
+            "memory": memory,
+            "platform": facts.platform,
+            "phase": ctx.phases.reached(),
+            "lines": ctx.scan.lines,
+        },
+        "diagnoses": [_diagnosis(d, outcome) for d in outcome.diagnoses],
+        "unexplained": [_line(outcome, line, text) for line, text in outcome.unexplained],
+        "notes": list(outcome.notes),
+    }
+    if outcome.rule_problems:
+        report["rule_problems"] = list(outcome.rule_problems)
+    return report
+
+
+def _line(outcome: Outcome, line: int, text: str) -> dict[str, Any]:
+    """An evidence line; with several inputs, numbered within its own file and named."""
+    if len(outcome.sources) < 2:
+        return {"line": line, "text": text}
+    source, local = outcome.locate(line)
+    return {"line": local, "text": text, "source": source}
+
+
+def _diagnosis(diagnosis, outcome: Outcome) -> dict[str, Any]:
+    rule = diagnosis.rule
+    return {
+        "rule": rule.id,
+        "category": rule.category,
+        "title": rule.title,
+        "severity": rule.severity,
+        "confidence": diagnosis.confidence,
+        "summary": rule.summary,
+        "why": diagnosis.why,
+        "secondary_of": diagnosis.secondary_of,
+        "family": diagnosis.family,
+        "evidence": [_line(outcome, m.line, m.text) for m in diagnosis.evidence],
+        "captures": diagnosis.captures,
+        "fixes": [_fix(r) for r in diagnosis.fixes],
+        "verify": list(rule.verify),
+    }
+
+
+def _fix(ranked) -> dict[str, Any]:
+    fix = ranked.fix
+    out: dict[str, Any] = {
+        "rank": ranked.rank,
+        "title": fix.title,
+        "changes": dict(fix.changes),
+        "command": ranked.command,
+        "predicted": {"starts": fix.will_start, **fix.predicted},
+        "cost": fix.cost_note or fix.cost,
+        "why": fix.why,
+        "rank_reason": ranked.reason,
+    }
+    if fix.step_command:
+        out["step"] = fix.step_command
+    if fix.not_evaluable:
+        out["not_evaluable"] = fix.not_evaluable
+    if fix.workaround:
+        out["workaround"] = True
+    return out
+
+
+def status_of(outcome: Outcome) -> str:
+    if outcome.diagnoses:
+        return "failure-diagnosed"
+    if outcome.unexplained:
+        return "request-errors" if _only_request_errors(outcome) else "errors-unexplained"
+    if outcome.ctx.facts.served:
+        return "served"
+    return "nothing-found"
+
+
+def _only_request_errors(outcome: Outcome) -> bool:
+    """Every error line came after the server was up and is one request's failure (data/request_errors.yaml)."""
+    from ..facts.phases import phase_order
+
+    phases = outcome.ctx.phases
+    patterns = _request_error_patterns()
+    for line, text in outcome.unexplained:
+        phase = phases.at(line)
+        if phase is None or phase_order(phase) < phase_order("serving") or not any(p.search(text) for p in patterns):
+            return False
+    return True
+
+
+def _request_error_patterns():
+    import re
+
+    from ..util.datafiles import load_yaml
+
+    return [re.compile(p, re.IGNORECASE) for p in load_yaml("request_errors.yaml")]
+
+
+def exit_code_for(report: dict[str, Any]) -> ExitCode:
+    if report["diagnoses"]:
+        return ExitCode.DIAGNOSED
+    if report["status"] == "request-errors":
+        return ExitCode.NOTHING_FOUND  # the server works; single requests failed
+    return ExitCode.UNEXPLAINED_ERRORS if report["unexplained"] else ExitCode.NOTHING_FOUND

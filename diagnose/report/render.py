@@ -1,0 +1,179 @@
+"""Renderers: one report dict in, text (rich), JSON or Markdown out.
+
+Each renderer first redacts the report field by field (`redact_tree`), before anything is serialised or joined.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..util.redact import redact, redact_tree
+
+
+def to_json(report: dict[str, Any], emails: bool = True) -> str:
+    return json.dumps(redact_tree(report, emails), indent=2, ensure_ascii=False, default=lambda o: redact(str(o), emails))
+
+
+def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
+    report = redact_tree(report, emails)
+    out: list[str] = []
+    facts = report["facts"]
+    diagnoses = report["diagnoses"]
+    if not diagnoses:
+        out.append("## vdiag: no known failure found")
+        if report["status"] == "served":
+            out.append("\nThe server reached *Application startup complete*.")
+    for index, d in enumerate(diagnoses):
+        heading = "##" if index == 0 else "###"
+        label = "" if index == 0 else " (secondary)"
+        out.append(f"{heading} {d['title']}{label}\n")
+        out.append(f"**Category:** `{d['category']}` · **confidence:** {d['confidence']:.2f} · **rule:** `{d['rule']}`\n")
+        out.append(d["summary"] + "\n")
+        if d["why"]:
+            out.append(f"**Why:** {d['why']}\n")
+        if d["evidence"]:
+            out.append("**Evidence**\n\n```")
+            out += [f"{_where(e):>6}: {e['text']}" for e in d["evidence"]]
+            out.append("```\n")
+        if d["fixes"]:
+            out.append("**Fixes, best first**\n")
+            for fix in d["fixes"]:
+                out.append(f"{fix['rank']}. **{fix['title']}** — {fix['rank_reason']}")
+                if fix["why"]:
+                    out.append(f"   {fix['why']}")
+                command = fix.get("command") or fix.get("step")
+                if command:
+                    out.append(f"\n   ```\n   {command}\n   ```")
+            out.append("")
+        if index == 0 and len(diagnoses) > 1:
+            out.append("---\n")
+    out.append(_facts_markdown(facts))
+    if report["unexplained"]:
+        out.append("**Error lines no rule explains**\n\n```")
+        out += [f"{u['line']:>6}: {u['text']}" for u in report["unexplained"]]
+        out.append("```")
+    for note in report.get("notes", []):
+        out.append(f"> note: {note}")
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _facts_markdown(facts: dict[str, Any]) -> str:
+    rows = []
+    if facts.get("vllm_version"):
+        rows.append(f"- vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
+    if facts.get("launch"):
+        rows.append(f"- launch ({facts['launch']['source']}): `{facts['launch']['command']}`")
+    if facts.get("model"):
+        rows.append(f"- model: {facts['model']['name']} (architecture from {facts['model']['source']})")
+    for gpu in facts.get("gpus", []):
+        size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
+        rows.append(f"- GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+    return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
+
+
+def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """What to say first when no rule fired: the error itself, its type and the phase, never "nothing found".
+
+    >>> headline_without_diagnosis({"status": "errors-unexplained", "facts": {"phase": "weights-loading"},
+    ...     "unexplained": [{"line": 9, "text": "RuntimeError: NCCL error: unhandled cuda error"}]})[0][0]
+    '✗ An error no rule explains yet (RuntimeError), at line 9: RuntimeError: NCCL error: unhandled cuda error'
+    """
+    status, phase = report["status"], (report.get("facts") or {}).get("phase")
+    reached = f"  Start-up reached: {phase}." if phase else "  The log shows no start-up progress lines."
+    if status == "errors-unexplained":
+        first = report["unexplained"][0]
+        kind = re.match(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit))\b", first["text"])
+        family = f" ({kind.group(1)})" if kind else ""
+        return [(f"✗ An error no rule explains yet{family}, at line {_where(first)}: {first['text'][:300]}", "bold yellow"),
+                (reached, None),
+                ("  vdiag cannot say why it happened; the lines below are the errors it found.", "dim")]
+    if status == "request-errors":
+        return [("✓ The server came up; only single requests failed (listed below).", "bold green"),
+                ("  These are request errors (a prompt too long, a bad parameter, a client timeout), not a server failure.", None)]
+    if status == "served":
+        return [("✓ No failure: the server reached 'Application startup complete'.", "bold green")]
+    return [("No vLLM failure and no error lines found.", "bold green"), (reached, None)]
+
+
+def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None:
+    """Human output with rich: colour only on a terminal, NO_COLOR honoured (rich does both)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    report = redact_tree(report, emails)
+
+    def say(text: str = "", style: str | None = None) -> None:
+        console.print(escape(text), style=style)
+
+    diagnoses = report["diagnoses"]
+    facts = report["facts"]
+    if not diagnoses:
+        for text, style in headline_without_diagnosis(report):
+            say(text, style)
+    for index, d in enumerate(diagnoses):
+        if index == 1:
+            say("\nAlso found (lower confidence, often a consequence of the above):", "bold")
+        if index == 0:
+            say(f"✗ {d['title']}", "bold red")
+            say(f"  {d['category']} · confidence {d['confidence']:.2f} · rule {d['rule']}", "dim")
+            say(f"  {d['summary']}")
+            if d["why"]:
+                say(f"  Why: {d['why']}")
+            if d["evidence"]:
+                say("  Evidence:", "bold")
+                for e in d["evidence"]:
+                    say(f"    line {_where(e)}: {e['text'][:400]}", "yellow")
+            if d["fixes"]:
+                say("  Fixes, best first:", "bold")
+                for fix in d["fixes"]:
+                    say(f"  {fix['rank']}. {fix['title']}", "bold cyan" if fix["rank"] == 1 else None)
+                    say(f"     {fix['rank_reason']}", "dim")
+                    if fix["why"]:
+                        say(f"     {fix['why']}")
+                    command = fix.get("command") or fix.get("step")
+                    if command:
+                        say(f"     $ {command}", "green")
+                    elif fix["changes"]:
+                        say("     change: " + " ".join(_change_text(k, v) for k, v in fix["changes"].items()), "green")
+        else:
+            say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "
+                f"{d['evidence'][0]['line'] if d['evidence'] else '?'})")
+    facts_lines = []
+    if facts.get("vllm_version"):
+        facts_lines.append(f"vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
+    if facts.get("launch"):
+        facts_lines.append(f"launch ({facts['launch']['source']}): {facts['launch']['command']}")
+    if facts.get("model"):
+        facts_lines.append(f"model: {facts['model']['name']} (from {facts['model']['source']})")
+    for gpu in facts.get("gpus", []):
+        size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
+        facts_lines.append(f"GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+    if facts_lines:
+        say("\nFacts:", "bold")
+        for line in facts_lines:
+            say(f"  {line}", "dim")
+    if report["unexplained"]:
+        say("\nError lines no rule explains:", "bold yellow")
+        for u in report["unexplained"]:
+            say(f"  line {u['line']}: {u['text'][:300]}")
+    for note in report.get("notes", []):
+        say(f"note: {note}", "dim")
+
+
+def _where(entry: dict) -> str:
+    return f"{entry['source']}:{entry['line']}" if entry.get("source") else str(entry["line"])
+
+
+def _change_text(key: str, value) -> str:
+    if value is None:
+        return f"remove {key}"
+    if value is True:
+        return key
+    if key.startswith("env:"):
+        return f"{key[4:]}={value}"
+    if key.startswith("docker:"):
+        return f"docker run {key[7:]} {value}"
+    return f"{key} {value}"

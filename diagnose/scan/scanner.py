@@ -1,0 +1,235 @@
+"""One pass over the input: literal prefilter, then regexes on candidate lines.
+
+Every signature and every facts extractor declares literals. A block of
+bytes is searched for all literals at once (see `prefilter`), which is far
+faster than running regexes line by line; only the lines that contain a
+literal are split into header and message and handed to the regexes and
+extractors that asked for that literal. Evidence is bounded per signature,
+so memory does not grow with the input.
+
+Time is bounded too: each line is split into its message once (look-ahead
+windows reuse it), extractors see at most `MAX_EXTRACTOR_LINE_CHARS` of a
+line, and rule regexes run under a timeout per match and a total budget per
+input (`REGEX_BUDGET_S`); once it is spent the remaining matches are skipped
+and counted, and the report says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Protocol
+
+from ..ingest.lineformat import below_error_level, message_of
+from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
+from .prefilter import make_finder
+
+MAX_EVIDENCE_PER_SIGNATURE = 4
+MAX_LOOKAHEAD_LINES = 40
+MAX_WINDOW_LINE_CHARS = 2000
+MAX_EXTRACTOR_LINE_CHARS = 16384
+REGEX_BUDGET_S = 8.0  # all rule regexes on one input together
+
+
+class Extractor(Protocol):
+    """Something that wants to see lines containing one of its literals."""
+
+    literals: tuple[str, ...]
+    window: int
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None: ...
+
+
+@dataclass
+class Match:
+    line: int
+    text: str
+    captures: dict[str, str]
+
+
+@dataclass
+class SignatureHits:
+    signature: Signature
+    count: int = 0
+    first: list[Match] = field(default_factory=list)
+    last: Match | None = None
+
+    def add(self, match: Match) -> None:
+        self.count += 1
+        if len(self.first) < MAX_EVIDENCE_PER_SIGNATURE:
+            self.first.append(match)
+        self.last = match
+
+    def captures(self) -> dict[str, str]:
+        """Named captures, the latest non-empty value of each."""
+        merged: dict[str, str] = {}
+        for match in [*self.first, self.last]:
+            if match is None:
+                continue
+            for key, value in match.captures.items():
+                if value is not None:
+                    merged[key] = value
+        return merged
+
+
+@dataclass
+class ScanResult:
+    hits: dict[str, SignatureHits] = field(default_factory=dict)
+    lines: int = 0
+    regex_timeouts: int = 0
+    regex_seconds: float = 0.0
+    regex_budget_s: float = field(default_factory=lambda: REGEX_BUDGET_S)
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.regex_seconds >= self.regex_budget_s
+
+
+class Scanner:
+    def __init__(self, signatures: Iterable[Signature], extractors: Iterable[Extractor] = ()):
+        self._targets: dict[str, list] = {}
+        for sig in signatures:
+            for literal in sig.literals:
+                self._targets.setdefault(literal.lower(), []).append(sig)
+        for extractor in extractors:
+            for literal in extractor.literals:
+                self._targets.setdefault(literal.lower(), []).append(extractor)
+        self._finder = make_finder(self._targets)
+        self._lookahead = min(MAX_LOOKAHEAD_LINES, max([t.window for ts in self._targets.values() for t in ts] + [1]))
+
+    @property
+    def engine(self) -> str:
+        return self._finder.name
+
+    def scan(self, blocks: Iterable[bytes | str], result: ScanResult | None = None, first_line: int = 1) -> ScanResult:
+        """Scan blocks of whole lines; line numbers start at `first_line` (to continue over several sources)."""
+        result = result or ScanResult()
+        tail = b""
+        tail_first_line = first_line
+        for block, is_last in _with_lookahead(blocks):
+            if isinstance(block, str):
+                block = block.encode("utf-8", "surrogatepass")
+            data = tail + block
+            cut = len(data) if is_last else _start_of_last_lines(data, self._lookahead)
+            self._scan_block(data, tail_first_line, cut, result)
+            tail_first_line += data.count(b"\n", 0, cut)
+            tail = data[cut:]
+        result.lines = tail_first_line - 1
+        return result
+
+    def _scan_block(self, data: bytes, first_line: int, cut: int, result: ScanResult) -> None:
+        candidates = self._finder.candidates(data, cut)
+        if not candidates:
+            return
+        line_no = first_line
+        previous = 0
+        messages = _Messages(data)
+        for start in sorted(candidates):
+            line_no += data.count(b"\n", previous, start)
+            previous = start
+            message, end = messages.at(start)
+            quiet: bool | None = None  # an INFO/WARNING/DEBUG line, worked out only when a family signature asks
+            following: list[str] | None = None
+            seen: set[int] = set()
+            for literal in candidates[start]:
+                for target in self._targets[literal]:
+                    if id(target) in seen:
+                        continue
+                    seen.add(id(target))
+                    window = target.window
+                    if window and following is None:
+                        following = messages.following(end, self._lookahead)
+                    if isinstance(target, Signature):
+                        if target.family and not target.any_level:
+                            if quiet is None:
+                                quiet = below_error_level(data[start:min(end, start + 400)].decode("utf-8", "replace"))
+                            if quiet:
+                                continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
+                        self._match(target, line_no, message, following or [], result)
+                    else:
+                        target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], (following or [])[:window])
+            messages.forget_before(start)
+
+    def _match(self, sig: Signature, line_no: int, message: str, following: list[str], result: ScanResult) -> None:
+        text = message
+        if sig.window:
+            text = " ".join([message, *following[: sig.window]])
+        remaining = result.regex_budget_s - result.regex_seconds
+        if remaining <= 0:
+            result.regex_timeouts += 1
+            return
+        began = time.perf_counter()
+        try:
+            found = sig.compiled().search(text, timeout=min(REGEX_TIMEOUT_S, remaining))
+        except TimeoutError:
+            result.regex_timeouts += 1
+            return
+        finally:
+            result.regex_seconds += time.perf_counter() - began
+        if not found:
+            return
+        hits = result.hits.get(sig.key)
+        if hits is None:
+            hits = result.hits[sig.key] = SignatureHits(sig)
+        hits.add(Match(line_no, message[:MAX_WINDOW_LINE_CHARS], {k: v for k, v in found.groupdict().items() if v is not None}))
+
+
+def _with_lookahead(blocks: Iterable) -> Iterator[tuple]:
+    iterator = iter(blocks)
+    try:
+        current = next(iterator)
+    except StopIteration:
+        return
+    for nxt in iterator:
+        yield current, False
+        current = nxt
+    yield current, True
+
+
+def _start_of_last_lines(data: bytes, count: int) -> int:
+    pos = len(data) - 1
+    for _ in range(count):
+        pos = data.rfind(b"\n", 0, pos)
+        if pos < 0:
+            return 0
+    return pos + 1
+
+
+class _Messages:
+    """Each line of a block split into its message once, however many windows look at it."""
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self._lines: dict[int, tuple[str, int]] = {}  # start → (message, end)
+        self._windows: dict[int, tuple[str, int]] = {}  # start → (message of the first MAX_WINDOW_LINE_CHARS, end)
+
+    def _end(self, start: int) -> int:
+        end = self.data.find(b"\n", start)
+        return len(self.data) if end < 0 else end
+
+    def at(self, start: int) -> tuple[str, int]:
+        found = self._lines.get(start)
+        if found is None:
+            end = self._end(start)
+            found = self._lines[start] = (message_of(self.data[start:end].decode("utf-8", "replace")), end)
+        return found
+
+    def following(self, end: int, count: int) -> list[str]:
+        out: list[str] = []
+        pos = end + 1
+        while len(out) < count and pos < len(self.data):
+            found = self._windows.get(pos)
+            if found is None:
+                nxt = self._end(pos)
+                text = self.data[pos:min(nxt, pos + MAX_WINDOW_LINE_CHARS)].decode("utf-8", "replace")
+                found = self._windows[pos] = (message_of(text), nxt)
+            out.append(found[0])
+            pos = found[1] + 1
+        return out
+
+    def forget_before(self, start: int) -> None:
+        """Candidates come in order: lines before this one are never looked at again."""
+        if len(self._windows) > 4 * MAX_LOOKAHEAD_LINES:
+            self._windows = {k: v for k, v in self._windows.items() if k > start}
+        if len(self._lines) > 4 * MAX_LOOKAHEAD_LINES:
+            self._lines = {k: v for k, v in self._lines.items() if k >= start}

@@ -1,0 +1,259 @@
+"""Batch triage of support tickets: one summary row per ticket, and what the batch has in common.
+
+Each ticket is diagnosed like `vdiag --no-gpu FILE` (tickets come from other
+machines), then reduced to a small row: the top diagnosis, the rank-1 fix,
+and the questions to send back for whatever the ticket lacks. Full reports
+live only while a ticket is processed (and in its reply draft), so memory
+stays bounded for 10,000 tickets. Large batches are spread over all cores;
+results come back in input order, so serial and parallel runs are identical.
+
+Everything a row holds is redacted (secrets and e-mail addresses) when the
+row is made; the renderers redact again on output.
+
+>>> questions_for({"status": "nothing-found", "facts": {"launch": None, "vllm_version": "0.9.1", "gpus": []}})[0]
+'Which exact command (or LLM(...) call) starts vLLM?'
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+from ..util.errors import VdiagError
+from ..util.redact import redact
+from .replies import ReplyNames, reply_markdown, write_reply
+from .summary import Summary, TicketResult
+from .templates import template_id, template_of
+from .tickets import Ticket
+
+SCHEMA_VERSION = 1
+PARALLEL_MIN_TICKETS = 64
+CHUNK_TICKETS = 16
+IN_FLIGHT_CHUNKS_PER_JOB = 4
+STATUS_ERROR = "error"
+INTERNAL_ERROR_PREFIX = "internal error: "
+
+ASK_LAUNCH = "Which exact command (or LLM(...) call) starts vLLM?"
+ASK_VERSION = "Which vLLM version (`pip show vllm` or `vllm --version`)?"
+ASK_GPUS = "Which GPU(s)? Please paste `nvidia-smi`."
+ASK_FULL_LOG = "The log ends before the error: please paste the full output from the start to the traceback."
+ASK_READABLE = "We could not read what was attached: please paste the log as plain text, from the start to the traceback."
+QUESTION_LABELS = {ASK_LAUNCH: "command", ASK_VERSION: "version", ASK_GPUS: "GPUs", ASK_FULL_LOG: "full log",
+                   ASK_READABLE: "readable log"}
+_PLATFORMS_WITHOUT_GPUS = {"cpu", "tpu", "neuron"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every worker needs to triage a ticket the same way."""
+
+    rules_dirs: tuple[Path, ...] = ()
+    replies_dir: Path | None = None
+
+
+def questions_for(report: dict[str, Any]) -> list[str]:
+    """What is missing to be sure, phrased as questions to send back."""
+    facts = report["facts"]
+    questions = []
+    if not facts.get("launch"):
+        questions.append(ASK_LAUNCH)
+    if not facts.get("vllm_version"):
+        questions.append(ASK_VERSION)
+    if not facts.get("gpus") and facts.get("platform") not in _PLATFORMS_WITHOUT_GPUS:
+        questions.append(ASK_GPUS)
+    if report["status"] == "nothing-found":
+        questions.append(ASK_FULL_LOG)
+    return questions
+
+
+def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
+    """Diagnose one ticket into its row; an unreadable ticket becomes a row with an error, never an exception."""
+    from ..diagnosis.pipeline import Options, diagnose
+    from ..report.build import build_report
+
+    title = None
+    try:
+        source, title = ticket.source()
+        outcome = diagnose([source], Options(gpu_mode="none"), ruleset)
+        report = build_report(outcome)
+        if report["facts"]["lines"] == 0 and source.notes.truncated_input:
+            raise VdiagError(f"{ticket.id}: {source.notes.truncated_input}")
+    except VdiagError as error:
+        return _error_result(ticket, title, str(error), settings)
+    except Exception as error:  # one broken ticket must not stop the batch; the row says what happened
+        if os.environ.get("VDIAG_DEBUG"):
+            raise
+        return _error_result(ticket, title, f"{INTERNAL_ERROR_PREFIX}{type(error).__name__}: {error}", settings)
+    result = _summarise(ticket, title, report)
+    if settings.replies_dir is not None:
+        problem = _write_reply(ticket, settings, reply_markdown(title, report, result.row["questions"]))
+        if problem:
+            result.row["error"] = _clean(problem)
+    return result
+
+
+def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any]) -> TicketResult:
+    top = report["diagnoses"][0] if report["diagnoses"] else None
+    fix = top["fixes"][0] if top and top["fixes"] else None
+    templates: dict[str, tuple[str, str]] = {}
+    for item in report["unexplained"]:
+        line = _clean(item["text"])
+        template = template_of(line)
+        templates.setdefault(template_id(template), (template, line))
+    template_ids = list(templates)
+    row = {
+        "id": _clean(ticket.id),
+        "title": _clean(title),
+        "status": report["status"],
+        "category": top["category"] if top else None,
+        "rule": top["rule"] if top else None,
+        "confidence": top["confidence"] if top else None,
+        "fix": _clean(fix["title"]) if fix else None,
+        "command": _clean(fix.get("command") or fix.get("step")) if fix else None,
+        "questions": questions_for(report),
+        "unexplained": {"first": _clean(report["unexplained"][0]["text"]), "templates": template_ids} if template_ids else None,
+        "notes": [_clean(n) for n in report.get("notes", [])],
+        "error": None,
+    }
+    return TicketResult(row, templates)
+
+
+def _error_result(ticket: Ticket, title: str | None, message: str, settings: Settings) -> TicketResult:
+    row = {"id": _clean(ticket.id), "title": _clean(title), "status": STATUS_ERROR, "category": None, "rule": None,
+           "confidence": None, "fix": None, "command": None, "questions": [ASK_READABLE], "unexplained": None,
+           "notes": [], "error": _clean(message)}
+    problem = _write_reply(ticket, settings, _error_reply(title, row["error"])) if settings.replies_dir else None
+    if problem:
+        row["error"] = _clean(f"{message}; {problem}")
+    return TicketResult(row)
+
+
+def _clean(text: str | None) -> str | None:
+    return redact(text, emails=True) if text else text
+
+
+# ---------------------------------------------------------------- reply drafts
+
+def _error_reply(title: str | None, error: str) -> str:
+    parts = [f"Re: {title}\n" if title else "", "Hello,\n",
+             f"thank you for the details. We could not read the attachment ({error}).\n", f"- {ASK_READABLE}"]
+    return redact("\n".join(p for p in parts if p) + "\n", emails=True)
+
+
+def _write_reply(ticket: Ticket, settings: Settings, text: str) -> str | None:
+    """Write the ticket's reply draft; why it could not be written, or None."""
+    if settings.replies_dir is None:
+        return None
+    try:
+        write_reply(settings.replies_dir, ticket.reply_name or ReplyNames().assign(_clean(ticket.id) or "ticket"), text)
+    except OSError as exc:
+        return f"reply draft not written ({exc.strerror or exc})"
+    return None
+
+
+@dataclass
+class Batch:
+    rows: list[dict[str, Any]]
+    summary: Summary
+
+    def as_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA_VERSION, "tickets": self.rows, "summary": self.summary.as_json(),
+                "templates": self.summary.template_list()}
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def triage(tickets: Iterable[Ticket], total: int, settings: Settings = Settings(), jobs: int | None = None,
+           on_progress: Callable[[int, int], None] | None = None, ruleset=None) -> Batch:
+    """Triage every ticket; `total` (the number of tickets) decides between one process and all cores.
+
+    `ruleset` serves the in-process path; worker processes load their own rules.
+    """
+    jobs = jobs or default_jobs()
+    if settings.replies_dir is not None:
+        tickets = _with_reply_names(tickets)
+    summary = Summary()
+    rows: list[dict[str, Any]] = []
+    if jobs > 1 and total >= PARALLEL_MIN_TICKETS:
+        results = _parallel(tickets, settings, jobs)
+    else:
+        results = _serial(tickets, settings, ruleset)
+    for done, result in enumerate(results, start=1):
+        summary.add(result)
+        rows.append(result.row)
+        if on_progress is not None:
+            on_progress(done, total)
+    return Batch(rows, summary)
+
+
+def _with_reply_names(tickets: Iterable[Ticket]) -> Iterator[Ticket]:
+    """Each ticket with its own reply file name, given out here, in input order, so no two drafts share one."""
+    names = ReplyNames()
+    for ticket in tickets:
+        yield replace(ticket, reply_name=names.assign(_clean(ticket.id) or "ticket"))
+
+
+def _serial(tickets: Iterable[Ticket], settings: Settings, ruleset) -> Iterator[TicketResult]:
+    if ruleset is None:
+        from ..knowledge.loader import load_rules
+
+        ruleset = load_rules(settings.rules_dirs)
+    for ticket in tickets:
+        yield triage_ticket(ticket, ruleset, settings)
+
+
+_worker_state: tuple[Any, Settings] | None = None
+
+
+def _init_worker(settings: Settings) -> None:
+    """Load the rules once per worker process; Ctrl-C is the parent's to handle (no traceback per worker)."""
+    global _worker_state
+    import signal
+
+    from ..knowledge.loader import load_rules
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    _worker_state = (load_rules(settings.rules_dirs), settings)
+
+
+def _triage_chunk(chunk: list[Ticket]) -> list[TicketResult]:
+    assert _worker_state is not None, "worker not initialised"
+    ruleset, settings = _worker_state
+    return [triage_ticket(ticket, ruleset, settings) for ticket in chunk]
+
+
+def _parallel(tickets: Iterable[Ticket], settings: Settings, jobs: int) -> Iterator[TicketResult]:
+    """Chunks of tickets over a process pool; a bounded number in flight, results in input order."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker, initargs=(settings,))
+    pending: deque = deque()
+    try:
+        for chunk in _chunks(tickets, CHUNK_TICKETS):
+            pending.append(pool.submit(_triage_chunk, chunk))
+            if len(pending) >= jobs * IN_FLIGHT_CHUNKS_PER_JOB:
+                yield from pending.popleft().result()
+        while pending:
+            yield from pending.popleft().result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _chunks(tickets: Iterable[Ticket], size: int) -> Iterator[list[Ticket]]:
+    chunk: list[Ticket] = []
+    for ticket in tickets:
+        chunk.append(ticket)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

@@ -1,0 +1,135 @@
+"""Triage renderers: a Batch in, JSON, CSV, Markdown or a rich text summary out.
+
+Rows, summary and templates are redacted field by field (`redact_tree`) before they are serialised or joined.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+from ..util.redact import redact_tree
+from .batch import QUESTION_LABELS, Batch
+
+CSV_COLUMNS = ("id", "status", "category", "rule", "confidence", "fix", "command", "questions", "title", "error")
+TEXT_TICKET_ROWS = 200
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def to_json(batch: Batch) -> str:
+    return json.dumps(redact_tree(batch.as_json()), indent=2, ensure_ascii=False) + "\n"
+
+
+def to_csv(batch: Batch) -> str:
+    """One row per ticket; questions joined with ' | '."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in redact_tree(batch.rows):
+        writer.writerow([_csv_cell(_cell(row, column)) for column in CSV_COLUMNS])
+    return out.getvalue()
+
+
+def _cell(row: dict[str, Any], column: str) -> str:
+    value = row.get(column)
+    if column == "questions":
+        return " | ".join(value or [])
+    if column == "confidence" and value is not None:
+        return f"{value:.2f}"
+    return "" if value is None else str(value)
+
+
+def _csv_cell(text: str) -> str:
+    """Never read as a formula by a spreadsheet (a ticket title is user input)."""
+    return "'" + text if text.startswith(_FORMULA_START) else text
+
+
+def to_markdown(batch: Batch) -> str:
+    summary = redact_tree(batch.summary.as_json())
+    templates = redact_tree(batch.summary.template_list())
+    out = [f"# vdiag triage: {summary['tickets']} ticket(s)\n"]
+    out.append(", ".join(f"{count} {status}" for status, count in summary["by_status"].items()) + "\n")
+    if summary["categories"]:
+        out += ["## Diagnosed, by category\n", "| category | tickets | examples |", "|---|---:|---|"]
+        out += [f"| `{c['category']}` | {c['tickets']} | {_md(', '.join(c['examples']))} |" for c in summary["categories"]]
+        out.append("")
+    if summary["unexplained"]:
+        out.append(f"## Unexplained ({len(summary['unexplained'])} ticket(s))\n")
+        out.append(_md(", ".join(summary["unexplained"])) + "\n")
+    if templates:
+        out += ["### Unexplained error lines, by template (a new rule for the first closes the most tickets)\n",
+                "| id | tickets | template | examples |", "|---|---:|---|---|"]
+        out += [f"| `{t['id']}` | {t['tickets']} | `{_code(t['template'])}` | {_md(', '.join(t['examples']))} |" for t in templates]
+        out.append("")
+    if summary["errors"]:
+        out += ["## Tickets that could not be read\n"]
+        out += [f"- {_md(e['id'])}: {_md(e['error'])}" for e in summary["errors"]]
+        out.append("")
+    out += ["## Tickets\n", "| ticket | status | category | confidence | rank-1 fix | to ask |", "|---|---|---|---:|---|---|"]
+    for row in redact_tree(batch.rows):
+        fix = _md(row["fix"] or "") + (f"<br>`{_code(row['command'])}`" if row["command"] else "")
+        confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
+        out.append(f"| {_md(row['id'])} | {row['status']} | {row['category'] or ''} | {confidence} | {fix} | "
+                   f"{_md('<br>'.join(row['questions']))} |")
+    return "\n".join(out) + "\n"
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    return text.replace("`", "'").replace("|", "\\|").replace("\n", " ")
+
+
+def print_text(batch: Batch, stream=None) -> None:
+    """The summary for a terminal: tickets per category, unexplained templates, and the tickets themselves."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    def cell(text: Any) -> str:
+        return escape("" if text is None else str(text))
+
+    console = Console(file=stream, highlight=False)
+    summary = redact_tree(batch.summary.as_json())
+    console.print(cell(f"vdiag triage: {summary['tickets']} ticket(s) — "
+                       + ", ".join(f"{count} {status}" for status, count in summary["by_status"].items())), style="bold")
+    if summary["categories"]:
+        table = Table(title="Diagnosed, by category", title_justify="left")
+        table.add_column("category")
+        table.add_column("tickets", justify="right")
+        table.add_column("examples")
+        for c in summary["categories"]:
+            table.add_row(cell(c["category"]), str(c["tickets"]), cell(", ".join(c["examples"])))
+        console.print(table)
+    templates = redact_tree(batch.summary.template_list())
+    if templates:
+        table = Table(title=f"Unexplained error lines in {len(summary['unexplained'])} ticket(s), by template",
+                      title_justify="left")
+        table.add_column("id")
+        table.add_column("tickets", justify="right")
+        table.add_column("template")
+        table.add_column("examples")
+        for t in templates:
+            table.add_row(t["id"], str(t["tickets"]), cell(t["template"]), cell(", ".join(t["examples"])))
+        console.print(table)
+    for error in summary["errors"]:
+        console.print(cell(f"could not read {error['id']}: {error['error']}"), style="yellow")
+    if len(batch.rows) > TEXT_TICKET_ROWS:
+        console.print(f"{len(batch.rows)} tickets: use --format csv or json for one row per ticket.", style="dim")
+        return
+    table = Table(title="Tickets (commands: --format csv, json or md)", title_justify="left")
+    table.add_column("ticket", overflow="fold")
+    table.add_column("category or status", overflow="fold")
+    table.add_column("conf.", justify="right")
+    table.add_column("rank-1 fix")
+    table.add_column("to ask")
+    for row in redact_tree(batch.rows):
+        status = row["category"] or row["status"]
+        confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
+        table.add_row(cell(row["id"]), cell(status), confidence, cell(row["fix"] or row["error"]),
+                      ", ".join(QUESTION_LABELS.get(q, q) for q in row["questions"]))
+    console.print(table)

@@ -1,0 +1,67 @@
+"""One ticket's row, and the batch summary: tickets per category with examples, the tickets left unexplained."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_EXAMPLES = 3
+
+
+@dataclass
+class TicketResult:
+    """One ticket's summary row, and its unexplained lines' templates (id → (template, example line))."""
+
+    row: dict[str, Any]
+    templates: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- the batch
+
+class Summary:
+    """What the batch has in common, accumulated row by row (rows arrive in input order)."""
+
+    def __init__(self) -> None:
+        self.tickets = 0
+        self.by_status: Counter[str] = Counter()
+        self.categories: dict[str, dict[str, Any]] = {}
+        self.unexplained: list[str] = []
+        self.errors: list[dict[str, str]] = []
+        self.templates: dict[str, dict[str, Any]] = {}
+
+    def add(self, result: TicketResult) -> None:
+        row = result.row
+        self.tickets += 1
+        self.by_status[row["status"]] += 1
+        if row["category"]:
+            entry = self.categories.setdefault(row["category"], {"category": row["category"], "tickets": 0, "examples": []})
+            entry["tickets"] += 1
+            if len(entry["examples"]) < MAX_EXAMPLES:
+                entry["examples"].append(row["id"])
+        if row["error"]:
+            self.errors.append({"id": row["id"], "error": row["error"]})
+        if row["status"] == "errors-unexplained" and row["unexplained"]:
+            self.unexplained.append(row["id"])
+            for tid in row["unexplained"]["templates"]:
+                entry = self.templates.get(tid)
+                if entry is None:
+                    template, example_line = result.templates[tid]
+                    entry = self.templates[tid] = {"id": tid, "template": template, "tickets": 0, "examples": [],
+                                                   "example_line": example_line}
+                entry["tickets"] += 1
+                if len(entry["examples"]) < MAX_EXAMPLES:
+                    entry["examples"].append(row["id"])
+
+    def template_list(self) -> list[dict[str, Any]]:
+        """Templates of unexplained lines, the one a new rule would close most tickets with first."""
+        return sorted(self.templates.values(), key=lambda t: (-t["tickets"], t["template"], t["id"]))
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "tickets": self.tickets,
+            "by_status": dict(sorted(self.by_status.items())),
+            "categories": sorted(self.categories.values(), key=lambda c: (-c["tickets"], c["category"])),
+            "unexplained": list(self.unexplained),
+            "errors": list(self.errors),
+        }

@@ -1,0 +1,141 @@
+"""Bundled data files (YAML), parsed once and cached on disk in a data format.
+
+Parsing YAML costs more than the rest of a typical diagnosis; a JSON copy in
+the cache directory makes a warm start skip it. The cache never holds code:
+values are JSON (or raw bytes for the Hyperscan database), never pickles, so a
+planted file can at worst make vdiag parse the YAML again.
+
+The cache is also only trusted when nobody else could have written it: the
+directory and the file must belong to the user vdiag runs as and be writable
+by nobody else, and every directory above it must belong to that user or to
+root (a sticky, world-writable one like /tmp is fine). Running as root without
+`VDIAG_CACHE_DIR`, as the systemd hook does with `ExecStopPost=+` and the
+service user's HOME, the cache is /var/cache/vdiag, never the service user's
+home. A cache that cannot be trusted, read or written is simply not used.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+ROOT_CACHE_DIR = Path("/var/cache/vdiag")
+_MAX_CACHE_BYTES = 64 * 1024 * 1024
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("VDIAG_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    if os.geteuid() == 0:
+        return ROOT_CACHE_DIR
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return Path(base) / "vdiag"
+
+
+def trusted_directory(directory: Path) -> bool:
+    """True when only the current user (or root) can have put files in `directory`.
+
+    >>> import tempfile; d = Path(tempfile.mkdtemp()); d.chmod(0o700)
+    >>> trusted_directory(d)
+    True
+    >>> d.chmod(0o777); trusted_directory(d)
+    False
+    """
+    uid = os.geteuid()
+    try:
+        info = os.lstat(directory)
+    except OSError:
+        return False
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    for parent in Path(os.path.abspath(directory)).parents:
+        try:
+            info = os.stat(parent)
+        except OSError:
+            return False
+        if info.st_uid not in (0, uid):
+            return False
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+            return False
+    return True
+
+
+def _read_trusted(path: Path) -> bytes | None:
+    """The file's bytes, if it is a regular file of ours that nobody else can write."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if (not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid()
+                or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) or info.st_size > _MAX_CACHE_BYTES):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(_MAX_CACHE_BYTES + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def read_cached(key: str, binary: bool = False) -> Any | None:
+    """A cached JSON value (or raw bytes with `binary`), or None when absent or untrusted."""
+    directory = cache_dir()
+    if not trusted_directory(directory):
+        return None
+    data = _read_trusted(directory / f"{key}.{'bin' if binary else 'json'}")
+    if data is None or binary:
+        return data
+    try:
+        return json.loads(data)
+    except ValueError:
+        return None
+
+
+def write_cached(key: str, value: Any, binary: bool = False) -> None:
+    """Store a JSON-serialisable value (or bytes with `binary`); failures are ignored."""
+    directory = cache_dir()
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not trusted_directory(directory):
+            return
+        payload = value if binary else json.dumps(value, separators=(",", ":")).encode()
+        tmp = directory / f".{key}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, directory / f"{key}.{'bin' if binary else 'json'}")
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+@lru_cache(maxsize=None)
+def load_yaml(name: str) -> Any:
+    """A data file from diagnose/data by name, e.g. load_yaml("flags.yaml")."""
+    path = DATA_DIR / name
+    data = path.read_bytes()
+    key = "data-" + hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:24]
+    cached = read_cached(key)
+    if cached is not None:
+        return cached
+    import yaml
+
+    value = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    if _survives_json(value):  # int keys or dates would come back changed: such a file is not cached
+        write_cached(key, value)
+    return value
+
+
+def _survives_json(value: Any) -> bool:
+    try:
+        return json.loads(json.dumps(value)) == value
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,3 @@
+"""vdiag's version (also in pyproject.toml)."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,225 @@
+"""The verify loop: relaunch vLLM with the rank-1 fix, prove it serves, fall back to the next fix.
+
+A bounded, closed loop. Attempt 1 runs the top diagnosis's rank-1 fix. When an attempt fails, its log
+is diagnosed like any other: a *different* failure means the fix got past the first problem, so the new
+diagnosis's fixes are tried next on top of it; the *same* failure (or none) means the fix did not help,
+so the next untried fix of the original list comes first. A command is never run twice; the loop stops
+after `max_attempts` launches or the overall timeout.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..diagnosis.pipeline import Options, Outcome, diagnose
+from ..ingest.source import Source
+from ..knowledge.loader import load_rules
+from ..knowledge.rules import RuleSet
+from ..launch.launch import Launch
+from ..launch.render import apply_changes, render
+from ..util.errors import ExitCode, VdiagError
+from ..util.redact import redact
+from . import process as verify_process
+from .argv import (
+    api_key,
+    build_argv,
+    check_launch,
+    form_notes,
+    host_port,
+    local_changes,
+    passed_env,
+    port_of,
+    refusal_reason,
+    shown_command,
+)
+from .policy import LaunchRefused, sanitize
+from .process import AttemptRun, FatalWatcher, Probe, run_attempt
+from .result import Attempt, Candidate, VerifyOptions, VerifyResult
+
+Confirm = Callable[[int, str], bool]
+Report = Callable[[str, Any], None]
+
+
+def launch_text_of(outcome: Outcome, given: str | None) -> str | None:
+    """The text the launch was parsed from (given, or the log line), to check it for shell syntax."""
+    if given:
+        return given
+    for candidate in outcome.ctx.facts.launches:
+        if candidate.launch is outcome.ctx.launch:
+            return candidate.text
+    return None
+
+
+def first_candidates(outcome: Outcome) -> tuple[list[Candidate], dict[str, Any] | None]:
+    primary = next((d for d in outcome.diagnoses if d.secondary_of is None), outcome.diagnoses[0] if outcome.diagnoses else None)
+    if primary is None:
+        return [], None
+    return _candidates(primary, {}, "original"), _diagnosis_summary(primary)
+
+
+def _candidates(diagnosis, base: dict[str, Any], origin: str) -> list[Candidate]:
+    out = []
+    for ranked in diagnosis.fixes:
+        if not ranked.fix.changes:
+            continue
+        label = f"fix {ranked.rank} of {diagnosis.rule.id}" + ("" if origin == "original" else f" ({origin})")
+        out.append(Candidate({**base, **ranked.fix.changes}, ranked.fix.title, label, diagnosis.rule.category))
+    return out
+
+
+def _diagnosis_summary(diagnosis) -> dict[str, Any]:
+    return {"rule": diagnosis.rule.id, "category": diagnosis.rule.category, "title": diagnosis.rule.title}
+
+
+def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = None, confirm: Confirm | None = None,
+           report: Report | None = None, ruleset: RuleSet | None = None) -> VerifyResult:
+    """Run the loop for a diagnosed outcome. `confirm(n, command)` may veto an attempt; `report(event, data)` hears progress."""
+    emit = report or (lambda event, data: None)
+    launch = outcome.ctx.launch
+    candidates, summary = first_candidates(outcome)
+    result = VerifyResult(render(launch) if launch else None, summary)
+    if launch is None:
+        raise VdiagError("cannot verify: the log shows no launch command; give it with --launch", ExitCode.USAGE)
+    text = launch_text_of(outcome, launch_text)
+    reason = refusal_reason(text) if text and launch.form != "llm-python" else None  # Python text is never run
+    if reason:
+        raise LaunchRefused(f"refusing to verify this launch: {reason}")
+    check_launch(launch)
+    launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags)
+    result.notes += form_notes(launch)
+    if summary is None:
+        result.reason = "no failure was diagnosed, so there is no fix to verify"
+        return result
+    if not candidates:
+        result.reason = f"the diagnosis ({summary['rule']}) has no flag or environment fix to try; see its steps"
+        return result
+    ruleset = ruleset or load_rules(options.rules_dirs)
+    deadline = time.monotonic() + options.timeout_s
+    log_dir = Path(tempfile.mkdtemp(prefix="vdiag-verify-"))
+    try:
+        with verify_process.INTERRUPTS.installed():
+            _loop(result, launch, candidates, options, deadline, ruleset, log_dir, confirm, emit)
+    finally:
+        if not options.keep_logs:
+            shutil.rmtree(log_dir, ignore_errors=True)
+    if not result.verified and result.reason is None:
+        result.reason = _why_none(result, options)
+    return result
+
+
+def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], options: VerifyOptions, deadline: float,
+          ruleset: RuleSet, log_dir: Path, confirm: Confirm | None, emit: Report) -> None:
+    """`launch` is already sanitized: every command shown and run is what passed the policy."""
+    tried: set[str] = set()
+    while candidates:
+        if sum(a.outcome != "refused" for a in result.attempts) >= options.max_attempts:
+            result.reason = f"no fix served within --max-attempts {options.max_attempts}"
+            return
+        remaining = deadline - time.monotonic()
+        if remaining < 1:
+            result.reason = f"no fix served within the overall timeout of {options.timeout_s:.0f} s"
+            return
+        candidate = candidates.pop(0)
+        fixed = apply_changes(launch, candidate.changes)
+        if render(fixed) in tried:
+            continue
+        tried.add(render(fixed))
+        number = len(result.attempts) + 1
+        attempt, plan = _prepare(number, launch, fixed, candidate, options, result.notes)
+        result.attempts.append(attempt)
+        if plan is None:
+            emit("refused", attempt)
+            continue
+        if confirm is not None and not confirm(number, attempt.ran):
+            attempt.outcome, attempt.detail = "refused", "declined by the user"
+            result.reason = "declined by the user"
+            return
+        emit("start", attempt)
+        run = _run(attempt, plan, options, min(options.attempt_timeout_s, remaining), ruleset, log_dir, emit)
+        if run.outcome == "served":
+            result.working_command = attempt.command
+            emit("done", attempt)
+            return
+        new = _postmortem(run, attempt, fixed, options, ruleset)
+        emit("done", attempt)
+        if new is not None:
+            fresh = _candidates(new, candidate.changes, f"suggested after attempt {number}")
+            if new.rule.category != candidate.category:
+                candidates[:0] = fresh  # the fix got past the first failure: build on it
+            else:
+                candidates.extend(fresh)  # the fix did not help: the original alternatives come first
+
+
+@dataclass
+class _Plan:
+    """How an attempt runs here: the argv, its environment, and the launch with local adjustments (port, host)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    running: Launch
+
+
+def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate, options: VerifyOptions,
+             said: list[str]) -> tuple[Attempt, _Plan | None]:
+    attempt = Attempt(number, candidate.title, candidate.origin, candidate.changes, render(fixed), "", "pending", "")
+    try:
+        local, notes = local_changes(launch, candidate.changes)
+        changes = {**candidate.changes, **local}
+        argv, env, build_notes = build_argv(launch, changes, python=options.vllm_python, allow_env=options.allow_env,
+                                            allow_flags=options.allow_flags)
+    except LaunchRefused as error:
+        attempt.outcome, attempt.detail = "refused", str(error)
+        return attempt, None
+    attempt.notes = [*(n for n in build_notes if n not in said), *notes]
+    attempt.ran = shown_command(argv, passed_env(fixed, options.allow_env))
+    return attempt, _Plan(argv, env, apply_changes(launch, changes))
+
+
+def _run(attempt: Attempt, plan: _Plan, options: VerifyOptions, timeout_s: float, ruleset: RuleSet, log_dir: Path,
+         emit: Report) -> AttemptRun:
+    running = plan.running
+    probe = Probe(host_port(running, port_of(running)), api_key=api_key(running))
+    grace = options.stop_grace_s or verify_process.STOP_GRACE_S
+    run = run_attempt(plan.argv, plan.env, probe, timeout_s, FatalWatcher(ruleset), log_dir / f"attempt-{attempt.number}.log",
+                      cwd=options.cwd, on_line=lambda line: emit("line", line), stop_grace_s=grace, gpu_check=options.gpu_check)
+    attempt.outcome, attempt.detail, attempt.seconds = run.outcome, run.detail, run.seconds
+    attempt.seconds_to_ready, attempt.completion = run.seconds_to_ready, run.completion
+    attempt.cleanup = run.cleanup.as_json()
+    if run.cleanup.outside_group:
+        attempt.notes.append("stopped processes that had left the server's process group: "
+                             + ", ".join(map(str, run.cleanup.outside_group)))
+    if run.cleanup.survivors:
+        attempt.notes.append(f"processes survived the stop: {', '.join(map(str, run.cleanup.survivors))}")
+    if run.cleanup.gpu_note:
+        attempt.notes.append(run.cleanup.gpu_note)
+    if options.keep_logs:
+        attempt.log = str(run.log_path)
+    return run
+
+
+def _postmortem(run: AttemptRun, attempt: Attempt, fixed: Launch, options: VerifyOptions, ruleset: RuleSet):
+    """Diagnose the attempt's own log; its top diagnosis (or None) decides what to try next."""
+    new = diagnose([Source(str(run.log_path))], Options(launch_text=render(fixed), rules_dirs=options.rules_dirs,
+                                                        gpu_mode="auto" if options.gpu_check else "none"), ruleset)
+    primary = next((d for d in new.diagnoses if d.secondary_of is None), None)
+    if primary is not None:
+        attempt.diagnosis = _diagnosis_summary(primary)
+    elif new.unexplained:
+        first_error = redact(new.unexplained[0][1][:300])
+        attempt.diagnosis = {"rule": None, "category": None, "title": "unexplained error", "line": first_error}
+    return primary
+
+
+def _why_none(result: VerifyResult, options: VerifyOptions) -> str:
+    ran = [a for a in result.attempts if a.outcome != "refused"]
+    if not ran:
+        return "no fix could be run here: " + "; ".join(a.detail for a in result.attempts)
+    return f"no fix served; every fix there was to try was tried ({len(ran)} attempt(s))"
+
+
+__all__ = ["Attempt", "VerifyOptions", "VerifyResult", "build_argv", "refusal_reason", "verify"]

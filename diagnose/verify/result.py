@@ -1,0 +1,99 @@
+"""What a verification run records: its options, the candidate fixes, each attempt, the result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..util.errors import ExitCode
+from ..util.redact import redact
+
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class VerifyOptions:
+    max_attempts: int = 3
+    timeout_s: float = 1800.0
+    attempt_timeout_s: float = 600.0
+    vllm_python: str | None = None
+    gpu_check: bool = True
+    rules_dirs: tuple[Path, ...] = ()
+    cwd: str | None = None
+    stop_grace_s: tuple[float, float, float] | None = None  # None: process.STOP_GRACE_S
+    keep_logs: bool = False
+    allow_env: tuple[str, ...] = ()  # input variables the operator lets through although the policy drops them
+    allow_flags: tuple[str, ...] = ()  # code-loading flags the operator lets through
+
+
+@dataclass
+class Candidate:
+    """A fix to try: its changes are relative to the original launch."""
+
+    changes: dict[str, Any]
+    title: str
+    origin: str
+    category: str
+
+
+@dataclass
+class Attempt:
+    number: int
+    fix: str
+    origin: str
+    changes: dict[str, Any]
+    command: str
+    ran: str
+    outcome: str
+    detail: str
+    seconds: float = 0.0
+    seconds_to_ready: float | None = None
+    completion: str | None = None
+    diagnosis: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+    cleanup: dict[str, Any] = field(default_factory=dict)
+    log: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "attempt": self.number, "fix": redact(self.fix), "origin": self.origin, "changes": _redacted_changes(self.changes),
+            "command": redact(self.command), "ran": redact(self.ran), "outcome": self.outcome, "detail": redact(self.detail),
+            "seconds": self.seconds, "seconds_to_ready": self.seconds_to_ready,
+            "completion": redact(self.completion) if self.completion else self.completion,
+            "diagnosis": self.diagnosis, "notes": [redact(n) for n in self.notes], "cleanup": self.cleanup, "log": self.log,
+        }
+
+
+@dataclass
+class VerifyResult:
+    original_command: str | None
+    diagnosis: dict[str, Any] | None
+    attempts: list[Attempt] = field(default_factory=list)
+    working_command: str | None = None
+    reason: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return self.working_command is not None
+
+    def exit_code(self) -> ExitCode:
+        return ExitCode.NOTHING_FOUND if self.verified else ExitCode.VERIFY_FAILED
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "status": "verified" if self.verified else "not-verified",
+            "original_command": redact(self.original_command) if self.original_command else None,
+            "diagnosis": self.diagnosis,
+            "attempts": [a.as_json() for a in self.attempts],
+            "working_command": redact(self.working_command) if self.working_command else None,
+            "reason": redact(self.reason) if self.reason else None,
+            "notes": [redact(n) for n in self.notes],
+        }
+
+
+def _redacted_changes(changes: dict[str, Any]) -> dict[str, Any]:
+    return {k: (redact(f"{k[4:]}={v}").split("=", 1)[1] if k.startswith("env:") and isinstance(v, str) else v)
+            for k, v in changes.items()}
