@@ -14,7 +14,7 @@ from ..facts.launch import LaunchExtractor
 from ..facts.memory import MemoryExtractor
 from ..facts.phases import PhaseExtractor
 from ..facts.record import Facts, GpuFact, GpuProcess
-from ..facts.unexplained import UnexplainedExtractor
+from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
 from ..facts.version import VersionExtractor
 from ..gpu.snapshot import Snapshot, live_snapshot, load_snapshot
 from ..ingest.pasted import unwrap_blocks
@@ -25,7 +25,7 @@ from ..launch.launch import Launch
 from ..launch.parse import parse_launch
 from ..launch.python_forms import from_engine_args
 from ..model.info import resolve as resolve_model
-from ..scan.scanner import Scanner, ScanResult
+from ..scan.scanner import Scanner, ScanResult, match_error_lines
 from .diagnoses import Diagnosis, fire_rules, plan_fixes
 
 MAX_UNEXPLAINED = 10
@@ -69,7 +69,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     unexplained = UnexplainedExtractor()
     progress = PhaseExtractor()
     extractors = [VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), progress, unexplained]
+                  GpuTextExtractor(facts), HintExtractor(hints), progress, unexplained, ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
     notes: list[str] = []
@@ -89,6 +89,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     if result.budget_spent:
         notes.append(f"the time budget for rule patterns ({result.regex_budget_s:g} s) was spent; later lines were not "
                      "matched against the rules, so this answer may be partial")
+    signatures = [s for rule in ruleset.rules for s in rule.signatures]
+    match_error_lines(signatures, unexplained.lines, result)
     ctx = build_context(facts, result, hints, options)
     ctx.phases = progress.phases
     snapshot = attach_gpus(ctx, options)

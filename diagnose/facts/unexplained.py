@@ -35,3 +35,29 @@ class UnexplainedExtractor:
         target = self.echo_lines if any(echo in message for echo in echoes()) else self.lines
         if key not in target and len(target) < 200:
             target[key] = line_no
+
+
+class ValidationErrorExtractor:
+    """The lines pydantic prints under `ValidationError: 1 validation error for ModelConfig`.
+
+    Each error is `  Value error, <vLLM's message> [type=value_error, …]`; the envelope is stripped from the
+    message (lineformat), so without this the decisive line would not look like an error line at all.
+
+    >>> errors = UnexplainedExtractor()
+    >>> ValidationErrorExtractor(errors).feed(7, "ValidationError: 1 validation error for ModelConfig",
+    ...     ["Invalid repository ID or local directory specified: 'x'.", "For further information visit https://errors.pydantic.dev"])
+    >>> errors.lines
+    {"Invalid repository ID or local directory specified: 'x'.": 8}
+    """
+
+    literals = ("validation error for",)
+    window = 3
+
+    def __init__(self, errors: UnexplainedExtractor) -> None:
+        self.errors = errors
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        for offset, text in enumerate(following[: self.window], start=1):
+            if not text or text.startswith(("For further information", "http")) or len(self.errors.lines) >= 200:
+                continue
+            self.errors.lines.setdefault(text[:300], line_no + offset)

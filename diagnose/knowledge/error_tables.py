@@ -24,7 +24,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-TABLES = {"cuda_errors": "cuda_errors.yaml", "component_errors": "component_errors.yaml"}
+TABLES = {"cuda_errors": "cuda_errors.yaml", "component_errors": "component_errors.yaml",
+          "vllm_messages": "vllm_messages.yaml"}
+# vLLM's own messages are templates: their {placeholders} stand for any short text
+_PLACEHOLDER = re.compile(r"\{[^{}]{0,200}\}")
+MAX_GAP_CHARS = 160
+MIN_TEMPLATE_CHARS = 24
 MIN_WORDING_CHARS = 12  # shorter wordings ("invalid argument") say too little on their own
 
 
@@ -37,7 +42,7 @@ def table_entries(table: str) -> tuple[dict, ...]:
         raise KeyError(f"unknown error table '{table}' (known: {', '.join(sorted(TABLES))})")
     data = load_yaml(TABLES[table])
     if isinstance(data, dict):
-        return tuple(entry for section in ("runtime", "driver", "errors") for entry in data.get(section) or ())
+        return tuple(entry for section in ("runtime", "driver", "errors", "messages") for entry in data.get(section) or ())
     return tuple(data or ())
 
 
@@ -60,12 +65,42 @@ def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
     """Literals and a regex matching every entry of `table` that points to `category`.
 
     The regex captures the matched wording as `error`; wordings are matched case-insensitively, with any run
-    of spaces standing for one (pasted text often re-spaces words).
+    of spaces standing for one (pasted text often re-spaces words). vLLM's message templates match with any
+    short text where the template interpolates a value.
     """
-    texts = sorted({w for e in table_entries(table) if e.get("category") == category for w in wordings(e)},
-                   key=lambda w: (-len(w), w))
-    if not texts:
+    entries = [e for e in table_entries(table) if e.get("category") == category]
+    if table == "vllm_messages":
+        patterns = sorted({_template_pattern(e["template"]) for e in entries if _template_pattern(e["template"])},
+                          key=lambda p: (-len(p), p))
+        # the start of each template's longest fixed fragment: enough to find its lines, short enough to survive a cut
+        literals = tuple(dict.fromkeys(e["literal"].lower().strip()[:40].strip() for e in entries
+                                       if len((e.get("literal") or "").strip()) >= MIN_WORDING_CHARS
+                                       and e["literal"].isascii() and _template_pattern(e["template"])))
+    else:
+        texts = sorted({w for e in entries for w in wordings(e)}, key=lambda w: (-len(w), w))
+        patterns = [r"\s+".join(re.escape(part) for part in text.split()) for text in texts]
+        literals = tuple(dict.fromkeys(text.lower().split("(")[0].strip() for text in texts))
+    if not patterns or not literals:
         raise KeyError(f"error table '{table}' has no entry for category '{category}'")
-    alternatives = "|".join(r"\s+".join(re.escape(part) for part in text.split()) for text in texts)
-    literals = tuple(dict.fromkeys(text.lower().split("(")[0].strip() for text in texts))
-    return literals, rf"(?i)(?P<error>{alternatives})"
+    return literals, rf"(?i)(?P<error>{'|'.join(patterns)})"
+
+
+def _template_pattern(template: str) -> str | None:
+    """A template's fixed parts in order, any short text between them; None when too little is fixed.
+
+    >>> import re
+    >>> pattern = _template_pattern("Total number of attention heads ({n}) must be divisible by tensor parallel size ({tp}).")
+    >>> bool(re.search(pattern, "Total number of attention heads (28) must be divisible by tensor parallel size (3)."))
+    True
+    >>> _template_pattern("{x} is not supported") is None
+    True
+    """
+    parts = [part.strip() for part in _PLACEHOLDER.split(template.strip().rstrip("."))]
+    while parts and not parts[-1]:
+        parts.pop()
+    while parts and not parts[0]:
+        parts.pop(0)
+    if sum(len(part) for part in parts) < MIN_TEMPLATE_CHARS or sum(len(part.split()) for part in parts) < 4:
+        return None  # "{x} is not supported" says too little to name a category
+    fixed = [r"\s+".join(re.escape(word) for word in part.split()) for part in parts]
+    return f".{{0,{MAX_GAP_CHARS}}}?".join(fixed)

@@ -89,7 +89,7 @@ def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
     here = Path(__file__).parent
     for module in ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py"):  # the cached layout, the checks, the expansion
         digest.update((here / module).read_bytes())
-    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml"):  # tables expand into signatures
+    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.yaml"):  # tables expand into signatures
         digest.update((DATA_DIR / name).read_bytes())
     for path, data in contents:
         digest.update(str(path).encode())
@@ -215,6 +215,7 @@ def _build_rule(doc: dict, path: str, line: int) -> Rule:
             rule_id=doc["id"],
             family=bool(s.get("family", "table" in s)),
             any_level=bool(s.get("any_level", False)),
+            scope=s.get("scope", "error-lines" if s.get("table") == "vllm_messages" else "scan"),
         ))
     fixes = [FixSpec(f["strategy"], dict(f.get("params") or {}), tuple(f.get("when") or ())) for f in doc["fixes"]]
     return Rule(

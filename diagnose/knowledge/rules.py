@@ -36,6 +36,7 @@ class Signature:
     rule_id: str = ""
     family: bool = False
     any_level: bool = False
+    scope: str = "scan"  # "error-lines": matched only against the error lines the scan collected (see scanner)
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     @property

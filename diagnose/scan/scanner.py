@@ -89,6 +89,8 @@ class Scanner:
     def __init__(self, signatures: Iterable[Signature], extractors: Iterable[Extractor] = ()):
         self._targets: dict[str, list] = {}
         for sig in signatures:
+            if sig.scope != "scan":
+                continue  # matched after the scan, against the collected error lines only (match_error_lines)
             for literal in sig.literals:
                 self._targets.setdefault(literal.lower(), []).append(sig)
         for extractor in extractors:
@@ -150,7 +152,8 @@ class Scanner:
                         target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], (following or [])[:window])
             messages.forget_before(start)
 
-    def _match(self, sig: Signature, line_no: int, message: str, following: list[str], result: ScanResult) -> None:
+    @staticmethod
+    def _match(sig: Signature, line_no: int, message: str, following: list[str], result: ScanResult) -> None:
         text = message
         if sig.window:
             text = " ".join([message, *following[: sig.window]])
@@ -172,6 +175,24 @@ class Scanner:
         if hits is None:
             hits = result.hits[sig.key] = SignatureHits(sig)
         hits.add(Match(line_no, message[:MAX_WINDOW_LINE_CHARS], {k: v for k, v in found.groupdict().items() if v is not None}))
+
+
+def match_error_lines(signatures: Iterable[Signature], lines: dict[str, int], result: ScanResult) -> None:
+    """Match error-line signatures (a table of thousands of wordings) against the error lines the scan collected.
+
+    Such tables would make every line of a large log a prefilter candidate; an error line is rare, so checking
+    each one against the table's literals and then its pattern costs nothing that grows with the input. Lines
+    an exact (non-family) signature already matched are left to it.
+    """
+    taken = {m.line for h in result.hits.values() if not h.signature.family for m in [*h.first, h.last] if m}
+    wanted = [sig for sig in signatures if sig.scope == "error-lines"]
+    for message, line_no in sorted(lines.items(), key=lambda item: item[1]):
+        if line_no in taken:
+            continue
+        low = message.lower()
+        for sig in wanted:
+            if any(literal in low for literal in sig.literals):
+                Scanner._match(sig, line_no, message, [], result)
 
 
 def _with_lookahead(blocks: Iterable) -> Iterator[tuple]:
