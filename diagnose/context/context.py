@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..facts.advice_lines import AdviceLines
 from ..facts.phases import PhaseLog
 from ..facts.record import Facts, GpuFact, GpuProcess
 from ..launch.launch import Launch
@@ -34,6 +35,7 @@ class Context:
     captures: dict[str, str] = field(default_factory=dict)
     text_hints: set[str] = field(default_factory=set)
     phases: PhaseLog = field(default_factory=PhaseLog)
+    advice: AdviceLines = field(default_factory=AdviceLines)  # lines that tell the operator what to do
     focus_line: int | None = None  # the first error line of the diagnosis being evaluated
 
     def phase(self) -> str | None:

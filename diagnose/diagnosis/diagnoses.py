@@ -136,10 +136,14 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         candidates.append(fix)
     covered = {key for fix in candidates for key in fix.changes}
     covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
-    for fix in advice_fixes([m.text for m in diagnosis.evidence], {"--gpu-memory-utilization": ctx.utilization()}):
+    said = [m.text for m in diagnosis.evidence] + ctx.advice.near([m.line for m in diagnosis.evidence])
+    for fix in advice_fixes(list(dict.fromkeys(said)), {"--gpu-memory-utilization": ctx.utilization()}):
         if not covered & set(fix.changes):  # where a rule computes a value for the same setting, the rule's stands
             candidates.append(fix)
-    ranked = sorted(enumerate(candidates), key=lambda pair: _rank_key(pair[1], pair[0]))
+    # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
+    # more specific one and goes first among fixes of the same prediction
+    positions = [-1 if diagnosis.family and fix.strategy == "log-advice" else i for i, fix in enumerate(candidates)]
+    ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0]))
     diagnosis.fixes = [
         RankedFix(rank, fix, _command_for(fix, ctx), _rank_reason(fix))
         for rank, (_i, fix) in enumerate(ranked, start=1)

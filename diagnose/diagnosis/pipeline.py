@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from ..context.context import Context
+from ..facts.advice_lines import AdviceLines
 from ..facts.args import ArgsExtractor
 from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hints import HintExtractor
@@ -68,7 +69,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     hints: set[str] = set()
     unexplained = UnexplainedExtractor()
     progress = PhaseExtractor()
-    extractors = [VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
+    advice = AdviceLines()
+    extractors = [advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
                   GpuTextExtractor(facts), HintExtractor(hints), progress, unexplained, ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
@@ -93,12 +95,14 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     match_error_lines(signatures, unexplained.lines, result)
     ctx = build_context(facts, result, hints, options)
     ctx.phases = progress.phases
+    ctx.advice = advice
     snapshot = attach_gpus(ctx, options)
     fired = fire_rules(ruleset.rules, ctx)
     for diagnosis in fired:
         plan_fixes(diagnosis, ctx)
     explained = {m.line for d in fired for m in d.evidence}
-    leftovers = sorted((line, text) for text, line in unexplained.lines.items() if line not in explained)
+    leftovers = sorted((line, text) for text, line in unexplained.lines.items()
+                       if line not in explained and not _wraps_explained(line, text, explained))
     if fired:
         leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
     elif not leftovers and not facts.served:
@@ -111,6 +115,11 @@ def _reporting(blocks: Iterator[bytes], on_bytes: Callable[[int], None]) -> Iter
     for block in blocks:
         on_bytes(len(block))
         yield block
+
+
+def _wraps_explained(line: int, text: str, explained: set[int]) -> bool:
+    """pydantic's `ValidationError: 1 validation error for X` is the envelope of the error on the lines below it."""
+    return "validation error for" in text and any(line < other <= line + 3 for other in explained)
 
 
 def _echoes_diagnosis(text: str, fired: list[Diagnosis]) -> bool:

@@ -52,6 +52,14 @@ def enable_yarn(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("batched-tokens-cover-max-len")
 def batched_cover(ctx: Context, params: dict) -> Fix | None:
+    need = parse_int(ctx.captures.get("need") or ctx.captures.get("need2"))
+    if need:  # another check needs a bigger per-step budget (a block size, a chunk): the next power of two that holds it
+        value = 1 << max(0, (need - 1).bit_length())
+        return Fix(title=f"Raise the per-step token budget: --max-num-batched-tokens {value}",
+                   changes={"--max-num-batched-tokens": str(value)},
+                   why=f"vLLM's check needs at least {need} tokens per step; {value} is the next power of two, as its own budgets are.",
+                   cost="memory", cost_note="larger activation peak during profiling", will_start=None,
+                   not_evaluable="other checks may still fail; this one is met")
     max_len = parse_int(ctx.captures.get("max_len")) or ctx.max_model_len()
     if not max_len:
         return None
@@ -112,7 +120,8 @@ def local_model_path(ctx: Context, params: dict) -> Fix | None:
     org_name = model.replace("/", "--")
     return Fix(title="Pass the local snapshot path instead of a repo id", changes={"--model": f"~/.cache/huggingface/hub/models--{org_name}/snapshots/<hash>"},
                why="In offline mode this vLLM still asks the Hub to resolve a repo id; a local path needs no network.",
-               cost="config", will_start=True)
+               cost="config", will_start=None,
+               not_evaluable="whether the files are in that cache; <hash> is the one folder under snapshots/")
 
 
 @strategy("matching-quantization")

@@ -1,0 +1,37 @@
+"""Lines where a program tells the operator what to do: "Try lowering --gpu-memory-utilization…".
+
+vLLM, torch and transformers often print the cure on a line of its own, next to the error rather than in it.
+These lines are kept (bounded) so that a diagnosis can read the advice printed around its evidence.
+
+>>> lines = AdviceLines()
+>>> lines.feed(5, "Failed to load model - not enough GPU memory.", [])
+>>> lines.feed(6, "Try lowering --gpu-memory-utilization to free memory for weights.", [])
+>>> lines.near([4], before=1, after=3)
+['Try lowering --gpu-memory-utilization to free memory for weights.']
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_LINES = 200
+_ADVICE = re.compile(r"(?i)\b(?:try|please|consider|you (?:can|may|should|need to)|to fix|hint|set(?:ting)?|export|increase|"
+                     r"decrease|lower|reduce|raise)\b")
+
+
+class AdviceLines:
+    literals = ("try ", "please ", "consider ", "you can ", "you may ", "you should ", "you need to ", "to fix", "hint",
+                "setting ", "export ")
+    window = 0
+
+    def __init__(self) -> None:
+        self.lines: dict[int, str] = {}
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        if len(self.lines) < MAX_LINES and _ADVICE.search(message[:400]):
+            self.lines[line_no] = message[:1000]
+
+    def near(self, evidence_lines: list[int], before: int = 2, after: int = 5) -> list[str]:
+        """Advice lines from `before` lines above to `after` lines below any evidence line."""
+        wanted = {n for line in evidence_lines for n in range(line - before, line + after + 1)}
+        return [text for line, text in sorted(self.lines.items()) if line in wanted]
