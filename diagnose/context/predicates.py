@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from typing import Callable
 
 from ..facts.phases import phase_order
@@ -113,6 +115,32 @@ def _seqs_unset(ctx: Context) -> bool:
     return ctx.arg("--max-num-seqs") is None
 
 
+_PYTHON_COMMAND = re.compile(r"(?:^|\s)(?:python[\d.]*|-u|-m|-c)(?:\s|$)|\S\.py\b")
+_SERVE_COMMAND = re.compile(r"^(?:\S*/)?(?:vllm\s+)?serve\b|^(?:\S*/)?vllm\b")
+
+
+def _rejected_tokens(ctx: Context) -> str:
+    """What argparse refused, as one string: `error: unrecognized arguments: -u main.py` gives '-u main.py'."""
+    return (ctx.captures.get("rejected") or "").strip()
+
+
+@predicate("rejected-tokens-run-python")
+def _rejected_python(ctx: Context) -> bool:
+    """The refused arguments are a Python program's command line: the image's entrypoint already runs the server."""
+    return bool(_PYTHON_COMMAND.search(_rejected_tokens(ctx)))
+
+
+@predicate("rejected-tokens-repeat-serve")
+def _rejected_serve(ctx: Context) -> bool:
+    """The refused arguments start with `vllm serve`/`serve`: the image already runs it, so it came twice."""
+    return bool(_SERVE_COMMAND.search(_rejected_tokens(ctx)))
+
+
+@predicate("rejected-tokens-are-a-command")
+def _rejected_command(ctx: Context) -> bool:
+    return _rejected_python(ctx) or _rejected_serve(ctx)
+
+
 @predicate("docker-launch")
 def _docker(ctx: Context) -> bool:
     return ctx.launch is not None and ctx.launch.form == "docker"
@@ -122,6 +150,19 @@ def _docker(ctx: Context) -> bool:
 def _container(ctx: Context) -> bool:
     """A docker launch, or signs in the log that vLLM ran in a container (the official image's paths, docker commands)."""
     return _docker(ctx) or "container" in ctx.text_hints or "kubernetes" in ctx.text_hints
+
+
+@predicate("systemd-unit")
+def _systemd_unit(ctx: Context) -> bool:
+    """systemd's own lines named the unit (captured as `unit`), so a fix can be a drop-in for it."""
+    return ctx.captures.get("unit", "").endswith(".service")
+
+
+@predicate("startup-progressed")
+def _startup_progressed(ctx: Context) -> bool:
+    """The start-up had got as far as loading the weights (a slow start-up rather than one stuck at its beginning)."""
+    current = ctx.phase()
+    return current is not None and phase_order(current) >= phase_order("weights-loading")
 
 
 @predicate("multi-node-evidence")
