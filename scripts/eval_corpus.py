@@ -7,7 +7,8 @@
 Prints every miss, then: top-1 and top-3 category accuracy, and how often the
 rank-1 fix agrees with the label's `fix_flags` (over cases whose label has
 any). A fix agrees when it changes the same flags with compatible values:
-placeholders in the label (`<…>`) accept any value, `(remove)` means the flag
+placeholders in the label (`<…>`, `(…)`, or a description in words such as
+"distinct value per instance") accept any value, `(remove)` means the flag
 is dropped, and a number agrees when it is within 10 % of the label's
 ("strict") or moves the setting in the same direction from where it was
 ("same direction", the figure in the last line).
@@ -105,7 +106,7 @@ def agreement(flags: dict, changes: dict, ctx) -> tuple[bool, bool]:
 
 
 def value_agrees(key: str, want, got, ctx) -> tuple[bool, bool]:
-    if isinstance(want, str) and (want.startswith("<") or (want.startswith("(") and want != "(remove)")):
+    if isinstance(want, str) and (want.startswith("<") or (want.startswith("(") and want != "(remove)") or _is_prose(want)):
         return True, True
     if want == "(remove)":
         return (got is None,) * 2
@@ -128,14 +129,20 @@ def value_agrees(key: str, want, got, ctx) -> tuple[bool, bool]:
     return same, same
 
 
+def _is_prose(value: str) -> bool:
+    """A label value that describes rather than states ("distinct value per instance"): any value fits it."""
+    return " " in value.strip() and not re.search(r"\d", value) and not value.strip().startswith(("{", "["))
+
+
 def _number(value) -> float | None:
+    """A number, with k/m/g suffixes as docker and vLLM sizes write them ('16g', '4k')."""
     if value is None or isinstance(value, bool):
         return None
     text = str(value).strip().lower().replace(",", "")
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)(k)?", text)
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kmg])?i?b?", text)
     if not match:
         return None
-    return float(match.group(1)) * (1024 if match.group(2) else 1)
+    return float(match.group(1)) * {None: 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[match.group(2)]
 
 
 def _normal(value) -> str:
