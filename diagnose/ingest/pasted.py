@@ -37,7 +37,8 @@ SAMPLE_BYTES = 256 * 1024
 MIN_WIDTH = 20
 MIN_WRAPPED_LINES = 3
 MIN_SHARE = 0.05
-MIN_CONTINUATION_SHARE = 0.8
+MIN_CONTINUATION_SHARE = 0.6
+TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
 # how a new log line starts: a level, a timestamp, a process tag, a traceback; a wrapped line's rest does not
 _NEW_LINE = re.compile(
     r"^\s*(?:$|\(|\[|\{|<|\||\+|#|>|\$|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b|Traceback|File \"|"
@@ -48,8 +49,10 @@ _TABLE_EDGE = ("|", "+", "=", "-")
 def detect_wrap_width(sample: bytes) -> int | None:
     """The width the text was hard-wrapped at, or None when it was not.
 
-    Wrapped text has no line longer than the width, at least 3 lines of exactly it, and those make at
-    least 5 % of the lines; without wrapping, lines have all sorts of lengths and the longest is rare.
+    Wrapped text has no line longer than the width, and the lines of exactly that width go on in the next line.
+    With several such lines (at least 3, and 5 % of the lines) that shape is proof enough. A short excerpt may have
+    only one or two: then the width must be a usual terminal width and every cut must fall inside a word or a
+    number, as a terminal's does and a line break of the program's never would.
     """
     lines = [line.rstrip("\r") for line in sample.decode("utf-8", "replace").split("\n")]
     if len(lines) > 1 and not sample.endswith(b"\n"):
@@ -62,11 +65,17 @@ def detect_wrap_width(sample: bytes) -> int | None:
         return None
     full = [i for i, line in enumerate(lines[:-1]) if len(line) == width and not line.endswith(_TABLE_EDGE)]
     continued = [i for i in full if _continues(lines[i + 1])]
-    if len(continued) < MIN_WRAPPED_LINES or len(full) < MIN_SHARE * sum(lengths.values()):
-        return None
-    if len(continued) < MIN_CONTINUATION_SHARE * len(full):
+    if not full or len(continued) < MIN_CONTINUATION_SHARE * len(full):
         return None  # the longest lines are followed by new log lines: they are whole lines, not wrapped
-    return width
+    if len(continued) >= MIN_WRAPPED_LINES and len(full) >= MIN_SHARE * sum(lengths.values()):
+        return width
+    if width in TERMINAL_WIDTHS and continued and all(_cut_inside_a_word(lines[i], lines[i + 1]) for i in continued):
+        return width
+    return None
+
+
+def _cut_inside_a_word(line: str, following: str) -> bool:
+    return bool(line) and bool(following) and (line[-1].isalnum() or line[-1] in "_/-") and following[0].isalnum()
 
 
 def _continues(line: str) -> bool:
