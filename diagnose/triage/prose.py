@@ -1,0 +1,155 @@
+"""Facts a ticket states in its prose, so a reply never asks for them; and what kind of ticket it is.
+
+The patterns are data (`diagnose/data/triage_prose.yaml`) and language-neutral where the fact is:
+
+>>> facts = prose_facts("Hallo, wir nutzen vllm 0.8.5 auf 2x A100 40GB in Kubernetes: `vllm serve Qwen/Qwen3-8B`")
+>>> facts.vllm_version, facts.gpus, facts.deployment, facts.model
+('0.8.5', ['2x A100 40GB'], 'kubernetes', 'Qwen/Qwen3-8B')
+>>> facts.command
+'vllm serve Qwen/Qwen3-8B'
+>>> language_of("我们在 RTX 4090 上启动 vllm 失败了"), language_of("Der Server startet nicht, leider."), language_of("It fails.")
+('zh', 'de', 'en')
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from ..util.datafiles import load_yaml
+
+_FLAGS = re.IGNORECASE | re.MULTILINE
+_CJK = re.compile(r"[\u4e00-\u9fff]")
+_WORD = re.compile(r"[^\W\d_]+")
+# A log line, not prose: a level, a timestamp, a traceback frame, a table border, a pid header.
+_LOG_LINE = re.compile(r"^\s*(?:\(\w+ pid=|\[?\d{4}-\d\d-\d\d|(?:INFO|WARNING|ERROR|DEBUG)\b|[A-Z]\d{4} |File \"|"
+                       r"Traceback|[|+]|\w+(?:Error|Exception):)")
+
+
+@dataclass
+class ProseFacts:
+    """What the ticket says about its setup, each fact as written (None or empty where it says nothing)."""
+
+    vllm_version: str | None = None
+    gpus: list[str] = field(default_factory=list)
+    driver: str | None = None
+    cuda: str | None = None
+    model: str | None = None
+    command: str | None = None
+    deployment: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if v}
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Words that tell what kind of ticket this is, and whether a pasted traceback was cut before its error."""
+
+    question: bool
+    performance: bool
+    client_error: bool
+    traceback_cut: bool
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    data = load_yaml("triage_prose.yaml")
+    compiled = {name: [re.compile(p, _FLAGS) for p in patterns] for name, patterns in data["facts"].items()}
+    return {
+        "max_chars": data["max_chars"],
+        "facts": compiled,
+        "deployment_names": data["deployment_names"],
+        **{kind: re.compile("|".join(f"(?:{p})" for p in data[kind]), _FLAGS)
+           for kind in ("question", "performance", "client_error")},
+        "traceback_start": re.compile(data["traceback_start"]),
+        "server_lines": re.compile("|".join(f"(?:{p})" for p in data["server_request_lines"]), re.IGNORECASE),
+        "max_server_lines": data["max_server_lines"],
+        "exception_line": re.compile(data["exception_line"], re.MULTILINE),
+        "zh_min_chars": data["languages"]["zh_min_chars"],
+        "words": {lang: frozenset(words) for lang, words in data["languages"]["words"].items()},
+    }
+
+
+def _first(patterns: list[re.Pattern], text: str) -> str | None:
+    for pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            return found.group("value").strip()
+    return None
+
+
+def prose_of(text: str) -> str:
+    """The ticket's prose: its lines that are not log lines (the log's own facts are the report's)."""
+    head = text[: _table()["max_chars"]]
+    return "\n".join(line for line in head.splitlines() if not _LOG_LINE.match(line))
+
+
+def prose_facts(text: str) -> ProseFacts:
+    """The setup facts the ticket's prose states (first occurrence of each); `text` as `prose_of` returns it."""
+    table = _table()
+    text = text[: table["max_chars"]]
+    patterns = table["facts"]
+    gpus: list[str] = []
+    for pattern in patterns["gpu"]:
+        for found in pattern.finditer(text):
+            value = " ".join(found.group("value").split())
+            if value not in gpus:
+                gpus.append(value)
+        if gpus:
+            break
+    deployment = _first(patterns["deployment"], text)
+    return ProseFacts(
+        vllm_version=_first(patterns["vllm_version"], text),
+        gpus=gpus,
+        driver=_first(patterns["driver"], text),
+        cuda=_first(patterns["cuda"], text),
+        model=_first(patterns["model"], text),
+        command=_first(patterns["command"], text),
+        deployment=_deployment_name(deployment, table["deployment_names"]) if deployment else None,
+    )
+
+
+def _deployment_name(word: str, names: dict[str, str]) -> str:
+    lowered = word.lower()
+    for key, name in names.items():
+        if key in lowered:
+            return name
+    return lowered
+
+
+def signals(text: str, prose: str | None = None) -> Signals:
+    """Question, performance and client-error words in the prose; a traceback that starts but never ends."""
+    table = _table()
+    text = text[: table["max_chars"]]
+    prose = prose_of(text) if prose is None else prose
+    start = table["traceback_start"].search(text)
+    cut = bool(start) and not table["exception_line"].search(text, start.end())
+    return Signals(question=bool(table["question"].search(prose)), performance=bool(table["performance"].search(prose)),
+                   client_error=bool(table["client_error"].search(text)), traceback_cut=cut)
+
+
+def server_request_lines(text: str) -> list[str]:
+    """The server's own lines about requests (startup complete, a request answered or aborted), first ones first.
+
+    >>> server_request_lines('openai.APITimeoutError: Request timed out.\\nINFO:     Application startup complete.')
+    ['INFO:     Application startup complete.']
+    """
+    table = _table()
+    found = [line.strip() for line in text[: table["max_chars"]].splitlines() if table["server_lines"].search(line)]
+    return found[: table["max_server_lines"]]
+
+
+def language_of(prose: str) -> str:
+    """`zh`, `de` or `en` (the default), from the ticket's prose lines (`prose_of`)."""
+    table = _table()
+    if len(_CJK.findall(prose[:4096])) >= table["zh_min_chars"]:
+        return "zh"
+    counts = {lang: 0 for lang in table["words"]}
+    for word in _WORD.findall(prose[:8192].lower()):
+        for lang, words in table["words"].items():
+            if word in words:
+                counts[lang] += 1
+    return max(sorted(counts), key=lambda lang: (counts[lang], lang == "en"))
