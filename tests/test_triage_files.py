@@ -59,13 +59,15 @@ def test_colliding_and_overlong_ids_each_get_their_own_draft(tmp_path):
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["tickets"]
     assert len(rows) == len(ids) and all(row["error"] is None for row in rows)
-    drafts = [p for p in replies.rglob("*.md") if p.is_file()]
-    assert len(drafts) == len(ids)
-    assert len({p.resolve() for p in drafts}) == len(ids)
-    for path in drafts:
+    written = [p for p in replies.rglob("*.md") if p.is_file()]
+    drafts = [p for p in written if not p.name.endswith(".note.md")]
+    assert len(drafts) == len(ids) and len(written) == 2 * len(ids)
+    assert len({p.resolve() for p in written}) == 2 * len(ids)
+    for path in written:
         assert path.resolve().is_relative_to(replies.resolve())
-        assert all(len(part) <= MAX_PART + 3 for part in path.relative_to(replies).parts)
+        assert all(len(part) <= MAX_PART + 8 for part in path.relative_to(replies).parts)
     assert all("Address already in use" in p.read_text() for p in drafts)
+    assert all("rule: port-in-use" in p.read_text() for p in written if p not in drafts)
 
 
 def test_reply_names_are_unique_and_stable():

@@ -46,9 +46,11 @@ class _LazyProgress:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv", "md"]), default="text", show_default=True,
               help="Output format.")
-@click.option("--text-field", default="text", show_default=True,
-              help="JSONL input: the field holding the ticket text (dotted path, e.g. fields.body).")
+@click.option("--text-field", "text_fields", multiple=True,
+              help="JSONL input: a field holding ticket text (dotted path, e.g. fields.body; over a list, each "
+                   "element's field: comments.body). Repeatable, joined in order; default: text.")
 @click.option("--id-field", help="JSONL input: the field holding the ticket id (dotted path; default FILE:LINE).")
+@click.option("--title-field", help="JSONL input: the field holding the ticket title (dotted path).")
 @click.option("--replies", "replies_dir", type=click.Path(file_okay=False),
               help="Write a Markdown reply draft per ticket into this folder.")
 @click.option("--jobs", type=click.IntRange(min=0), default=0, show_default=True,
@@ -56,12 +58,12 @@ class _LazyProgress:
 @click.option("--rules", "rules_dirs", multiple=True, type=click.Path(exists=True, file_okay=False),
               help="Extra rules folder, added to the bundled knowledge base (repeatable).")
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False), help="Write to FILE instead of stdout.")
-def triage(paths, fmt, text_field, id_field, replies_dir, jobs, rules_dirs, output):
+def triage(paths, fmt, text_fields, id_field, title_field, replies_dir, jobs, rules_dirs, output):
     """Triage support tickets: folders of .txt/.md/.eml/.log/.gz files, or .jsonl exports.
 
     \b
       vdiag triage tickets/
-      vdiag triage export.jsonl --text-field body --id-field key
+      vdiag triage export.jsonl --text-field description --text-field comments.body --id-field key
       vdiag triage tickets/ --format csv > triage.csv
       vdiag triage tickets/ --replies drafts/ --format md -o triage.md
 
@@ -70,15 +72,16 @@ def triage(paths, fmt, text_field, id_field, replies_dir, jobs, rules_dirs, outp
     """
     from .common import run_guarded
 
-    sys.exit(int(run_guarded(_run, paths, fmt, text_field, id_field, replies_dir, jobs, rules_dirs, output)))
+    fields = (tuple(text_fields) or ("text",), id_field, title_field)
+    sys.exit(int(run_guarded(_run, paths, fmt, fields, replies_dir, jobs, rules_dirs, output)))
 
 
-def _run(paths, fmt, text_field, id_field, replies_dir, jobs, rules_dirs, output) -> ExitCode:
+def _run(paths, fmt, fields, replies_dir, jobs, rules_dirs, output) -> ExitCode:
     from ..knowledge.loader import load_rules
     from ..triage.batch import INTERNAL_ERROR_PREFIX, Settings, triage
     from ..triage.tickets import JsonlFields, count_and_list
 
-    total, tickets = count_and_list(tuple(paths), JsonlFields(text=text_field, id=id_field))
+    total, tickets = count_and_list(tuple(paths), JsonlFields(*fields))
     if total == 0:
         raise InputError("no tickets found (looked for .txt, .md, .eml, .log, .gz files and .jsonl records)")
     settings = Settings(rules_dirs=tuple(Path(d) for d in rules_dirs), replies_dir=Path(replies_dir) if replies_dir else None)

@@ -10,8 +10,13 @@ results come back in input order, so serial and parallel runs are identical.
 Everything a row holds is redacted (secrets and e-mail addresses) when the
 row is made; the renderers redact again on output.
 
->>> questions_for({"status": "nothing-found", "facts": {"launch": None, "vllm_version": "0.9.1", "gpus": []}})[0]
-'Which exact command (or LLM(...) call) starts vLLM?'
+Each row also says what kind of ticket it is (`asks.ticket_kind`), the language of its prose, what the
+prose states (`prose.prose_facts`, so no question asks for it) and its duplicate fingerprint.
+
+>>> ticket = Ticket(id="SUP-1", text="vllm 0.8.5 on a T4, how do I enable prefix caching?")
+>>> row = triage_ticket(ticket, None, Settings()).row
+>>> row["kind"], row["language"], row["stated"]["gpus"], row["questions"]
+('question', 'en', ['T4'], ['Which exact command (or LLM(...) call) starts vLLM?'])
 """
 
 from __future__ import annotations
@@ -24,10 +29,18 @@ from typing import Any, Callable, Iterable, Iterator
 
 from ..util.errors import VdiagError
 from ..util.redact import redact
-from .replies import ReplyNames, reply_markdown, write_reply
+from .asks import (ASK_FULL_LOG, ASK_GPUS, ASK_LAUNCH, ASK_READABLE, ASK_VERSION, NEEDS_DEPLOYMENT, QUESTION,
+                   QUESTION_LABELS, questions_for, ticket_kind)
+from .drafts import customer_reply, internal_note
+from .fingerprint import ticket_fingerprint
+from .prose import language_of, prose_facts, prose_of, server_request_lines, signals
+from .replies import ReplyNames, note_name, write_reply
 from .summary import Summary, TicketResult
 from .templates import template_id, template_of
 from .tickets import Ticket
+
+__all__ = ["ASK_FULL_LOG", "ASK_GPUS", "ASK_LAUNCH", "ASK_READABLE", "ASK_VERSION", "QUESTION_LABELS", "Batch",
+           "Settings", "questions_for", "triage", "triage_ticket"]
 
 SCHEMA_VERSION = 1
 PARALLEL_MIN_TICKETS = 64
@@ -36,14 +49,6 @@ IN_FLIGHT_CHUNKS_PER_JOB = 4
 STATUS_ERROR = "error"
 INTERNAL_ERROR_PREFIX = "internal error: "
 
-ASK_LAUNCH = "Which exact command (or LLM(...) call) starts vLLM?"
-ASK_VERSION = "Which vLLM version (`pip show vllm` or `vllm --version`)?"
-ASK_GPUS = "Which GPU(s)? Please paste `nvidia-smi`."
-ASK_FULL_LOG = "The log ends before the error: please paste the full output from the start to the traceback."
-ASK_READABLE = "We could not read what was attached: please paste the log as plain text, from the start to the traceback."
-QUESTION_LABELS = {ASK_LAUNCH: "command", ASK_VERSION: "version", ASK_GPUS: "GPUs", ASK_FULL_LOG: "full log",
-                   ASK_READABLE: "readable log"}
-_PLATFORMS_WITHOUT_GPUS = {"cpu", "tpu", "neuron"}
 
 
 @dataclass(frozen=True)
@@ -54,27 +59,16 @@ class Settings:
     replies_dir: Path | None = None
 
 
-def questions_for(report: dict[str, Any]) -> list[str]:
-    """What is missing to be sure, phrased as questions to send back."""
-    facts = report["facts"]
-    questions = []
-    if not facts.get("launch"):
-        questions.append(ASK_LAUNCH)
-    if not facts.get("vllm_version"):
-        questions.append(ASK_VERSION)
-    if not facts.get("gpus") and facts.get("platform") not in _PLATFORMS_WITHOUT_GPUS:
-        questions.append(ASK_GPUS)
-    if report["status"] == "nothing-found":
-        questions.append(ASK_FULL_LOG)
-    return questions
-
-
 def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
     """Diagnose one ticket into its row; an unreadable ticket becomes a row with an error, never an exception."""
     from ..diagnosis.pipeline import Options, diagnose
     from ..report.build import build_report
 
     title = None
+    if ruleset is None:
+        from ..knowledge.loader import load_rules
+
+        ruleset = load_rules(settings.rules_dirs)
     try:
         source, title = ticket.source()
         outcome = diagnose([source], Options(gpu_mode="none"), ruleset)
@@ -87,15 +81,30 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
         if os.environ.get("VDIAG_DEBUG"):
             raise
         return _error_result(ticket, title, f"{INTERNAL_ERROR_PREFIX}{type(error).__name__}: {error}", settings)
-    result = _summarise(ticket, title, report)
+    text = _head(source)
+    result = _summarise(ticket, title, report, text)
     if settings.replies_dir is not None:
-        problem = _write_reply(ticket, settings, reply_markdown(title, report, result.row["questions"]))
+        row = result.row
+        server_lines = server_request_lines(text) if row["kind"] == "request-error" else []
+        draft = customer_reply(row["title"], report, row["kind"], row["questions"], row["topic"] or "howto", server_lines)
+        problem = _write_reply(ticket, settings, draft, internal_note(row, row["stated"]))
         if problem:
-            result.row["error"] = _clean(problem)
+            row["error"] = _clean(problem)
     return result
 
 
-def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any]) -> TicketResult:
+def _head(source) -> str:
+    """The ticket's text as read, up to the first 64 KiB: where its prose states the setup."""
+    parts, size = [], 0
+    for block in source.blocks():
+        parts.append(block)
+        size += len(block)
+        if size >= 65536:
+            break
+    return "".join(parts)
+
+
+def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any], text: str) -> TicketResult:
     top = report["diagnoses"][0] if report["diagnoses"] else None
     fix = top["fixes"][0] if top and top["fixes"] else None
     templates: dict[str, tuple[str, str]] = {}
@@ -104,16 +113,25 @@ def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any]) -> Tic
         template = template_of(line)
         templates.setdefault(template_id(template), (template, line))
     template_ids = list(templates)
+    prose_text = prose_of(text)
+    prose, sig = prose_facts(prose_text), signals(text, prose_text)
+    kind = ticket_kind(report, sig)
     row = {
         "id": _clean(ticket.id),
         "title": _clean(title),
         "status": report["status"],
+        "kind": kind,
+        "topic": ("performance" if sig.performance else "howto") if kind == QUESTION else None,
+        "language": language_of(prose_text),
         "category": top["category"] if top else None,
         "rule": top["rule"] if top else None,
         "confidence": top["confidence"] if top else None,
         "fix": _clean(fix["title"]) if fix else None,
         "command": _clean(fix.get("command") or fix.get("step")) if fix else None,
-        "questions": questions_for(report),
+        "questions": questions_for(report, prose, sig, kind),
+        "fingerprint": ticket_fingerprint(report, report["facts"].get("vllm_version") or prose.vllm_version,
+                                          prose.deployment, NEEDS_DEPLOYMENT),
+        "stated": {k: _clean(v) if isinstance(v, str) else [_clean(x) for x in v] for k, v in prose.as_json().items()},
         "unexplained": {"first": _clean(report["unexplained"][0]["text"]), "templates": template_ids} if template_ids else None,
         "notes": [_clean(n) for n in report.get("notes", [])],
         "error": None,
@@ -122,9 +140,10 @@ def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any]) -> Tic
 
 
 def _error_result(ticket: Ticket, title: str | None, message: str, settings: Settings) -> TicketResult:
-    row = {"id": _clean(ticket.id), "title": _clean(title), "status": STATUS_ERROR, "category": None, "rule": None,
-           "confidence": None, "fix": None, "command": None, "questions": [ASK_READABLE], "unexplained": None,
-           "notes": [], "error": _clean(message)}
+    row = {"id": _clean(ticket.id), "title": _clean(title), "status": STATUS_ERROR, "kind": None, "topic": None,
+           "language": None, "category": None, "rule": None, "confidence": None, "fix": None, "command": None,
+           "questions": [ASK_READABLE], "fingerprint": None, "stated": {}, "unexplained": None, "notes": [],
+           "error": _clean(message)}
     problem = _write_reply(ticket, settings, _error_reply(title, row["error"])) if settings.replies_dir else None
     if problem:
         row["error"] = _clean(f"{message}; {problem}")
@@ -138,17 +157,20 @@ def _clean(text: str | None) -> str | None:
 # ---------------------------------------------------------------- reply drafts
 
 def _error_reply(title: str | None, error: str) -> str:
-    parts = [f"Re: {title}\n" if title else "", "Hello,\n",
+    parts = [f"**Re: {title}**\n" if title else "", "Hello,\n",
              f"thank you for the details. We could not read the attachment ({error}).\n", f"- {ASK_READABLE}"]
     return redact("\n".join(p for p in parts if p) + "\n", emails=True)
 
 
-def _write_reply(ticket: Ticket, settings: Settings, text: str) -> str | None:
-    """Write the ticket's reply draft; why it could not be written, or None."""
+def _write_reply(ticket: Ticket, settings: Settings, text: str, note: str | None = None) -> str | None:
+    """Write the ticket's reply draft (and the internal note beside it); why it could not be written, or None."""
     if settings.replies_dir is None:
         return None
+    name = ticket.reply_name or ReplyNames().assign(_clean(ticket.id) or "ticket")
     try:
-        write_reply(settings.replies_dir, ticket.reply_name or ReplyNames().assign(_clean(ticket.id) or "ticket"), text)
+        write_reply(settings.replies_dir, name, text)
+        if note is not None:
+            write_reply(settings.replies_dir, note_name(name), note)
     except OSError as exc:
         return f"reply draft not written ({exc.strerror or exc})"
     return None

@@ -13,7 +13,8 @@ from typing import Any
 from ..util.redact import redact_tree
 from .batch import QUESTION_LABELS, Batch
 
-CSV_COLUMNS = ("id", "status", "category", "rule", "confidence", "fix", "command", "questions", "title", "error")
+CSV_COLUMNS = ("id", "status", "kind", "language", "category", "rule", "confidence", "fix", "command", "questions",
+               "fingerprint", "title", "error")
 TEXT_TICKET_ROWS = 200
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -55,6 +56,12 @@ def to_markdown(batch: Batch) -> str:
         out += ["## Diagnosed, by category\n", "| category | tickets | examples |", "|---|---:|---|"]
         out += [f"| `{c['category']}` | {c['tickets']} | {_md(', '.join(c['examples']))} |" for c in summary["categories"]]
         out.append("")
+    if summary["duplicates"]:
+        out += ["## Duplicates (same rule, decisive figures and release)\n", "| fingerprint | category | tickets |",
+                "|---|---|---|"]
+        out += [f"| `{d['fingerprint']}` | {d['category'] or 'unexplained'} | {_md(', '.join(d['tickets']))} |"
+                for d in summary["duplicates"]]
+        out.append("")
     if summary["unexplained"]:
         out.append(f"## Unexplained ({len(summary['unexplained'])} ticket(s))\n")
         out.append(_md(", ".join(summary["unexplained"])) + "\n")
@@ -67,11 +74,12 @@ def to_markdown(batch: Batch) -> str:
         out += ["## Tickets that could not be read\n"]
         out += [f"- {_md(e['id'])}: {_md(e['error'])}" for e in summary["errors"]]
         out.append("")
-    out += ["## Tickets\n", "| ticket | status | category | confidence | rank-1 fix | to ask |", "|---|---|---|---:|---|---|"]
+    out += ["## Tickets\n", "| ticket | kind | lang | status | category | confidence | rank-1 fix | to ask |",
+            "|---|---|---|---|---|---:|---|---|"]
     for row in redact_tree(batch.rows):
         fix = _md(row["fix"] or "") + (f"<br>`{_code(row['command'])}`" if row["command"] else "")
         confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
-        out.append(f"| {_md(row['id'])} | {row['status']} | {row['category'] or ''} | {confidence} | {fix} | "
+        out.append(f"| {_md(row['id'])} | {row['kind'] or ''} | {row['language'] or ''} | {row['status']} | {row['category'] or ''} | {confidence} | {fix} | "
                    f"{_md('<br>'.join(row['questions']))} |")
     return "\n".join(out) + "\n"
 
@@ -105,6 +113,14 @@ def print_text(batch: Batch, stream=None) -> None:
         for c in summary["categories"]:
             table.add_row(cell(c["category"]), str(c["tickets"]), cell(", ".join(c["examples"])))
         console.print(table)
+    if summary["duplicates"]:
+        table = Table(title="Duplicates (same rule, decisive figures and release)", title_justify="left")
+        table.add_column("fingerprint")
+        table.add_column("category")
+        table.add_column("tickets")
+        for d in summary["duplicates"]:
+            table.add_row(d["fingerprint"], cell(d["category"] or "unexplained"), cell(", ".join(d["tickets"])))
+        console.print(table)
     templates = redact_tree(batch.summary.template_list())
     if templates:
         table = Table(title=f"Unexplained error lines in {len(summary['unexplained'])} ticket(s), by template",
@@ -123,6 +139,8 @@ def print_text(batch: Batch, stream=None) -> None:
         return
     table = Table(title="Tickets (commands: --format csv, json or md)", title_justify="left")
     table.add_column("ticket", overflow="fold")
+    table.add_column("kind", overflow="fold")
+    table.add_column("lang")
     table.add_column("category or status", overflow="fold")
     table.add_column("conf.", justify="right")
     table.add_column("rank-1 fix")
@@ -130,6 +148,6 @@ def print_text(batch: Batch, stream=None) -> None:
     for row in redact_tree(batch.rows):
         status = row["category"] or row["status"]
         confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
-        table.add_row(cell(row["id"]), cell(status), confidence, cell(row["fix"] or row["error"]),
+        table.add_row(cell(row["id"]), cell(row["kind"] or ""), cell(row["language"] or ""), cell(status), confidence, cell(row["fix"] or row["error"]),
                       ", ".join(QUESTION_LABELS.get(q, q) for q in row["questions"]))
     console.print(table)

@@ -4,7 +4,8 @@ Names are given out in input order by `ReplyNames` (in the parent process,
 so parallel workers cannot race for one): the ticket id's folders are kept,
 each part sanitized and cut to `MAX_PART` characters; a name (or a folder on
 its way) that is already taken, compared case-insensitively, becomes a flat
-name with a short hash of the id instead. Writing never follows a symlink:
+name with a short hash of the id instead. Each draft has an internal note beside it
+(`note_name`), and both names are reserved together. Writing never follows a symlink:
 every folder is opened with O_NOFOLLOW relative to its parent's descriptor,
 the text goes to a fresh file made with O_CREAT | O_EXCL | O_NOFOLLOW, and
 that file is renamed over the final name (replacing a symlink there, never
@@ -13,6 +14,8 @@ writing through it).
 >>> names = ReplyNames()
 >>> names.assign("a/b.log"), names.assign("../../etc/passwd")
 ('a/b.log.md', 'etc/passwd.md')
+>>> note_name("a/b.log.md")
+'a/b.log.note.md'
 >>> again = names.assign("A/B.log")
 >>> again.startswith("A_B.log-") and again.endswith(".md") and "/" not in again
 True
@@ -24,9 +27,6 @@ import hashlib
 import os
 import secrets
 from pathlib import Path
-from typing import Any
-
-from ..util.redact import redact
 
 MAX_PART = 80
 MAX_DEPTH = 6
@@ -63,17 +63,26 @@ class ReplyNames:
                 suffix = _short_hash(suffix)
                 name = f"{'_'.join(parts)[: MAX_PART - 12]}-{suffix}.md"
         self._seen_ids[ticket_id] = self._seen_ids.get(ticket_id, 0) + 1
-        folded = name.casefold().split("/")
-        self._files.add("/".join(folded))
-        self._dirs.update("/".join(folded[:i]) for i in range(1, len(folded)))
+        for taken in (name, note_name(name)):
+            folded = taken.casefold().split("/")
+            self._files.add("/".join(folded))
+            self._dirs.update("/".join(folded[:i]) for i in range(1, len(folded)))
         return name
 
     def _free(self, name: str) -> bool:
+        return self._free_one(name) and self._free_one(note_name(name))
+
+    def _free_one(self, name: str) -> bool:
         folded = name.casefold().split("/")
         full = "/".join(folded)
         if full in self._files or full in self._dirs:
             return False
         return not any("/".join(folded[:i]) in self._files for i in range(1, len(folded)))
+
+
+def note_name(name: str) -> str:
+    """Where the internal note beside the draft `name` goes."""
+    return name[: -len(".md")] + ".note.md" if name.endswith(".md") else name + ".note.md"
 
 
 def _open_dir(name: str, dir_fd: int | None, create: bool) -> int:
@@ -111,16 +120,3 @@ def write_reply(replies_dir: Path, name: str, text: str) -> None:
     finally:
         for fd in reversed(fds):
             os.close(fd)
-
-
-def reply_markdown(title: str | None, report: dict[str, Any], questions: list[str]) -> str:
-    """A Markdown reply a support engineer can send: the diagnosis, then the questions."""
-    from ..report.render import to_markdown
-
-    parts = [f"Re: {title}\n" if title else "", "Hello,\n",
-             "thank you for the details. Here is what we found in the output you sent.\n",
-             to_markdown(report, emails=True)]
-    if questions:
-        parts.append("\n### To be sure, could you send us\n")
-        parts += [f"- {q}" for q in questions]
-    return redact("\n".join(p for p in parts if p).rstrip() + "\n", emails=True)

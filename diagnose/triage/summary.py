@@ -1,4 +1,4 @@
-"""One ticket's row, and the batch summary: tickets per category with examples, the tickets left unexplained."""
+"""One ticket's row, and the batch summary: tickets per kind and category, duplicate groups, the unexplained."""
 
 from __future__ import annotations
 
@@ -25,6 +25,8 @@ class Summary:
     def __init__(self) -> None:
         self.tickets = 0
         self.by_status: Counter[str] = Counter()
+        self.by_kind: Counter[str] = Counter()
+        self.by_fingerprint: dict[str, dict[str, Any]] = {}
         self.categories: dict[str, dict[str, Any]] = {}
         self.unexplained: list[str] = []
         self.errors: list[dict[str, str]] = []
@@ -34,6 +36,12 @@ class Summary:
         row = result.row
         self.tickets += 1
         self.by_status[row["status"]] += 1
+        if row.get("kind"):
+            self.by_kind[row["kind"]] += 1
+        if row.get("fingerprint"):
+            group = self.by_fingerprint.setdefault(row["fingerprint"], {
+                "fingerprint": row["fingerprint"], "rule": row["rule"], "category": row["category"], "tickets": []})
+            group["tickets"].append(row["id"])
         if row["category"]:
             entry = self.categories.setdefault(row["category"], {"category": row["category"], "tickets": 0, "examples": []})
             entry["tickets"] += 1
@@ -57,10 +65,17 @@ class Summary:
         """Templates of unexplained lines, the one a new rule would close most tickets with first."""
         return sorted(self.templates.values(), key=lambda t: (-t["tickets"], t["template"], t["id"]))
 
+    def duplicates(self) -> list[dict[str, Any]]:
+        """Groups of two or more tickets with one fingerprint (same rule, decisive figures and release)."""
+        groups = [g for g in self.by_fingerprint.values() if len(g["tickets"]) > 1]
+        return sorted(groups, key=lambda g: (-len(g["tickets"]), g["tickets"][0]))
+
     def as_json(self) -> dict[str, Any]:
         return {
             "tickets": self.tickets,
             "by_status": dict(sorted(self.by_status.items())),
+            "by_kind": dict(sorted(self.by_kind.items())),
+            "duplicates": self.duplicates(),
             "categories": sorted(self.categories.values(), key=lambda c: (-c["tickets"], c["category"])),
             "unexplained": list(self.unexplained),
             "errors": list(self.errors),

@@ -8,12 +8,12 @@ that carries its error, so one bad ticket never stops the batch.
 
 >>> dotted_get({"fields": {"body": "log", "tags": ["a", "b"]}}, "fields.tags.1")
 'b'
+>>> dotted_get({"comments": [{"body": "first"}, {"author": "x"}, {"body": "second"}]}, "comments.body")
+['first', 'second']
 """
 
 from __future__ import annotations
 
-import email
-import email.policy
 import json
 import os
 from dataclasses import dataclass
@@ -23,9 +23,10 @@ from typing import Any, Iterator
 from ..ingest.source import Source, TextSource
 from ..util.errors import InputError
 from ..util.safeio import not_regular, open_regular
+from .mail import clean_subject, read_eml
 
 TICKET_SUFFIXES = (".txt", ".md", ".eml", ".log", ".gz")
-_ATTACHMENT_SUFFIXES = (".txt", ".log", ".md")
+EXPORT_SUFFIX = ".jsonl"
 
 
 @dataclass(frozen=True)
@@ -37,13 +38,14 @@ class Ticket:
     text: str | None = None
     error: str | None = None
     reply_name: str | None = None
+    title: str | None = None
 
     def source(self) -> tuple[Source, str | None]:
         """The ticket's text as a diagnosable source, and its title when it has one (an e-mail subject)."""
         if self.error is not None:
             raise InputError(self.error)
         if self.text is not None:
-            return TextSource(self.id, self.text), None
+            return TextSource(self.id, self.text), self.title
         assert self.path is not None
         if self.path.lower().endswith(".eml"):
             subject, body = read_eml(self.path)
@@ -53,33 +55,48 @@ class Ticket:
 
 @dataclass(frozen=True)
 class JsonlFields:
-    """Which fields of a JSONL record hold the ticket text and its id (dotted paths)."""
+    """Which fields of a JSONL record hold the ticket text, its id and its title (dotted paths).
 
-    text: str = "text"
+    The text is every `text` path joined in order (a description, then each comment's body): a path
+    that crosses a list collects the field from each element.
+    """
+
+    text: tuple[str, ...] = ("text",)
     id: str | None = None
+    title: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.text, str):  # one path given as a plain string
+            object.__setattr__(self, "text", (self.text,))
 
 
 def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, Iterator[Ticket]]:
     """How many tickets `paths` hold, and an iterator over them in a stable order.
 
-    Folders are searched recursively for ticket files, sorted by their path, and
-    a ticket's id is its path inside the folder; `.jsonl` files yield one ticket
-    per non-empty line, in file order, its id from `fields.id` or `file:line`.
+    Folders are searched recursively for ticket files and `.jsonl` exports, sorted
+    by their path, and a ticket's id is its path inside the folder; `.jsonl` files
+    yield one ticket per non-empty line, in file order, its id from `fields.id` or
+    `file:line`.
     """
     plan: list[tuple[str, str, str]] = []
     total = 0
     for given in paths:
         if os.path.isdir(given):
             for path in _ticket_files(given):
-                plan.append(("file", path, Path(path).relative_to(given).as_posix()))
-                total += 1
-        elif given.lower().endswith(".jsonl"):
+                relative = Path(path).relative_to(given).as_posix()
+                if path.lower().endswith(EXPORT_SUFFIX):
+                    plan.append(("jsonl", path, relative))
+                    total += _count_records(path)
+                else:
+                    plan.append(("file", path, relative))
+                    total += 1
+        elif given.lower().endswith(EXPORT_SUFFIX):
             kind = not_regular(given)
             if kind:
                 raise InputError(f"{given}: is {kind}, not a regular .jsonl file; nothing read")
             if not os.path.isfile(given):
                 raise InputError(f"{given}: no such file")
-            plan.append(("jsonl", given, ""))
+            plan.append(("jsonl", given, Path(given).name))
             total += _count_records(given)
         elif os.path.exists(given):
             plan.append(("file", given, Path(given).as_posix()))
@@ -93,7 +110,7 @@ def _ticket_files(folder: str) -> list[str]:
     found = []
     for root, dirs, files in os.walk(folder):
         dirs[:] = [d for d in dirs if not d.startswith(".")]
-        found += [os.path.join(root, f) for f in files if f.lower().endswith(TICKET_SUFFIXES) and not f.startswith(".")]
+        found += [os.path.join(root, f) for f in files if f.lower().endswith((*TICKET_SUFFIXES, EXPORT_SUFFIX)) and not f.startswith(".")]
     return sorted(found, key=lambda p: Path(p).as_posix())
 
 
@@ -105,14 +122,14 @@ def _count_records(path: str) -> int:
 def _iterate(plan: list[tuple[str, str, str]], fields: JsonlFields) -> Iterator[Ticket]:
     for kind, path, ticket_id in plan:
         if kind == "jsonl":
-            yield from jsonl_tickets(path, fields)
+            yield from jsonl_tickets(path, fields, ticket_id)
         else:
             yield Ticket(id=ticket_id, path=path)
 
 
-def jsonl_tickets(path: str, fields: JsonlFields) -> Iterator[Ticket]:
-    """One ticket per record; a record without the fields becomes a ticket with an error."""
-    name = Path(path).name
+def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> Iterator[Ticket]:
+    """One ticket per record; a record without any text field becomes a ticket with an error."""
+    name = name or Path(path).name
     with open_regular(path, ".jsonl file") as handle:
         for line_no, raw in enumerate(handle, start=1):
             if not raw.strip():
@@ -128,52 +145,40 @@ def jsonl_tickets(path: str, fields: JsonlFields) -> Iterator[Ticket]:
                 found = dotted_get(record, fields.id)
                 if isinstance(found, (str, int, float)) and not isinstance(found, bool) and str(found).strip():
                     ticket_id = str(found).strip()
-            text = dotted_get(record, fields.text)
-            if isinstance(text, list) and all(isinstance(part, str) for part in text):
-                text = "\n".join(text)
-            if not isinstance(text, str):
-                yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {fields.text!r}")
+            texts = [part for dotted in fields.text for part in _strings(dotted_get(record, dotted))]
+            if not texts:
+                wanted = ", ".join(repr(f) for f in fields.text)
+                yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted}")
                 continue
-            yield Ticket(id=ticket_id, text=text)
+            title = _strings(dotted_get(record, fields.title)) if fields.title else []
+            yield Ticket(id=ticket_id, text="\n".join(texts), title=clean_subject(title[0]) if title else None)
+
+
+def _strings(found: Any) -> list[str]:
+    """The text a field holds: a string, or the strings of a list (nested lists from a path over lists)."""
+    if isinstance(found, str):
+        return [found] if found.strip() else []
+    if isinstance(found, list):
+        return [text for item in found for text in _strings(item)]
+    return []
 
 
 def dotted_get(record: Any, dotted: str) -> Any:
-    """`a.b.0.c` into nested objects and lists; None where the path does not exist."""
+    """`a.b.0.c` into nested objects and lists; over a list, a name is looked up in each element.
+
+    None where the path does not exist.
+    """
     node = record
-    for part in dotted.split("."):
+    parts = dotted.split(".")
+    for at, part in enumerate(parts):
         if isinstance(node, dict):
             node = node.get(part)
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
+        elif isinstance(node, list) and part.isdigit():
+            node = node[int(part)] if int(part) < len(node) else None
+        elif isinstance(node, list):
+            rest = ".".join(parts[at:])
+            found = [dotted_get(item, rest) for item in node]
+            return [item for item in found if item is not None] or None
         else:
             return None
     return node
-
-
-def read_eml(path: str) -> tuple[str | None, str]:
-    """An e-mail's subject and its text: every text/plain part, plus attached .log/.txt files."""
-    try:
-        with open_regular(path, "e-mail file") as handle:
-            message = email.message_from_binary_file(handle, policy=email.policy.default)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
-    subject = message.get("subject")
-    parts: list[str] = []
-    for part in message.walk():
-        if part.is_multipart():
-            continue
-        filename = (part.get_filename() or "").lower()
-        if part.get_content_type() == "text/plain" or filename.endswith(_ATTACHMENT_SUFFIXES):
-            parts.append(_part_text(part))
-    if not parts:
-        raise InputError(f"{path}: the e-mail has no text/plain part to diagnose")
-    return (str(subject).strip() or None) if subject else None, "\n".join(parts)
-
-
-def _part_text(part) -> str:
-    payload = part.get_payload(decode=True) or b""
-    charset = part.get_content_charset() or "utf-8"
-    try:
-        return payload.decode(charset, "replace")
-    except LookupError:
-        return payload.decode("utf-8", "replace")

@@ -1,0 +1,92 @@
+"""What kind of ticket this is, and the questions to send back: only what the diagnosis needs and the ticket lacks.
+
+Kinds: `failure` (the server failed), `request-error` (single requests failed, or the client timed out, on a
+server that runs), `question` (how-to or performance), `nothing` (nothing to go on).
+
+>>> from diagnose.triage.prose import ProseFacts, Signals
+>>> quiet = Signals(question=False, performance=False, client_error=False, traceback_cut=False)
+>>> report = {"status": "failure-diagnosed", "facts": {"launch": None, "vllm_version": None, "gpus": []},
+...           "diagnoses": [{"category": "no-gpu-detected"}]}
+>>> [QUESTION_LABELS[q] for q in questions_for(report, ProseFacts(vllm_version="0.8.5", deployment="kubernetes"), quiet)]
+['command', 'GPUs', 'pod spec']
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..util.datafiles import load_yaml
+from .prose import ProseFacts, Signals
+
+FAILURE, REQUEST_ERROR, QUESTION, NOTHING = "failure", "request-error", "question", "nothing"
+_SERVING_PHASES = {"serving", "traffic"}
+_PLATFORMS_WITHOUT_GPUS = {"cpu", "tpu", "neuron"}
+_DATA = load_yaml("triage_replies.yaml")
+_ASK = _DATA["questions"]
+ASK_LAUNCH, ASK_VERSION, ASK_GPUS = _ASK["launch"], _ASK["version"], _ASK["gpus"]
+ASK_FULL_LOG, ASK_TRACEBACK, ASK_READABLE = _ASK["full_log"], _ASK["traceback"], _ASK["readable"]
+ASK_POD_SPEC, ASK_DOCKER_RUN = _ASK["pod_spec"], _ASK["docker_run"]
+ASK_REQUEST, ASK_SERVER_LOG = _ASK["request"], _ASK["server_log"]
+QUESTION_LABELS = {ASK_LAUNCH: "command", ASK_VERSION: "version", ASK_GPUS: "GPUs", ASK_FULL_LOG: "full log",
+                   ASK_TRACEBACK: "full traceback", ASK_READABLE: "readable log", ASK_POD_SPEC: "pod spec",
+                   ASK_DOCKER_RUN: "docker run", ASK_REQUEST: "failing request", ASK_SERVER_LOG: "server log"}
+_NEEDS_GPUS = frozenset(_DATA["needs_gpus"])
+NEEDS_DEPLOYMENT = frozenset(_DATA["needs_deployment"])
+_EMPTY = ProseFacts()
+_QUIET = Signals(question=False, performance=False, client_error=False, traceback_cut=False)
+
+
+def ticket_kind(report: dict[str, Any], sig: Signals = _QUIET) -> str:
+    """The ticket's kind, from the report's status and phase and the words of its prose."""
+    status = report["status"]
+    if status == "failure-diagnosed":
+        return FAILURE
+    if status == "request-errors":
+        return REQUEST_ERROR
+    if status == "errors-unexplained":
+        serving = report["facts"].get("phase") in _SERVING_PHASES
+        return REQUEST_ERROR if serving and sig.client_error else FAILURE
+    if sig.client_error:
+        return REQUEST_ERROR
+    if sig.traceback_cut:
+        return FAILURE
+    if sig.question or sig.performance:
+        return QUESTION
+    return NOTHING
+
+
+def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signals = _QUIET,
+                  kind: str | None = None) -> list[str]:
+    """What is missing to be sure, phrased as questions; never a fact the log or the prose states."""
+    kind = kind or ticket_kind(report, sig)
+    facts = report["facts"]
+    has_launch = bool(facts.get("launch") or prose.command)
+    has_version = bool(facts.get("vllm_version") or prose.vllm_version)
+    has_gpus = bool(facts.get("gpus") or prose.gpus) or facts.get("platform") in _PLATFORMS_WITHOUT_GPUS
+    top = report["diagnoses"][0]["category"] if report.get("diagnoses") else None
+    asks: list[str] = []
+    if kind == REQUEST_ERROR:
+        asks.append(ASK_REQUEST)
+        if facts.get("phase") not in _SERVING_PHASES:
+            asks.append(ASK_SERVER_LOG)
+        if not has_version:
+            asks.append(ASK_VERSION)
+        return asks
+    if kind == QUESTION:
+        return [q for q, known in ((ASK_VERSION, has_version), (ASK_LAUNCH, has_launch)) if not known]
+    if not has_launch:
+        asks.append(ASK_LAUNCH)
+    if not has_version:
+        asks.append(ASK_VERSION)
+    if not has_gpus and (top is None or top in _NEEDS_GPUS):
+        asks.append(ASK_GPUS)
+    if top in NEEDS_DEPLOYMENT:
+        if prose.deployment == "kubernetes":
+            asks.append(ASK_POD_SPEC)
+        elif prose.deployment in ("docker", "docker compose") and not (facts.get("launch") or {}).get("form") == "docker":
+            asks.append(ASK_DOCKER_RUN)
+    if sig.traceback_cut and report["status"] != "failure-diagnosed":
+        asks.append(ASK_TRACEBACK)
+    elif report["status"] == "nothing-found":
+        asks.append(ASK_FULL_LOG)
+    return asks

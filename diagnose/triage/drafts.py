@@ -1,0 +1,112 @@
+"""Reply drafts a support engineer can send as they are, and the internal note that goes beside each.
+
+The draft speaks to the customer: the diagnosis in plain words, the exact command, what to send back if it does
+not work, in a shape that fits the ticket's kind (a question is not answered with a crash template). Rule ids,
+confidence and fingerprints are for the team and go in the internal note only. Wordings are data
+(`diagnose/data/triage_replies.yaml`).
+
+>>> report = {"status": "nothing-found", "facts": {"phase": None}, "diagnoses": [], "unexplained": []}
+>>> print(customer_reply(None, report, "nothing", ["Which vLLM version?"]))
+Hello,
+<BLANKLINE>
+thank you for the details. We could not find an error in what you sent.
+<BLANKLINE>
+To find out what happens, could you send us:
+<BLANKLINE>
+- Which vLLM version?
+<BLANKLINE>
+Best regards,
+<BLANKLINE>
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..util.datafiles import load_yaml
+from ..util.redact import redact
+
+_WORDS = load_yaml("triage_replies.yaml")["replies"]
+MAX_SERVER_LINES = 3
+
+
+def customer_reply(title: str | None, report: dict[str, Any], kind: str, questions: list[str],
+                   topic: str = "howto", server_lines: list[str] | None = None) -> str:
+    """The Markdown reply for the customer: no rule ids, no confidence.
+
+    `server_lines` are the server's own lines about requests, which a reply to a client-side error quotes.
+    """
+    words = _WORDS
+    out = [f"**Re: {title}**\n" if title else "", words["greeting"] + "\n"]
+    if kind == "request-error":
+        out += _request_error(report, questions, words, server_lines or [])
+    else:
+        body = {"failure": _failure, "question": _question}.get(kind, _nothing)
+        out += body(report, questions, words, topic)
+    out.append(words["sign_off"] + "\n")
+    return redact("\n".join(p for p in out if p), emails=True)
+
+
+def _bullets(items: list[str]) -> list[str]:
+    return ["\n".join(f"- {q}" for q in items) + "\n"] if items else []
+
+
+def _failure(report: dict[str, Any], questions: list[str], words: dict, topic: str) -> list[str]:
+    if not report["diagnoses"]:
+        found = words["unexplained"]
+        lines = [u["text"] for u in report["unexplained"][:MAX_SERVER_LINES]]
+        out = [f"{words['thanks']} {found['found']}\n"]
+        if lines:
+            out.append("```\n" + "\n".join(lines) + "\n```\n")
+        return out + ([found["next"] + "\n"] + _bullets(questions) if questions else [])
+    top = report["diagnoses"][0]
+    say = words["failure"]
+    out = [f"{words['thanks']} {say['found']}\n", f"**{top['title']}.** {top['summary'].strip()}\n"]
+    if top["evidence"]:
+        out.append("```\n" + top["evidence"][-1]["text"] + "\n```\n")
+    if top.get("why"):
+        out.append(f"{say['why']} {top['why'].strip()}\n")
+    fix = top["fixes"][0] if top["fixes"] else None
+    if fix:
+        out.append(f"{say['do']} {fix['title'].rstrip('.')}." + (f" {fix['why'].strip()}" if fix.get("why") else "") + "\n")
+        command = fix.get("command") or fix.get("step")
+        if command:
+            out.append(f"{say['run']}\n\n```bash\n{command}\n```\n")
+    out.append(say["if_not"] + "\n")
+    return out + _bullets(questions or [say["if_not_default"]])
+
+
+def _request_error(report: dict[str, Any], questions: list[str], words: dict, server_lines: list[str]) -> list[str]:
+    say = words["request_error"]
+    out = [f"{words['thanks']} {say['found']}\n"]
+    if server_lines:
+        out.append(say["server_lines"] + "\n")
+        out.append("```\n" + "\n".join(server_lines) + "\n```\n")
+    else:
+        out.append(say["no_server_lines"] + "\n")
+    return out + [say["next"] + "\n"] + _bullets(questions)
+
+
+def _question(report: dict[str, Any], questions: list[str], words: dict, topic: str) -> list[str]:
+    say = words["question"]
+    out = [say.get(topic, say["howto"]) + "\n", say["docs"] + "\n"]
+    return out + ([say["next"] + "\n"] + _bullets(questions) if questions else [])
+
+
+def _nothing(report: dict[str, Any], questions: list[str], words: dict, topic: str) -> list[str]:
+    say = words["nothing"]
+    return [f"{words['thanks']} {say['found']}\n", say["next"] + "\n"] + _bullets(questions)
+
+
+def internal_note(row: dict[str, Any], prose: dict[str, Any]) -> str:
+    """What the team needs beside the draft: rule, confidence, kind, language, fingerprint, prose facts."""
+    lines = [f"# Internal note: {row['id']} (not for the customer)\n",
+             f"- kind: {row['kind']}; language: {row['language']}; status: {row['status']}",
+             f"- rule: {row['rule'] or '-'}; category: {row['category'] or '-'}; confidence: "
+             + (f"{row['confidence']:.2f}" if row["confidence"] is not None else "-"),
+             f"- fingerprint: {row['fingerprint'] or '-'}"]
+    if prose:
+        stated = {k: ", ".join(v) if isinstance(v, list) else v for k, v in prose.items()}
+        lines.append("- stated in the ticket: " + "; ".join(f"{k}: {v}" for k, v in sorted(stated.items())))
+    lines += [f"- note: {n}" for n in row.get("notes") or []]
+    return redact("\n".join(lines) + "\n", emails=True)
