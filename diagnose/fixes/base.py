@@ -34,11 +34,75 @@ STRATEGIES: dict[str, Strategy] = {}
 
 
 def strategy(name: str):
+    """Register a strategy; what it proposes is put in the user's release's terms (`for_release`)."""
+
     def register(fn: Strategy) -> Strategy:
-        STRATEGIES[name] = fn
+        def release_valid(ctx: Context, params: dict) -> Fix | None:
+            fix = fn(ctx, params)
+            return for_release(fix, ctx) if fix is not None else None
+
+        release_valid.__doc__ = fn.__doc__
+        STRATEGIES[name] = release_valid
         return fn
 
     return register
+
+
+def for_release(fix: Fix, ctx: Context) -> Fix | None:
+    """The fix in the spelling the user's vLLM accepts, without changes that only restate its defaults.
+
+    None when the release has no flag for a change (a fix it would reject), or when nothing but defaults is left.
+    """
+    from ..launch.releases import parse_release, spelling_for
+
+    changes: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, value in fix.changes.items():
+        if not key.startswith("--") or value is None or value == "(remove)":
+            changes[key] = value
+            continue
+        spelled = spelling_for(key, value, ctx.version)
+        if spelled is None:
+            return None
+        flag, new_value, note = spelled
+        if flag != key:
+            old_text, new_text = (key, flag) if value is True else (f"{key} {value}", f"{flag} {new_value}")
+            fix.title = fix.title.replace(old_text, new_text).replace(key, flag)
+        if note:
+            notes.append(note)
+        if parse_release(ctx.version) and ctx.arg(flag) is None and _restates_default(flag, new_value, ctx):
+            continue
+        changes[flag] = new_value
+    if fix.changes and not changes:
+        return None
+    fix.changes = changes
+    if notes:
+        fix.why = " ".join([fix.why, *notes]).strip()
+    return fix
+
+
+def _restates_default(flag: str, value: Any, ctx: Context) -> bool:
+    """Whether setting `flag` to `value` changes nothing on this release (V0's max_num_seqs 256, a 0.9 share on 0.6)."""
+    from ..launch.launch import flag_table
+    from ..launch.releases import release_default
+
+    default = release_default(flag, ctx.version)
+    runtime = (flag_table().get("runtime_defaults") or {}).get(flag)
+    if default is None and runtime:
+        from ..context.predicates import PREDICATES
+
+        default = runtime.get("v0") if not PREDICATES["v1-engine"](ctx) else None
+    if default is None or value is True:
+        return False
+    number = _as_float(value)
+    return str(value) == str(default) or (number is not None and number == _as_float(default))
+
+
+def _as_float(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def fill(template: Any, ctx: Context, missing: str | None = None) -> Any:

@@ -1,6 +1,6 @@
 """A model of vLLM's memory accounting, per era.
 
-budget = total × gpu_memory_utilization (default 0.90; 0.92 from 0.20)
+budget = total × gpu_memory_utilization (the release's default from engine_args.yaml: 0.90; 0.92 from 0.20)
 KV     = budget − weights − activation peak − non-torch (− CUDA graphs in V1)
 KV bytes per token = 2 × layers × ⌈kv_heads / TP⌉ × head_dim × dtype bytes
                      (MLA: layers × (kv_lora_rank + qk_rope_head_dim) × bytes, not split by TP;
@@ -28,9 +28,19 @@ def dtype_bytes(dtype: str | None) -> int:
 
 
 def default_gpu_memory_utilization(version: str | None) -> float:
-    """0.90 until vLLM 0.20, 0.92 from 0.20 on."""
-    parsed = parse_version(version)
-    return 0.92 if parsed and parsed >= (0, 20) else 0.90
+    """The release's default, from engine_args.yaml (0.9 until 0.19, 0.92 from 0.20; with no release, the most common).
+
+    >>> default_gpu_memory_utilization("0.6.3"), default_gpu_memory_utilization("0.20.1")
+    (0.9, 0.92)
+    """
+    from ..launch.releases import engine_args, parse_release, release_default
+
+    if parse_release(version) is None:  # release unknown: the default most releases have
+        values = [release_default("--gpu-memory-utilization", r) for r in engine_args().get("releases") or []]
+        value = max(set(values), key=values.count) if values else None
+    else:
+        value = release_default("--gpu-memory-utilization", version)
+    return float(value) if isinstance(value, (int, float)) else 0.9
 
 
 def parse_version(version: str | None) -> tuple[int, int, int] | None:
@@ -74,11 +84,20 @@ def kv_tokens_per_gib(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None 
     return GIB / per_token if per_token else None
 
 
-def weights_gib(model: ModelInfo, tp: int = 1) -> float | None:
-    """Weights per GPU: parameters × bytes per weight / TP (quantized weights at their stored width)."""
+def weights_gib(model: ModelInfo, tp: int = 1, dtype: str | None = None, bits: int | None = None) -> float | None:
+    """Weights per GPU: parameters × bytes per weight / TP (quantized weights at their stored width).
+
+    `dtype` is the launch's `--dtype` (float32 doubles a bf16 checkpoint); `bits` a quantization the launch asks for.
+    >>> from diagnose.model.info import ModelInfo
+    >>> m = ModelInfo("llama-2-13b", "test", params_b=13.0, dtype="float16")
+    >>> weights_gib(m), weights_gib(m, dtype="float"), weights_gib(m, bits=8), weights_gib(m, tp=2)
+    (24.21, 48.43, 12.11, 12.11)
+    """
     if model.params_b is None:
         return None
-    bits = model.weight_bits or (8 * dtype_bytes(model.dtype))
+    if bits is None and model.weight_bits is None and dtype and dtype != "auto":
+        bits = 8 * dtype_bytes(dtype)
+    bits = bits or model.weight_bits or (8 * dtype_bytes(model.dtype))
     return round(model.params_b * 1e9 * bits / 8 / GIB / max(tp, 1), 2)
 
 

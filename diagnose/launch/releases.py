@@ -1,0 +1,150 @@
+"""Which flags and defaults a vLLM release has, from `data/engine_args.yaml` (read from every release's source).
+
+A fix must only name flags the user's release accepts, in that release's spelling, and must not "set" a value the
+release already uses by default. When the release is unknown, the spelling valid in the most releases wins.
+
+>>> has_flag("--kv-cache-dtype", "0.2.7"), has_flag("--kv-cache-dtype", "0.4.0"), has_flag("--rope-scaling", "0.12.0")
+(False, True, False)
+>>> release_default("--gpu-memory-utilization", "0.6.3"), release_default("--gpu-memory-utilization", "0.21.0")
+(0.9, 0.92)
+>>> spelling_for("--rope-scaling", '{"type": "yarn", "factor": 4.0}', "0.12.0")
+('--hf-overrides', '{"rope_scaling": {"type": "yarn", "factor": 4.0}}', 'vLLM 0.12.0 spells --rope-scaling as --hf-overrides.')
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from typing import Any
+
+from .launch import flag_table
+
+Version = tuple[int, int, int]
+
+
+@lru_cache(maxsize=1)
+def engine_args() -> dict:
+    from ..util.datafiles import load_yaml
+
+    try:
+        return load_yaml("engine_args.yaml") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def parse_release(version: str | None) -> Version | None:
+    """'0.6.3.post1' → (0, 6, 3); None when it is not a release number."""
+    match = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", version or "")
+    return (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)) if match else None
+
+
+def flag_entry(flag: str) -> dict | None:
+    return (engine_args().get("flags") or {}).get(flag)
+
+
+def has_flag(flag: str, version: str | None) -> bool | None:
+    """Whether `version` accepts `flag`; None when the release or the flag is unknown.
+
+    A flag first read in 0.6.6 is taken as absent from 0.6.3 (the table reads the newest patch of each minor, so
+    the patch it appeared in is not known); one last read in 0.10.2 is present in every 0.10 patch.
+    """
+    entry, release = flag_entry(flag), parse_release(version)
+    if entry is None or release is None:
+        return None
+    first = parse_release(entry["first"])
+    if first and release < first:
+        return False
+    last = parse_release(entry.get("last"))
+    if last and release[:2] > last[:2]:
+        return False
+    return not any(parse_release(r)[:2] == release[:2] for r in entry.get("missing_in") or [])
+
+
+def release_default(flag: str, version: str | None) -> Any:
+    """The literal default `flag` has in `version` (None when computed at run time, or unknown)."""
+    entry, release = flag_entry(flag), parse_release(version)
+    if entry is None:
+        return None
+    value = None
+    for step in entry.get("defaults") or []:
+        since = parse_release(step["since"])
+        if release is None or since is None or since[:2] <= release[:2]:
+            value = step.get("value") if "expr" not in step else None
+    return value
+
+
+def releases_with(flag: str) -> int:
+    """How many of the releases read accept `flag` (0 when it is not in the table)."""
+    return sum(1 for r in engine_args().get("releases") or [] if has_flag(flag, r))
+
+
+def _wrap(key: str, value: Any) -> str:
+    try:
+        inner = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
+    return json.dumps({key: inner})
+
+
+def _unwrap(key: str, value: Any) -> str | None:
+    try:
+        outer = json.loads(value) if isinstance(value, str) else value
+    except ValueError:
+        return None
+    if isinstance(outer, dict) and set(outer) == {key}:
+        return json.dumps(outer[key])
+    return None
+
+
+def spelling_for(flag: str, value: Any, version: str | None) -> tuple[str, Any, str] | None:
+    """(flag, value, note) in the spelling `version` accepts; None when that release has no way to say it.
+
+    Renames are data (`renames` in flags.yaml): `--rope-scaling X` is `--hf-overrides '{"rope_scaling": X}'` from
+    0.11. With the release unknown, the spelling accepted by more releases is chosen and the note says so.
+    """
+    renames = flag_table().get("renames") or {}
+    pairs = [(flag, value)]
+    for old, spec in renames.items():
+        if flag == old:
+            pairs.append((spec["to"], _wrap(spec["key"], value) if spec.get("key") else value))
+        elif flag == spec["to"] and spec.get("key") and (plain := _unwrap(spec["key"], value)) is not None:
+            pairs.append((old, plain))
+    if parse_release(version) is None:
+        if len(pairs) == 1:
+            return flag, value, ""
+        best = max(pairs, key=lambda p: releases_with(p[0]))
+        note = "" if best[0] == flag else (
+            f"The vLLM release is not in the log: {best[0]} is the spelling most releases accept "
+            f"({releases_with(best[0])} of {len(engine_args().get('releases') or [])} read), not {flag}.")
+        return best[0], best[1], note
+    for candidate, candidate_value in pairs:
+        if has_flag(candidate, version) is not False:
+            note = "" if candidate == flag else f"vLLM {version} spells {flag} as {candidate}."
+            return candidate, candidate_value, note
+    return None
+
+
+def release_flags(version: str | None) -> list[str]:
+    """The `vllm serve` flags `version` accepts (every flag ever read when the release is unknown)."""
+    flags = engine_args().get("flags") or {}
+    return sorted(f for f, e in flags.items()
+                  if f.startswith("--") and e.get("serve", True) is not False and has_flag(f, version) is not False)
+
+
+def did_you_mean(flag: str, version: str | None, usage_flags: list[str] | None = None) -> str | None:
+    """The flag an unrecognised `flag` most likely meant: from the usage text in the log, else the release's table.
+
+    >>> did_you_mean("--gpu-memory-utilisation", "0.9.2"), did_you_mean("--max_model_len", None)
+    ('--gpu-memory-utilization', '--max-model-len')
+    >>> did_you_mean("--frobnicate", "0.9.2") is None
+    True
+    """
+    import difflib
+
+    name = "--" + flag.lstrip("-").replace("_", "-")
+    pool = list(usage_flags or []) or release_flags(version)
+    if name in pool and name != flag:
+        return name
+    matches = difflib.get_close_matches(name, pool, n=1, cutoff=0.85)
+    return matches[0] if matches and matches[0] != flag else None
