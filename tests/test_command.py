@@ -52,9 +52,15 @@ def test_docker_options_go_before_the_image_and_vllm_flags_after():
                    "vllm/vllm-openai:v0.8.5 --model m --tensor-parallel-size 1")
 
 
-def test_docker_with_vllm_serve_after_the_image():
+def test_docker_vllm_openai_image_gets_the_model_right_after_it_not_a_second_vllm_serve():
+    """The image's entrypoint already runs `vllm serve`; a second one makes vLLM read `vllm` as the model."""
     out = fixed("docker run --gpus all vllm/vllm-openai:latest vllm serve m --port 8000", {"--port": "8001"})
-    assert out == "docker run --gpus all vllm/vllm-openai:latest vllm serve m --port 8001"
+    assert out == "docker run --gpus all vllm/vllm-openai:latest m --port 8001"
+
+
+def test_docker_other_image_keeps_its_vllm_serve():
+    out = fixed("docker run --gpus all myorg/vllm-custom:1 vllm serve m --port 8000", {"--port": "8001"})
+    assert out == "docker run --gpus all myorg/vllm-custom:1 vllm serve m --port 8001"
 
 
 def test_systemd_execstart_line():

@@ -20,6 +20,8 @@ from .launch import SHELL_OPERATORS, Arg, Launch, Token, is_switch
 from .python_forms import parse_llm_call
 
 _PLACEHOLDER = re.compile(r"<[^\s<>]+>")
+_USAGE = re.compile(r"\s*usage:\s", re.IGNORECASE)
+_PLACEHOLDER_MODEL = re.compile(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}|\.\.\.|(?i:(?:your[_-])?model(?:[_-](?:name|tag|id|path))?)")
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*)?[$#%>]\s+|^\s*\w[\w.-]*>\s+")
 _API_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
@@ -70,73 +72,86 @@ def _join_continuations(text: str) -> str:
     return joined
 
 
+_OPERATOR = re.compile(r"&>>|2>&1|&>|2>|1>|>>|\|\||&&|\|&|[;|&<>]")
+
+
 def tokenize(text: str) -> list[Token]:
-    """Split shell words, keeping each word's raw spelling beside its unquoted value."""
+    """Split shell words as POSIX `shlex` does, keeping each word's raw spelling beside its value.
+
+    The raw spelling is what rendering writes back for an untouched word, so `$VAR` stays expandable and the
+    user's quoting survives; the value is what the program receives (`$VAR` and `$(…)` left as written).
+    >>> [(t.raw, t.value) for t in tokenize('LD=$HOME/lib vllm serve "my model" --x=1|tee log')]
+    [('LD=$HOME/lib', 'LD=$HOME/lib'), ('vllm', 'vllm'), ('serve', 'serve'), ('"my model"', 'my model'), ('--x=1', '--x=1'), ('|', '|'), ('tee', 'tee'), ('log', 'log')]
+    """
+    import shlex
+
     tokens: list[Token] = []
     i, n = 0, len(text)
     while i < n:
-        while i < n and text[i].isspace():
+        if text[i].isspace():
             i += 1
-        if i >= n:
-            break
-        start = i
-        value: list[str] = []
-        if text.startswith(("&>>", "2>&1"), i):
-            width = 3 if text.startswith("&>>", i) else 4
-            tokens.append(Token(text[i:i + width], text[i:i + width]))
-            i += width
             continue
         placeholder = _PLACEHOLDER.match(text, i) if text[i] == "<" else None
-        if placeholder:
-            tokens.append(Token(placeholder.group(0), placeholder.group(0)))
-            i = placeholder.end()
+        operator = _OPERATOR.match(text, i)
+        if placeholder or operator:
+            raw = (placeholder or operator).group(0)
+            tokens.append(Token(raw, raw))
+            i += len(raw)
             continue
-        if text[i] in ";|&<>":
-            j = i + 1
-            while j < n and text[j] in "|&>":
-                j += 1
-            tokens.append(Token(text[i:j], text[i:j]))
-            i = j
-            continue
-        while i < n and not text[i].isspace() and text[i] not in ";|&<>":
-            ch = text[i]
-            if ch in "'\"`":
-                close = text.find(ch, i + 1)
-                while ch == '"' and close > 0 and text[close - 1] == "\\":
-                    close = text.find(ch, close + 1)
-                if close < 0:
-                    close = n - 1
-                inner = text[i + 1:close]
-                value.append(inner.replace('\\"', '"') if ch == '"' else (inner if ch == "'" else ch + inner + ch))
-                i = close + 1
-            elif ch == "\\" and i + 1 < n:
-                value.append(text[i + 1])
-                i += 2
-            elif ch == "$" and text.startswith("$(", i):
-                close = text.find(")", i)
-                close = n - 1 if close < 0 else close
-                value.append(text[i:close + 1])
-                i = close + 1
-            else:
-                value.append(ch)
-                i += 1
-        tokens.append(Token(text[start:i], "".join(value)))
+        start = i
+        while i < n and not text[i].isspace() and not _OPERATOR.match(text, i):
+            i = _word_char_end(text, i)
+        raw = text[start:i]
+        try:
+            value = " ".join(shlex.split(raw, posix=True))  # only a `$(…)` holds unquoted spaces in one word
+        except ValueError:
+            value = raw.strip("'\"")
+        tokens.append(Token(raw, value))
     return tokens
+
+
+def _word_char_end(text: str, i: int) -> int:
+    """The end of one unit of a word at i: a quoted run, an escaped character, `$(…)`, or one character."""
+    ch, n = text[i], len(text)
+    if ch == "\\":
+        return min(i + 2, n)
+    if ch == "'":
+        close = text.find("'", i + 1)
+        return n if close < 0 else close + 1
+    if ch == '"':
+        j = i + 1
+        while j < n and text[j] != '"':
+            j += 2 if text[j] == "\\" else 1
+        return min(j + 1, n)
+    if text.startswith("$(", i):
+        close = text.find(")", i)
+        return n if close < 0 else close + 1
+    if ch == "`":
+        close = text.find("`", i + 1)
+        return n if close < 0 else close + 1
+    return i + 1
 
 
 def _parse_shell(text: str) -> Launch | None:
     joined = _join_continuations(text)
     joined = re.sub(r"^\s*ExecStart=[-@:+!]*", "", joined)
     joined = _PROMPT.sub("", joined, count=1)
+    if _USAGE.match(joined):
+        return None
     tokens = tokenize(joined)
     env: list[tuple[str, str]] = []
     i = 0
-    while i < len(tokens) and tokens[i].value in ("env", "sudo", "bash", "exec", "nohup", "time", "-E"):
-        i += 1
-    while i < len(tokens) and _ENV_ASSIGN.match(tokens[i].value):
-        key, value = tokens[i].value.split("=", 1)
-        env.append((key, value))
-        i += 1
+    while i < len(tokens):
+        if tokens[i].value in ("env", "sudo", "bash", "exec", "nohup", "time", "-E", "export"):
+            i += 1
+        elif _ENV_ASSIGN.match(tokens[i].value):
+            key, value = tokens[i].value.split("=", 1)
+            env.append((key, value))
+            i += 1
+        elif tokens[i].raw in (";", "&&") and env:  # `export CUDA_VISIBLE_DEVICES=3; vllm serve …`: kept as a prefix
+            i += 1
+        else:
+            break
     rest = tokens[i:]
     words = [t.value for t in rest]
     for k, word in enumerate(words):
@@ -146,13 +161,18 @@ def _parse_shell(text: str) -> Launch | None:
         if base == "vllm" and k + 1 < len(words) and words[k + 1] == "serve":
             launch = Launch(form="vllm-serve", env=env, head=[t.raw for t in rest[k:k + 2]])
             _parse_vllm_args(rest[k + 2:], launch, positional_model=True)
-            return launch
+            return None if _is_placeholder(launch.model) else launch
         if word == "-m" and k + 1 < len(words) and words[k + 1].startswith("vllm.entrypoints"):
             start = k - 1 if k > 0 and words[k - 1].rsplit("/", 1)[-1].startswith("python") else k
             launch = Launch(form="api-server", env=env, head=[t.raw for t in rest[start:k + 2]])
             _parse_vllm_args(rest[k + 2:], launch, positional_model=False)
-            return launch
+            return None if _is_placeholder(launch.model) else launch
     return None
+
+
+def _is_placeholder(model: str | None) -> bool:
+    """`[model_tag]`, `<model>`, `{model}`, `MODEL`: the usage text or a template, never a model someone ran."""
+    return bool(model) and bool(_PLACEHOLDER_MODEL.fullmatch(model))
 
 
 def _split_tail(tokens: list[Token]) -> tuple[list[Token], list[str]]:
@@ -225,7 +245,8 @@ def _parse_docker(tokens: list[Token], env: list[tuple[str, str]]) -> Launch:
     rest = tokens[i:]
     words = [t.value for t in rest]
     if len(words) >= 2 and words[0] == "vllm" and words[1] == "serve":
-        launch.head += [t.raw for t in rest[:2]]
+        if not _entrypoint_serves(launch.image):  # vllm/vllm-openai runs `vllm serve` itself: the model goes first
+            launch.head += [t.raw for t in rest[:2]]
         _parse_vllm_args(rest[2:], launch, positional_model=True)
     elif len(words) >= 3 and words[0].startswith("python") and words[1] == "-m":
         launch.head += [t.raw for t in rest[:3]]
@@ -233,3 +254,11 @@ def _parse_docker(tokens: list[Token], env: list[tuple[str, str]]) -> Launch:
     else:
         _parse_vllm_args(rest, launch, positional_model=True)
     return launch
+
+
+def _entrypoint_serves(image: str | None) -> bool:
+    """Whether the image's entrypoint already runs the OpenAI server (`entrypoint_images` in flags.yaml)."""
+    from .launch import flag_table
+
+    name = (image or "").strip("'\"").split("@", 1)[0].rsplit(":", 1)[0]
+    return any(name == known or name.endswith("/" + known) for known in flag_table().get("entrypoint_images") or [])

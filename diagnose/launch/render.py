@@ -88,9 +88,19 @@ def _python_value(value: Any) -> Any:
     return text
 
 
+_EXPANDABLE = re.compile(r"(?:[\w@%+=:,./-]|\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\}))*\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\})[\w@%+=:,./${}-]*")
+
+
 def _quote(value: str) -> str:
+    """Shell-quote a value; `$VAR`/`${VAR}` references stay expandable (double quotes), as the user meant them.
+
+    >>> _quote("$LD_LIBRARY_PATH:/opt/lib"), _quote("a b"), _quote("$(id)")
+    ('"$LD_LIBRARY_PATH:/opt/lib"', "'a b'", "'$(id)'")
+    """
     if value == MASK:
         return value
+    if _EXPANDABLE.fullmatch(value) and not re.search(r"\$(?![A-Za-z_{])|\$\{[^}]*[^\w}]", value):
+        return f'"{value}"'
     return shlex.quote(value) if value else "''"
 
 
