@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from ..context.context import Context, kv_capacity_tokens
 from ..model import memory
@@ -18,7 +19,9 @@ def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
 
     v1 = PREDICATES["v1-engine"](ctx) if (ctx.version or ctx.facts.engine_v1 is not None) else True
     if current is None:
-        current = 1024 if v1 else 256
+        from ..launch.launch import flag_table
+
+        current = flag_table()["runtime_defaults"]["--max-num-seqs"]["v1" if v1 else "v0"]
     if limit:
         value = 1 << (limit.bit_length() - 1)
         basis = f"{limit} state blocks fit; the largest power of two not above that"
@@ -78,32 +81,20 @@ def kv_fp8(ctx: Context, params: dict) -> Fix | None:
                not_evaluable=None if cc else "GPU compute capability unknown (fp8 KV needs ≥ 8.9 for speed)")
 
 
-@strategy("cpu-offload")
-def cpu_offload(ctx: Context, params: dict) -> Fix | None:
-    weights = ctx.facts.memory.get("weights_gib") or (memory.weights_gib(ctx.model, ctx.tp()) if ctx.model else None)
-    total = ctx.gpu_total_gib()
-    if weights is None or not total:
-        return None
-    shortfall = weights + 2.0 - total * ctx.utilization()
-    if shortfall <= 0:
-        return None
-    value = int(math.ceil(shortfall))
-    return Fix(title=f"Offload {value} GiB of weights to CPU memory: --cpu-offload-gb {value}",
-               changes={"--cpu-offload-gb": str(value)},
-               why=f"The weights ({weights:.1f} GiB) exceed the GPU budget by about {shortfall:.1f} GiB.",
-               cost="throughput", cost_note="much slower: offloaded weights cross PCIe every step", will_start=None,
-               not_evaluable="host RAM not checked")
-
-
 @strategy("quantized-variant")
 def quantized_variant(ctx: Context, params: dict) -> Fix | None:
     if ctx.model is None or not ctx.model.quantized_variants:
         return None
     variant = ctx.model.quantized_variants[0]
+    bits = 8 if re.search(r"fp8|int8|w8a8", variant, re.IGNORECASE) else 4
+    from .weights import fits
+
+    weights = memory.weights_gib(ctx.model, ctx.tp() * ctx.pp(), bits=bits)
+    starts, basis, missing = fits(ctx, weights)
     return Fix(title=f"Serve a quantized variant: {variant}", changes={"--model": variant},
-               why=f"{variant} stores the same model in fewer bits per weight.",
-               cost="quality", cost_note="some accuracy loss from quantization", will_start=None,
-               not_evaluable="weights of the variant not measured")
+               why=f"{variant} stores the same model in about {bits} bits per weight" + (f"; {basis}." if basis else "."),
+               cost="quality", cost_note="some accuracy loss from quantization", will_start=starts,
+               predicted={"weights_gib": weights} if weights else {}, not_evaluable=missing)
 
 
 @strategy("tensor-parallel-to-fit")
@@ -114,9 +105,6 @@ def tensor_parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
     logged = ctx.facts.memory.get("weights_gib")
     weights = logged * ctx.tp() if logged else (memory.weights_gib(ctx.model, 1) if ctx.model else None)
     per_gpu = ctx.gpu_total_gib()
-    assumed = ""
-    if per_gpu is None and weights and gpus is None:
-        per_gpu, assumed = 80.0, "assuming 80 GiB GPUs (the GPU size is not in the log); "
     pp, current = ctx.pp(), ctx.tp()
     candidates = [t for t in (2, 4, 8, 16) if t > current and (gpus is None or t * pp <= gpus)
                   and (not heads or heads % t == 0) and (not kv_heads or kv_heads % t == 0 or t % kv_heads == 0)]
@@ -127,20 +115,22 @@ def tensor_parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
         for t in candidates:
             reserve = _activation_and_one_sequence_gib(ctx, t)
             if weights / t + reserve <= per_gpu * ctx.utilization():
-                choice, basis = t, (f"{assumed}{weights:.0f} GiB of weights ÷ {t} GPUs = {weights / t:.1f} GiB, plus {reserve:.1f} GiB "
+                choice, basis = t, (f"{weights:.0f} GiB of weights ÷ {t} GPUs = {weights / t:.1f} GiB, plus {reserve:.1f} GiB "
                                     f"for activations and one full-length sequence, fits {per_gpu:.0f} GiB × {ctx.utilization()}")
                 break
     if choice is None and gpus:
         choice, basis = candidates[-1], f"spread over the {gpus} GPUs the log shows"
     if choice is None:
         return Fix(title="Shard the model over several GPUs with --tensor-parallel-size", changes={},
-                   why="The weights do not fit one GPU.", cost="hardware",
-                   not_evaluable="number of GPUs unknown")
+                   why="Splitting the weights over GPUs frees memory on each.", cost="hardware",
+                   not_evaluable="number of GPUs unknown: how many GPUs does the host have (`nvidia-smi -L`)?")
+    missing = [name for name, known in (("GPU memory size", per_gpu), ("model weights", weights), ("GPU count", gpus))
+               if not known]
     return Fix(title=f"Shard the weights: --tensor-parallel-size {choice}", changes={"--tensor-parallel-size": str(choice)},
                why=f"Splitting the weights over GPUs frees memory on each for the KV cache; {basis}.", cost="hardware",
-               cost_note=f"uses {choice} GPUs", will_start=True if weights and per_gpu and not assumed else None,
-               not_evaluable=("GPU size unknown: " + assumed.strip("; ")) if assumed else
-               (None if weights and per_gpu else "weights or GPU size unknown: chosen from the GPU count"))
+               cost_note=f"uses {choice} GPUs", will_start=None if missing else True,
+               not_evaluable=(f"{' and '.join(missing)} unknown: add `nvidia-smi` output or run `vdiag snapshot` on the host"
+                              if missing else None))
 
 
 def _activation_and_one_sequence_gib(ctx: Context, tp: int) -> float:
@@ -154,7 +144,7 @@ def _activation_and_one_sequence_gib(ctx: Context, tp: int) -> float:
 
 @strategy("bigger-gpu")
 def bigger_gpu(ctx: Context, params: dict) -> Fix | None:
-    weights = memory.weights_gib(ctx.model, 1) if ctx.model else ctx.facts.memory.get("weights_gib")
+    weights = memory.weights_gib(ctx.model, 1, ctx.arg("--dtype")) if ctx.model else ctx.facts.memory.get("weights_gib")
     if not weights:
         return None
     from ..gpu.table import gpu_table

@@ -134,7 +134,9 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
         title=f"Raise --gpu-memory-utilization to {shown}",
         changes={"--gpu-memory-utilization": f"{shown}"},
         why=(f"The budget is {total:.2f} GiB × {current}; " +
-             (f"{needed_gib:.2f} GiB more is needed, so {value} would be enough." if needed_gib is not None
+             ((f"{needed_gib:.2f} GiB more is needed, so {value} is enough." if value <= ceiling else
+                f"{needed_gib:.2f} GiB more is needed; {ceiling} adds {(ceiling - current) * total:.2f} GiB, not enough on its own.")
+               if needed_gib is not None
               else f"{shown} is the most that leaves headroom.")),
         cost="config", cost_note="less headroom for other processes and fragmentation",
         will_start=starts if needed_gib is not None else None,
@@ -152,6 +154,8 @@ def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
         return None
     total = ctx.gpu_total_gib()
     util = memory.floor2(min(0.95, (ctx.gpu_free_gib() / total) if total and ctx.gpu_free_gib() else 0.95))
+    if util <= 0:
+        return None
     per_token = _kv_per_token(ctx)
     kv_now = figures.get("kv_cache_gib")
     value, evaluable = None, False

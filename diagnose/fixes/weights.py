@@ -1,0 +1,123 @@
+"""Every lever for weights that do not fit: a narrower dtype, online fp8, bitsandbytes, CPU offload sized per GPU.
+
+Each says whether the weights then fit the GPU's budget (total × gpu_memory_utilization, less the activation
+peak), from the log's figures, the model's architecture and the GPU's size; a missing fact is named, never assumed.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..context.context import Context
+from ..model import memory
+from .base import Fix, strategy
+
+ACTIVATION_RESERVE_GIB = 2.0  # activation peak and non-torch memory when the log has no figure (estimated)
+
+
+def _reserve_gib(ctx: Context) -> tuple[float, str]:
+    figures = ctx.facts.memory
+    if figures.get("activation_gib") is not None:
+        return figures["activation_gib"] + (figures.get("non_torch_gib") or 0), "from the log"
+    return ACTIVATION_RESERVE_GIB, "estimated"
+
+
+def _weights_now_gib(ctx: Context) -> float | None:
+    if ctx.model is None:
+        return None
+    return memory.weights_gib(ctx.model, ctx.tp() * ctx.pp(), ctx.arg("--dtype"))
+
+
+def fits(ctx: Context, weights_gib: float | None) -> tuple[bool | None, str, str | None]:
+    """(starts?, the arithmetic, what is missing) for weights of `weights_gib` per GPU."""
+    total = ctx.gpu_total_gib()
+    if weights_gib is None:
+        return None, "", "the model's size is unknown (not in the catalog, no config.json)"
+    if not total:
+        return None, "", "GPU memory size unknown: which GPU is it (`nvidia-smi`)?"
+    reserve, source = _reserve_gib(ctx)
+    budget = total * ctx.utilization()
+    ok = weights_gib + reserve <= budget
+    return ok, (f"{weights_gib:.2f} GiB of weights per GPU + {reserve:.1f} GiB activations ({source}) "
+                f"{'fit' if ok else 'still exceed'} {total:.2f} GiB × {ctx.utilization()} = {budget:.2f} GiB"), None
+
+
+@strategy("weights-narrower-dtype")
+def narrower_dtype(ctx: Context, params: dict) -> Fix | None:
+    """--dtype float32 doubles the weights; bfloat16 from compute capability 8.0, else float16."""
+    given = (ctx.arg("--dtype") or "").lower()
+    if given not in ("float", "float32", "fp32") or ctx.model is None:
+        return None
+    cc = ctx.compute_capability()
+    value = "bfloat16" if cc is not None and cc >= 8.0 else "half"
+    weights = memory.weights_gib(ctx.model, ctx.tp() * ctx.pp(), value)
+    starts, basis, missing = fits(ctx, weights)
+    why = f"--dtype {given} stores every weight in 4 bytes; {value} stores it in 2. " + (basis + "." if basis else "")
+    if value == "half":
+        why += (" float16, because bfloat16 needs compute capability ≥ 8.0" +
+                (f" and this GPU has {cc}." if cc else " and the GPU's is unknown."))
+    return Fix(title=f"Load the weights in 16 bits: --dtype {value}", changes={"--dtype": value}, why=why.strip(),
+               cost="config", cost_note="16-bit instead of 32-bit arithmetic (what vLLM uses by default)",
+               will_start=starts, predicted={"weights_gib": weights} if weights else {}, not_evaluable=missing)
+
+
+@strategy("online-fp8")
+def online_fp8(ctx: Context, params: dict) -> Fix | None:
+    """Quantize the weights to fp8 while loading: half the memory of bf16; fast from compute capability 8.9."""
+    if ctx.model is None or ctx.model.quantization or ctx.arg("--quantization"):
+        return None
+    cc = ctx.compute_capability()
+    if cc is not None and cc < 8.9:
+        return None
+    weights = memory.weights_gib(ctx.model, ctx.tp() * ctx.pp(), bits=8)
+    starts, basis, missing = fits(ctx, weights)
+    if cc is None:
+        starts, missing = None, missing or "GPU compute capability unknown (online fp8 needs ≥ 8.9: Ada, Hopper or newer)"
+    return Fix(title="Quantize the weights to fp8 while loading: --quantization fp8", changes={"--quantization": "fp8"},
+               why=("vLLM quantizes a 16-bit checkpoint to 8 bits per weight as it loads. " + (basis + "." if basis else "")).strip(),
+               cost="quality", cost_note="small accuracy loss from 8-bit weights", will_start=starts,
+               predicted={"weights_gib": weights} if weights else {}, not_evaluable=missing)
+
+
+@strategy("bitsandbytes")
+def bitsandbytes(ctx: Context, params: dict) -> Fix | None:
+    """4-bit bitsandbytes quantization in place: any checkpoint, about a quarter of bf16, slower."""
+    if ctx.model is None or ctx.model.quantization or ctx.arg("--quantization"):
+        return None
+    from ..launch.releases import parse_release
+
+    release = parse_release(ctx.version)
+    changes = {"--quantization": "bitsandbytes"}
+    if release is None or release < (0, 7, 0):  # before 0.7 the loader had to be named too (harmless after)
+        changes["--load-format"] = "bitsandbytes"
+    weights = memory.weights_gib(ctx.model, ctx.tp() * ctx.pp(), bits=4)
+    starts, basis, missing = fits(ctx, weights)
+    return Fix(title="Quantize the weights to 4 bits while loading: --quantization bitsandbytes", changes=changes,
+               why=("bitsandbytes stores each weight in about 4 bits. " + (basis + "." if basis else "")).strip(),
+               cost="quality", cost_note="accuracy loss from 4-bit weights and slower decoding (needs `pip install bitsandbytes`)",
+               will_start=None if starts else starts, predicted={"weights_gib": weights} if weights else {},
+               not_evaluable=missing or "whether the bitsandbytes package is installed beside vLLM")
+
+
+@strategy("cpu-offload")
+def cpu_offload(ctx: Context, params: dict) -> Fix | None:
+    """--cpu-offload-gb is per GPU: the weights per GPU, less what the budget leaves them, rounded up."""
+    logged = ctx.facts.memory.get("weights_gib")
+    weights = logged if logged is not None else _weights_now_gib(ctx)
+    total = ctx.gpu_total_gib()
+    if weights is None or not total:
+        return None
+    reserve, source = _reserve_gib(ctx)
+    budget = total * ctx.utilization()
+    shortfall = weights + reserve - budget
+    if shortfall <= 0:
+        return None
+    value = int(math.ceil(shortfall))
+    return Fix(title=f"Offload {value} GiB of weights per GPU to CPU memory: --cpu-offload-gb {value}",
+               changes={"--cpu-offload-gb": str(value)},
+               why=(f"The weights take {weights:.2f} GiB per GPU ({'from the log' if logged is not None else 'estimated'}) "
+                    f"and activations {reserve:.1f} GiB ({source}); the budget is {total:.2f} GiB × {ctx.utilization()} "
+                    f"= {budget:.2f} GiB, {shortfall:.2f} GiB short, so {value} GiB per GPU move to host memory."),
+               cost="throughput", cost_note="much slower: offloaded weights cross PCIe every step", will_start=None,
+               predicted={"weights_on_gpu_gib": round(weights - value, 2), "cpu_offload_gib_per_gpu": value},
+               not_evaluable=f"host RAM unknown: is {value * ctx.tp() * ctx.pp()} GiB of RAM free (`free -g`)?")
