@@ -9,9 +9,15 @@ from typing import Any
 
 from .launch import Arg, Launch
 
+_ENVIRON = re.compile(r"""os\.environ\[\s*["'](?P<name>[A-Za-z_]\w*)["']\s*\]\s*=\s*["'](?P<value>[^"'\n]*)["']""")
+
 
 def parse_llm_call(text: str) -> Launch | None:
-    """An `LLM(model=…, …)` call, its keyword arguments read as flags."""
+    """An `LLM(model=…, …)` call, its keyword arguments read as flags; `os.environ["X"] = "v"` before it as its env.
+
+    >>> parse_llm_call('import os\\nos.environ["VLLM_PORT"] = "29500"\\nLLM("m", max_model_len=4096)').env
+    [('VLLM_PORT', '29500')]
+    """
     start = re.search(r"\bLLM\s*\(", text)
     if not start:
         return None
@@ -27,6 +33,8 @@ def parse_llm_call(text: str) -> Launch | None:
                 break
     call_text = text[start.start():end] if end else text[start.start():] + ")"
     launch = Launch(form="llm-python")
+    for match in _ENVIRON.finditer(text[:start.start()]):
+        launch.env.append((match.group("name"), match.group("value")))
     try:
         node = ast.parse(call_text.strip(), mode="eval").body
     except SyntaxError:
