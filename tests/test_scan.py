@@ -4,8 +4,13 @@ import os
 
 import pytest
 
+from diagnose.facts.args import ArgsExtractor
+from diagnose.facts.gpu_text import GpuTextExtractor
+from diagnose.facts.memory import MemoryExtractor
+from diagnose.facts.record import Facts
+from diagnose.facts.unexplained import UnexplainedExtractor
 from diagnose.knowledge.signatures import ADVERSARIAL
-from diagnose.scan.prefilter import PureFinder
+from diagnose.scan.prefilter import AhoCorasickFinder, HyperscanFinder
 from diagnose.scan.scanner import MAX_EVIDENCE_PER_SIGNATURE, Scanner
 
 from .conftest import FIXTURES
@@ -18,22 +23,64 @@ def _hits(scanner, text):
     return {key: [m.line for m in h.first] for key, h in result.hits.items()}
 
 
-def test_hyperscan_and_pure_python_prefilters_find_the_same_lines(ruleset, monkeypatch):
+class FindOracle:
+    """The obviously right answer, slowly: `bytes.find` per literal over the lower-cased block."""
+
+    def __init__(self, literals):
+        self.literals = [(lit, lit.lower().encode()) for lit in literals]
+
+    def candidates(self, data: bytes, cut: int) -> dict[int, set[str]]:
+        low = data.lower()
+        found: dict[int, set[str]] = {}
+        for literal, needle in self.literals:
+            pos = low.find(needle, 0, cut + len(needle))
+            while 0 <= pos < cut:
+                found.setdefault(low.rfind(b"\n", 0, pos) + 1, set()).add(literal)
+                pos = low.find(needle, pos + 1, cut + len(needle))
+        return found
+
+
+def _engines(ruleset):
+    facts = Facts()
+    extractors = [MemoryExtractor(facts), GpuTextExtractor(facts), ArgsExtractor(facts), UnexplainedExtractor()]
+    scanner = Scanner([s for r in ruleset.rules for s in r.signatures], extractors)
+    engines = [AhoCorasickFinder(scanner._targets)]
+    try:
+        engines.append(HyperscanFinder(scanner._targets))
+    except ImportError:
+        pass
+    return scanner._targets, engines
+
+
+@pytest.mark.parametrize("cut_at", [None, 0.5])
+def test_every_engine_finds_the_lines_and_literals_the_oracle_finds(ruleset, cut_at):
+    literals, engines = _engines(ruleset)
+    oracle = FindOracle(literals)
+    tricky = ("TRIED TO ALLOCATE 2 MiB\nno newline at the end: Tried to allocate".encode(),
+              "überlong ✓ CUDA out of memory\n\n\nout of memory".encode())
+    for data in [p.read_bytes() for p in LOGS] + list(tricky):
+        cut = len(data) if cut_at is None else int(len(data) * cut_at)
+        expected = oracle.candidates(data, cut)
+        for engine in engines:
+            assert engine.candidates(data, cut) == expected, (engine.name, data[:60])
+
+
+def test_hyperscan_and_aho_corasick_scanners_find_the_same_hits(ruleset, monkeypatch):
     pytest.importorskip("hyperscan")
     signatures = [s for r in ruleset.rules for s in r.signatures]
     monkeypatch.setenv("VDIAG_NO_ACCEL", "0")
     fast = Scanner(signatures)
     assert fast.engine == "hyperscan"
     pure = Scanner(signatures)
-    pure._finder = PureFinder(pure._targets)
+    pure._finder = AhoCorasickFinder(pure._targets)
     for path in LOGS:
         text = path.read_text(errors="replace")
         assert _hits(fast, text) == _hits(pure, text), path.name
 
 
-def test_the_pure_engine_is_what_ci_tests():
+def test_the_engine_without_the_extra_is_what_ci_tests():
     assert os.environ.get("VDIAG_NO_ACCEL") == "1"
-    assert Scanner([]).engine == "python"
+    assert Scanner([]).engine == "aho-corasick"
 
 
 def test_evidence_is_bounded_however_often_an_error_repeats(ruleset):

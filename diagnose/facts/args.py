@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from ..util.units import parse_int
 from .base import MAX_FACT_LINE_CHARS, MAX_LITERAL_CHARS, ExtractorBase
@@ -18,12 +18,33 @@ _PAIR = re.compile(r"(?<!\w)(?P<key>\w{1,64})=(?P<value>'[^']{0,1024}'|\"[^\"]{0
 _DICT_PAIR = re.compile(r"'(?P<key>\w{1,64})':\s*(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[-\w.]{1,1024})")
 
 
+# literals that only tell what is still unknown: once the fact is known, a line holding nothing else is not needed
+_ENGINE_LITERALS = frozenset(("/vllm/v1/", "enginecore", "/vllm/worker/", "model_runner.py", "gpu_executor.py"))
+_PLATFORM_LITERALS = frozenset(("doesn't include cpu backend", "cpu_worker.py"))
+
+
 class ArgsExtractor(ExtractorBase):
     literals = ("non-default args", "namespace(", "with config:", "using max model len", "initializing a v1 llm engine",
                 "initializing a v0 llm engine", "detected platform", "no platform detected", "application startup complete",
-                "uvicorn running on", "doesn't include cpu backend", "cpu_worker.py", "/vllm/v1/", "enginecore", "/vllm/worker/", "model_runner.py", "gpu_executor.py")
+                "uvicorn running on", *_PLATFORM_LITERALS, *_ENGINE_LITERALS)
 
-    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+    def needs(self, literals: set[str]) -> bool:
+        """Whether a line holding these literals can still add a fact (every v1 line's header names EngineCore).
+
+        >>> from diagnose.facts.record import Facts
+        >>> args = ArgsExtractor(Facts())
+        >>> args.needs({"enginecore"}), args.feed(1, "EngineCore failed to start.", []), args.needs({"enginecore"})
+        (True, None, False)
+        """
+        inert = (_ENGINE_LITERALS if self.facts.engine_v1 is not None else frozenset()) | (
+            _PLATFORM_LITERALS if self.facts.platform is not None else frozenset())
+        return not literals.isdisjoint(self._literal_set - inert)
+
+    def __init__(self, facts):
+        super().__init__(facts)
+        self._literal_set = frozenset(self.literals)
+
+    def feed(self, line_no: int, message: str, following: Sequence[str]) -> None:
         facts = self.facts
         cut = len(message) > MAX_FACT_LINE_CHARS
         if cut:  # a partial answer from the first pairs; the one the cut splits is dropped

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Sequence
 
 from ..util.units import size_gib
 from .base import ExtractorBase
@@ -33,9 +34,10 @@ class GpuTextExtractor(ExtractorBase):
                 "cuda runtime version", "  on  |", "  off |", " on |", " off |")
     window = 1
 
-    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+    def feed(self, line_no: int, message: str, following: Sequence[str]) -> None:
         facts: Facts = self.facts
-        if match := _SMI_NAME_ROW.search(message):
+        starts_row, starts_digit = message.startswith("|"), message[:1].isdigit()  # cheap gates: most lines skip every regex
+        if starts_row and (match := _SMI_NAME_ROW.search(message)):
             gpu = facts.gpu(int(match.group("index")))
             gpu.name = match.group("name").strip()
             if following and (mem := _SMI_MEMORY_ROW.search(following[0])):
@@ -43,49 +45,50 @@ class GpuTextExtractor(ExtractorBase):
                 gpu.total_gib = size_gib(mem.group("total") + " MiB")
                 gpu.free_gib = round(gpu.total_gib - gpu.used_gib, 3)
             return
-        if match := _SMI_PROCESS.search(message):
+        if starts_row and (match := _SMI_PROCESS.search(message)):
             pid = int(match.group("pid"))
-            facts.processes[pid] = GpuProcess(pid, size_gib(match.group("used") + " MiB"), match.group("name"),
-                                              int(match.group("gpu")), source="nvidia-smi")
+            facts.add_process(GpuProcess(pid, size_gib(match.group("used") + " MiB"), match.group("name"),
+                                         int(match.group("gpu")), source="nvidia-smi"))
             return
-        if match := _SMI_DRIVER.search(message):
+        if "Driver Version:" in message and (match := _SMI_DRIVER.search(message)):
             facts.driver_version = match.group("driver")
             facts.cuda_version = match.group("cuda") or facts.cuda_version
             return
-        for pattern in (_SMI_LIST, _ENV_GPU):
+        for pattern in (_SMI_LIST, _ENV_GPU) if message.startswith("GPU ") else ():
             if match := pattern.search(message):
                 facts.gpu(int(match.group("index"))).name = match.group("name").strip()
                 return
-        if match := _INDEX_NAME_MIB.search(message):
+        if starts_digit and (match := _INDEX_NAME_MIB.search(message)):
             gpu = facts.gpu(int(match.group("index")))
             gpu.name = match.group("name").strip()
             gpu.total_gib = size_gib(match.group("mib") + " MiB")
             return
-        if match := _CAPABILITY.search(message):
+        if "GPU has compute capability " in message and (match := _CAPABILITY.search(message)):
             gpu = facts.gpu(0)
             gpu.name = gpu.name or match.group("name")
             gpu.compute_capability = match.group("cc")
             return
-        if match := _FOUND_GPU.search(message):
+        if "Found GPU" in message and (match := _FOUND_GPU.search(message)):
             gpu = facts.gpu(int(match.group("index")))
             gpu.name = gpu.name or match.group("name")
             gpu.compute_capability = match.group("cc")
             return
-        if match := _MIN_CAPABILITY.search(message):
+        if "Current capability: " in message and (match := _MIN_CAPABILITY.search(message)):
             cc = match.group("cc")
             facts.gpu(0).compute_capability = f"{cc[:-1]}.{cc[-1]}"
             return
-        if match := _COUNT_NAME.search(message):
+        if starts_digit and (match := _COUNT_NAME.search(message)):
             facts.gpu_count_hint = int(match.group("count"))
             facts.gpu(0).name = facts.gpu(0).name or match.group("name").strip()
             return
-        if match := _LSPCI.search(message):
+        if "[" in message and (match := _LSPCI.search(message)):
             facts.gpu(0).name = facts.gpu(0).name or match.group("name")
             return
-        if match := _SHM.search(message):
+        if "/dev/shm has only " in message and (match := _SHM.search(message)):
             facts.dev_shm_bytes = int(match.group("bytes"))
             return
-        if match := _ENV_DRIVER.search(message):
+        low = message.lower() if message.isascii() else None  # (?i) folds some non-ASCII letters: then no gate
+        if (low is None or "nvidia driver version" in low) and (match := _ENV_DRIVER.search(message)):
             facts.driver_version = match.group("driver")
-        if match := _ENV_CUDA.search(message):
+        if (low is None or "cuda runtime version" in low) and (match := _ENV_CUDA.search(message)):
             facts.cuda_version = match.group("cuda")

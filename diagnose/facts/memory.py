@@ -9,29 +9,30 @@ from .base import SIZE_PATTERN, ExtractorBase
 from .record import GpuProcess
 
 # ---------------------------------------------------------------- memory figures
+# (text every match holds, pattern, kind): the cheap `in` test spares the regex on the lines that cannot match
 
-MEMORY_PATTERNS: list[tuple[re.Pattern, str]] = [
-    (re.compile(r"Loading (?:model )?weights took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
-    (re.compile(r"Model loading took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
-    (re.compile(r"total_gpu_memory \((?P<total>[\d.]{1,32}\s*G(?:i)?B)\) x gpu_memory_utilization \((?P<util>[\d.]{1,32})\) = (?P<budget>[\d.]{1,32}\s*G(?:i)?B)"), "budget"),
-    (re.compile(r"model weights take (?P<weights>[\d.]{1,32}\s*G(?:i)?B); non_torch_memory takes (?P<non_torch>-?[\d.]{1,32}\s*G(?:i)?B); "
+MEMORY_PATTERNS: list[tuple[str, re.Pattern, str]] = [
+    ("weights took", re.compile(r"Loading (?:model )?weights took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
+    ("Model loading took", re.compile(r"Model loading took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
+    ("total_gpu_memory (", re.compile(r"total_gpu_memory \((?P<total>[\d.]{1,32}\s*G(?:i)?B)\) x gpu_memory_utilization \((?P<util>[\d.]{1,32})\) = (?P<budget>[\d.]{1,32}\s*G(?:i)?B)"), "budget"),
+    ("model weights take ", re.compile(r"model weights take (?P<weights>[\d.]{1,32}\s*G(?:i)?B); non_torch_memory takes (?P<non_torch>-?[\d.]{1,32}\s*G(?:i)?B); "
                 r"PyTorch activation peak memory takes (?P<activation>-?[\d.]{1,32}\s*G(?:i)?B); the rest of the memory reserved for KV Cache is (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "breakdown"),
-    (re.compile(r"# (?:GPU|cuda|CUDA|NPU|XPU) blocks: (?P<blocks>[\d,]{1,32})"), "blocks"),
-    (re.compile(r"Available KV cache memory: (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "kv"),
-    (re.compile(r"(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: (?P<tokens>[\d,]{1,32}) tokens"), "kv_tokens"),
-    (re.compile(r"Maximum concurrency for (?P<len>[\d,]{1,32}) tokens per request: (?P<x>[\d.]{1,32})x"), "concurrency"),
-    (re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than (?:desired GPU memory utilization|the engine's budget after excluding external process's weights) \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check"),
-    (re.compile(r"Available memory on node \d{1,20} \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check_cpu"),
-    (re.compile(r"Explicitly set \((?P<kv>[\d.]{1,32})/(?P<total>[\d.]{1,32})\) GiB for KV cache"), "explicit_kv"),
-    (re.compile(r"estimated maximum model length is (?P<estimate>\d{1,20})"), "estimate"),
-    (re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup\. Desired GPU memory "
+    (" blocks: ", re.compile(r"# (?:GPU|cuda|CUDA|NPU|XPU) blocks: (?P<blocks>[\d,]{1,32})"), "blocks"),
+    ("Available KV cache memory: ", re.compile(r"Available KV cache memory: (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "kv"),
+    (" KV cache size: ", re.compile(r"(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: (?P<tokens>[\d,]{1,32}) tokens"), "kv_tokens"),
+    ("Maximum concurrency for ", re.compile(r"Maximum concurrency for (?P<len>[\d,]{1,32}) tokens per request: (?P<x>[\d.]{1,32})x"), "concurrency"),
+    ("Free memory on device", re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than (?:desired GPU memory utilization|the engine's budget after excluding external process's weights) \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check"),
+    ("Available memory on node ", re.compile(r"Available memory on node \d{1,20} \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check_cpu"),
+    ("Explicitly set (", re.compile(r"Explicitly set \((?P<kv>[\d.]{1,32})/(?P<total>[\d.]{1,32})\) GiB for KV cache"), "explicit_kv"),
+    ("estimated maximum model length is ", re.compile(r"estimated maximum model length is (?P<estimate>\d{1,20})"), "estimate"),
+    ("Free memory on device", re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup\. Desired GPU memory "
                 r"utilization is \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)\. Actual usage is (?:(?P<weights>[\d.]{1,32}) GiB for weight, "
                 r"|(?P<consumed>[\d.]{1,32}) GiB for consumed memory \(weights \+ non-torch\), )(?P<activation>[\d.]{1,32}) GiB for peak activation, "
                 r"(?:(?P<non_torch>[\d.]{1,32}) GiB for non-torch memory, )?and (?P<graphs>[\d.]{1,32}) GiB for CUDAGraph memory"), "actual_usage"),
-    (re.compile(r"Graph capturing finished in \d{1,20} secs?, took (?P<graphs>-?[\d.]{1,32}) GiB"), "graphs"),
-    (re.compile(r"\((?P<need>[\d.]{1,32} ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]{1,32} ?G(?:i)?B)\)"), "kv_needed"),
-    (re.compile(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]{1,32})\)"), "kv_tokens"),
-    (re.compile(r"max seq len \((?P<len>[\d,]{1,32})\)"), "max_len"),
+    ("Graph capturing finished in ", re.compile(r"Graph capturing finished in \d{1,20} secs?, took (?P<graphs>-?[\d.]{1,32}) GiB"), "graphs"),
+    ("KV cache is needed", re.compile(r"\((?P<need>[\d.]{1,32} ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]{1,32} ?G(?:i)?B)\)"), "kv_needed"),
+    ("stored in KV cache (", re.compile(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]{1,32})\)"), "kv_tokens"),
+    ("max seq len (", re.compile(r"max seq len \((?P<len>[\d,]{1,32})\)"), "max_len"),
 ]
 
 
@@ -51,7 +52,9 @@ class MemoryExtractor(ExtractorBase):
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         memory = self.facts.memory
-        for pattern, kind in MEMORY_PATTERNS:
+        for needed, pattern, kind in MEMORY_PATTERNS:
+            if needed not in message:
+                continue
             match = pattern.search(message)
             if not match:
                 continue
@@ -123,7 +126,7 @@ class MemoryExtractor(ExtractorBase):
             self.facts.gpu(gpu_index).free_gib = free
         for match in _OOM_PROCESS.finditer(message):
             pid = int(match.group("pid"))
-            self.facts.processes[pid] = GpuProcess(pid, size_gib(match.group("used")), gpu_index=gpu_index)
+            self.facts.add_process(GpuProcess(pid, size_gib(match.group("used")), gpu_index=gpu_index))
         if match := _OOM_SELF.search(message):
             memory["oom_self_gib"] = size_gib(match.group("used"))
         if match := _OOM_PYTORCH.search(message):

@@ -12,6 +12,9 @@ from typing import Any
 from ..launch.launch import Launch
 
 MAX_LAUNCH_CANDIDATES = 12
+# Facts stay small whatever the input: a log of a million OOM lines, each naming other pids, keeps the first of them
+MAX_PROCESSES = 64
+MAX_GPUS = 64
 
 
 @dataclass
@@ -60,9 +63,29 @@ class Facts:
     served: bool = False
     engine_v1: bool | None = None
     max_model_len: int | None = None
+    processes_dropped: int = 0  # processes named after MAX_PROCESSES others were
+    gpus_dropped: int = 0
 
     def gpu(self, index: int | None) -> GpuFact:
+        """The GPU of that index; past MAX_GPUS indexes a GPU is counted in `gpus_dropped` and not kept."""
         key = index if index is not None else 0
         if key not in self.gpus:
+            if len(self.gpus) >= MAX_GPUS:
+                self.gpus_dropped += 1
+                return GpuFact(index=key)
             self.gpus[key] = GpuFact(index=key)
         return self.gpus[key]
+
+    def add_process(self, process: GpuProcess) -> None:
+        """Record a process on a GPU (a later line about the same pid replaces it), up to MAX_PROCESSES.
+
+        >>> facts = Facts()
+        >>> for pid in range(100):
+        ...     facts.add_process(GpuProcess(pid, 1.0))
+        >>> len(facts.processes), facts.processes_dropped
+        (64, 36)
+        """
+        if process.pid in self.processes or len(self.processes) < MAX_PROCESSES:
+            self.processes[process.pid] = process
+        else:
+            self.processes_dropped += 1

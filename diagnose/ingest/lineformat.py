@@ -59,15 +59,19 @@ _PYDANTIC = re.compile(r"\s*(?:Value error|Assertion failed),\s*")
 _ESCAPED_ANSI = re.compile(r"#033\[[\d;]{0,20}[A-Za-z]")
 _PYDANTIC_TYPE = re.compile(r"\[type=\w{1,64},")
 MAX_PREFIX_CHARS = 512  # no header or envelope prefix is longer: the prefix patterns never see more of a line
+# Whether any prefix starts the text, in one match: most passes of message_of find none, and end at this test.
+_ANY_PREFIX = re.compile("|".join(f"(?:{p.pattern.replace('(?P<level>', '(')})" for p in _PREFIXES))
 
 
 def message_of(line: str) -> str:
     """The log message with every known header and envelope prefix removed."""
     text = _ESCAPED_ANSI.sub("", line) if "#033[" in line else line
     for _ in range(6):
+        if not _ANY_PREFIX.match(text, 0, MAX_PREFIX_CHARS):
+            break
         before = text
         for pattern in _PREFIXES:
-            match = pattern.match(text[:MAX_PREFIX_CHARS])
+            match = pattern.match(text, 0, MAX_PREFIX_CHARS)
             if match and match.end() > 0:
                 text = text[match.end():]
         if text == before:

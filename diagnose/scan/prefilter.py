@@ -1,10 +1,16 @@
 """Find the lines of a block that contain any of many literals, case-insensitively.
 
-Two interchangeable engines: a pure-Python one (`bytes.find` per literal over
-the lower-cased block; correct everywhere, the one CI tests) and, when the
-optional `hyperscan` package is installed (`pip install 'vdiag[accel]'`), a
-Hyperscan database that finds every literal in one pass. `VDIAG_NO_ACCEL=1`
-forces the pure engine.
+Two interchangeable engines, each one pass over the block for all literals: an
+Aho–Corasick automaton (`pyahocorasick`, a dependency with wheels everywhere;
+the one CI tests) and, when the optional `hyperscan` package is installed
+(`pip install 'vdiag[accel]'`), a Hyperscan database. `VDIAG_NO_ACCEL=1` forces
+the Aho–Corasick engine. Both report the same lines with the same literals
+(tests/test_scan.py checks them against a `bytes.find` oracle).
+
+>>> finder = AhoCorasickFinder(["tried to allocate", "mib"])
+>>> block = b"INFO ok\\nCUDA OOM. Tried to allocate 20.00 MiB\\nnext\\n"
+>>> {start: sorted(found) for start, found in finder.candidates(block, len(block)).items()}
+{8: ['mib', 'tried to allocate']}
 """
 
 from __future__ import annotations
@@ -16,25 +22,38 @@ from functools import lru_cache
 from typing import Iterable
 
 
-class PureFinder:
-    name = "python"
+class AhoCorasickFinder:
+    name = "aho-corasick"
 
     def __init__(self, literals: Iterable[str]):
-        self.literals = [(lit, lit.lower().encode("ascii", "ignore") or lit.encode()) for lit in literals]
+        import ahocorasick
+
+        self.automaton = ahocorasick.Automaton()
+        for literal in literals:
+            # bytes as latin-1 text: one character per byte, so positions in the text are positions in the block
+            key = literal.lower().encode("utf-8").decode("latin-1")
+            if key:
+                self.automaton.add_word(key, (len(key) - 1, literal))
+        self.empty = len(self.automaton) == 0
+        if not self.empty:
+            self.automaton.make_automaton()
 
     def candidates(self, data: bytes, cut: int) -> dict[int, set[str]]:
-        low = data.lower()
         found: dict[int, set[str]] = {}
-        for literal, needle in self.literals:
-            limit = cut + len(needle)
-            pos = low.find(needle, 0, limit)
-            while 0 <= pos < cut:
-                start = low.rfind(b"\n", 0, pos) + 1
-                found.setdefault(start, set()).add(literal)
-                end = low.find(b"\n", pos)
-                if end < 0:
-                    break
-                pos = low.find(needle, end, limit)
+        if self.empty:
+            return found
+        line_start, line_end = -1, -1
+        literals: set[str] = set()
+        for last, (span, literal) in self.automaton.iter(data.lower().decode("latin-1")):
+            begin = last - span
+            if begin >= cut:
+                continue
+            if not line_start <= begin < line_end:  # matches come in order of their end: most share the line before
+                line_start = data.rfind(b"\n", 0, begin) + 1
+                line_end = data.find(b"\n", begin)
+                line_end = len(data) if line_end < 0 else line_end
+                literals = found.setdefault(line_start, set())
+            literals.add(literal)
         return found
 
 
@@ -84,4 +103,4 @@ def _finder_for(literals: tuple[str, ...], pure_only: bool):
             return HyperscanFinder(literals)
         except Exception:  # not installed, or no wheel for this platform: the pure engine is always correct
             pass
-    return PureFinder(literals)
+    return AhoCorasickFinder(literals)

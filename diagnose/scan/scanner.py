@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Protocol
+from typing import Iterable, Iterator, Protocol, Sequence
 
-from ..ingest.lineformat import below_error_level, message_of
+from ..ingest.lineformat import below_error_level
 from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
 from .prefilter import make_finder
+from .window import MAX_LOOKAHEAD_LINES, MAX_WINDOW_LINE_CHARS, LineMessages, Window
 
 MAX_EVIDENCE_PER_SIGNATURE = 4
-MAX_LOOKAHEAD_LINES = 40
-MAX_WINDOW_LINE_CHARS = 2000
 MAX_EXTRACTOR_LINE_CHARS = 16384
 REGEX_BUDGET_S = 8.0  # all rule regexes on one input together
 
@@ -37,7 +36,7 @@ class Extractor(Protocol):
     literals: tuple[str, ...]
     window: int
 
-    def feed(self, line_no: int, message: str, following: list[str]) -> None: ...
+    def feed(self, line_no: int, message: str, following: Sequence[str]) -> None: ...
 
 
 @dataclass
@@ -97,6 +96,7 @@ class Scanner:
             for literal in extractor.literals:
                 self._targets.setdefault(literal.lower(), []).append(extractor)
         self._finder = make_finder(self._targets)
+        self._by_literals: dict[frozenset[str], list] = {}  # a line's literals → its targets (lines repeat their sets)
         self._lookahead = min(MAX_LOOKAHEAD_LINES, max([t.window for ts in self._targets.values() for t in ts] + [1]))
 
     @property
@@ -125,35 +125,42 @@ class Scanner:
             return
         line_no = first_line
         previous = 0
-        messages = _Messages(data)
+        messages = LineMessages(data)
         for start in sorted(candidates):
+            literals = candidates[start]
+            targets = self._targets_for(literals)
+            if not targets:
+                continue  # every extractor this line could feed already knows what the line would tell it
             line_no += data.count(b"\n", previous, start)
             previous = start
             message, end = messages.at(start)
             quiet: bool | None = None  # an INFO/WARNING/DEBUG line, worked out only when a family signature asks
-            following: list[str] | None = None
-            seen: set[int] = set()
-            for literal in candidates[start]:
-                for target in self._targets[literal]:
-                    if id(target) in seen:
-                        continue
-                    seen.add(id(target))
-                    window = target.window
-                    if window and following is None:
-                        following = messages.following(end, self._lookahead)
-                    if isinstance(target, Signature):
-                        if target.family and not target.any_level:
-                            if quiet is None:
-                                quiet = below_error_level(data[start:min(end, start + 400)].decode("utf-8", "replace"))
-                            if quiet:
-                                continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
-                        self._match(target, line_no, message, following or [], result)
-                    else:
-                        target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], (following or [])[:window])
+            following = Window(messages, end, self._lookahead)  # decoded line by line, only as far as a target reads
+            for target in targets:
+                if isinstance(target, Signature):
+                    if target.family and not target.any_level:
+                        if quiet is None:
+                            quiet = below_error_level(data[start:min(end, start + 400)].decode("utf-8", "replace"))
+                        if quiet:
+                            continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
+                    self._match(target, line_no, message, following, result)
+                else:
+                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
             messages.forget_before(start)
 
+    def _targets_for(self, literals: set[str]) -> list:
+        """The targets of a line's literals, each once; an extractor that says it needs none of them is left out."""
+        key = frozenset(literals)
+        targets = self._by_literals.get(key)
+        if targets is None:
+            if len(self._by_literals) > 4096:
+                self._by_literals.clear()
+            unique = {id(t): t for literal in key for t in self._targets[literal]}
+            targets = self._by_literals[key] = [(t, getattr(t, "needs", None)) for t in unique.values()]
+        return [target for target, needs in targets if needs is None or needs(literals)]
+
     @staticmethod
-    def _match(sig: Signature, line_no: int, message: str, following: list[str], result: ScanResult) -> None:
+    def _match(sig: Signature, line_no: int, message: str, following: Sequence[str], result: ScanResult) -> None:
         text = message
         if sig.window:
             text = " ".join([message, *following[: sig.window]])
@@ -214,43 +221,3 @@ def _start_of_last_lines(data: bytes, count: int) -> int:
         if pos < 0:
             return 0
     return pos + 1
-
-
-class _Messages:
-    """Each line of a block split into its message once, however many windows look at it."""
-
-    def __init__(self, data: bytes):
-        self.data = data
-        self._lines: dict[int, tuple[str, int]] = {}  # start → (message, end)
-        self._windows: dict[int, tuple[str, int]] = {}  # start → (message of the first MAX_WINDOW_LINE_CHARS, end)
-
-    def _end(self, start: int) -> int:
-        end = self.data.find(b"\n", start)
-        return len(self.data) if end < 0 else end
-
-    def at(self, start: int) -> tuple[str, int]:
-        found = self._lines.get(start)
-        if found is None:
-            end = self._end(start)
-            found = self._lines[start] = (message_of(self.data[start:end].decode("utf-8", "replace")), end)
-        return found
-
-    def following(self, end: int, count: int) -> list[str]:
-        out: list[str] = []
-        pos = end + 1
-        while len(out) < count and pos < len(self.data):
-            found = self._windows.get(pos)
-            if found is None:
-                nxt = self._end(pos)
-                text = self.data[pos:min(nxt, pos + MAX_WINDOW_LINE_CHARS)].decode("utf-8", "replace")
-                found = self._windows[pos] = (message_of(text), nxt)
-            out.append(found[0])
-            pos = found[1] + 1
-        return out
-
-    def forget_before(self, start: int) -> None:
-        """Candidates come in order: lines before this one are never looked at again."""
-        if len(self._windows) > 4 * MAX_LOOKAHEAD_LINES:
-            self._windows = {k: v for k, v in self._windows.items() if k > start}
-        if len(self._lines) > 4 * MAX_LOOKAHEAD_LINES:
-            self._lines = {k: v for k, v in self._lines.items() if k >= start}
