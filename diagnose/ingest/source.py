@@ -4,9 +4,9 @@ Memory stays flat whatever the input size: the raw stream is read in fixed
 chunks, a line longer than `MAX_LINE_CHARS` is cut (and counted), and the
 caller receives blocks of whole lines, never the whole input.
 
-Envelopes are unwrapped here so that later stages only see log text: docker's
-`json-file` lines (`{"log": …}`), `journalctl -o json` and journal export
-format. Carriage returns, NULs and ANSI colour are removed; a leading run of NULs
+Envelopes are unwrapped here (see envelopes) so that later stages only see log
+text: docker's `json-file` lines (`{"log": …}`), `journalctl -o json` and
+journal export format. Carriage returns, NULs and ANSI colour are removed; a leading run of NULs
 (copytruncate) is skipped and UTF-16 is decoded (see textdetect). Only regular files
 are opened (see safeio); a FIFO or device is refused, never waited on.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gzip
 import io
-import json
+import itertools
 import re
 import sys
 import zlib
@@ -24,11 +24,12 @@ from typing import BinaryIO, Iterator
 
 from ..util.errors import InputError
 from ..util.safeio import open_regular
+from .envelopes import docker_record, envelope_messages, journal_export_messages, journal_json_record, text_blocks
 from .textdetect import as_utf8, looks_binary
 
 CHUNK_BYTES = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
+
 
 
 @dataclass
@@ -177,16 +178,6 @@ def _clean_bytes(block: bytes) -> bytes:
     return block
 
 
-def _clean(text: str) -> str:
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text
-
-
 def _detect_format(first_line: bytes) -> str:
     stripped = first_line.lstrip()
     if stripped.startswith(b"{"):
@@ -217,60 +208,16 @@ def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[byt
             yield _clean_bytes(chunk)
         return
 
-    def lines() -> Iterator[bytes]:
-        yield from first.split(b"\n")[:-1]
-        for chunk in chunks:
-            yield from chunk.split(b"\n")[:-1]
-
     if fmt == "journal-export":
-        messages: Iterator[str] = _journal_export_messages(lines())
-    else:
-        unwrap = {"docker-json": _docker_message, "journal-json": _journal_json_message}[fmt]
-        messages = (unwrap(raw.decode("utf-8", "replace")) for raw in lines())
-    yield from _batch(messages)
+        def lines() -> Iterator[bytes]:
+            yield from first.split(b"\n")[:-1]
+            for chunk in chunks:
+                yield from chunk.split(b"\n")[:-1]
+
+        yield from text_blocks(journal_export_messages(lines()))
+        return
+    unwrap = {"docker-json": docker_record, "journal-json": journal_json_record}[fmt]
+    for chunk in itertools.chain([first], chunks):
+        yield from text_blocks(envelope_messages(chunk, unwrap))
 
 
-def _batch(messages: Iterator[str]) -> Iterator[bytes]:
-    buf: list[str] = []
-    size = 0
-    for message in messages:
-        message = _clean(message).rstrip("\n")
-        buf.append(message)
-        size += len(message) + 1
-        if size >= CHUNK_BYTES:
-            yield ("\n".join(buf) + "\n").encode("utf-8", "replace")
-            buf, size = [], 0
-    if buf:
-        yield ("\n".join(buf) + "\n").encode("utf-8", "replace")
-
-
-def _docker_message(text: str) -> str:
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return text
-    if isinstance(obj, dict) and isinstance(obj.get("log"), str):
-        return obj["log"].rstrip("\n")
-    return text
-
-
-def _journal_json_message(text: str) -> str:
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        return text
-    if not isinstance(obj, dict):
-        return text
-    message = obj.get("MESSAGE")
-    if isinstance(message, list):
-        message = bytes(b & 0xFF for b in message if isinstance(b, int)).decode("utf-8", "replace")
-    if not isinstance(message, str):
-        return ""
-    return message
-
-
-def _journal_export_messages(lines: Iterator[bytes]) -> Iterator[str]:
-    """MESSAGE fields of journal export format (binary-safe fields are skipped)."""
-    for line in lines:
-        if line.startswith(b"MESSAGE="):
-            yield line[len(b"MESSAGE="):].decode("utf-8", "replace")
