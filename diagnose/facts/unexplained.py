@@ -15,6 +15,8 @@ def echoes() -> tuple[str, ...]:
 
 _ERROR_LINE = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b(?::|\(|$)|^\w[\w .-]{0,40}: error: |^Cuda failure|^(?:FATAL|Fatal error)\b"
+    # C++ exceptions that end the process (c10::Error, std::runtime_error): the abort that a core dump follows
+    r"|^terminate called after throwing an instance of '[\w:]*(?:Error|error|exception)'|^\s*what\(\):\s+\S.*(?:error|Error)"
 )
 
 
