@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from diagnose.cli.main import main
 from diagnose.hook import journald
 from diagnose.hook import run as hook_lib
+from diagnose.hook import state as hook_state
 from diagnose.hook.run import HookSettings, run_hook
 from diagnose.hook.state import rotate_reports
 from diagnose.hook.trigger import read_trigger, unit_from_cgroup
@@ -45,6 +46,12 @@ needs_journal_tools = pytest.mark.skipif(
     not (os.access(JOURNAL_REMOTE, os.X_OK) and shutil.which("journalctl")),
     reason="needs systemd-journal-remote and journalctl (apt-get install systemd-journal-remote)",
 )
+
+
+@pytest.fixture(autouse=True)
+def no_system_state_dir(tmp_path, monkeypatch):
+    """/var/lib/vdiag is searched for earlier reports; tests must neither read nor write the host's."""
+    monkeypatch.setattr(hook_state, "DEFAULT_STATE_DIR", str(tmp_path / "var-lib-vdiag"))
 
 
 def export_entry(fields: dict[str, str]) -> bytes:
@@ -190,8 +197,12 @@ def test_exec_stop_post_writes_one_report_for_the_failed_invocation(journal, tmp
     assert report_path.with_suffix(".md").read_text().startswith(f"_vllm.service · invocation {FAILED_ID} · exit-code")
     report = json.loads(report_path.read_text())
     assert report["diagnoses"][0]["category"] == FAILED_CATEGORY
-    assert report["systemd"] == {"trigger": "ExecStopPost", "unit": "vllm.service", "invocation_id": FAILED_ID,
-                                 "service_result": "exit-code", "exit_code": "exited", "exit_status": "1"}
+    systemd = report["systemd"]
+    assert {key: systemd[key] for key in ("trigger", "unit", "invocation_id", "service_result", "exit_code", "exit_status")} == {
+        "trigger": "ExecStopPost", "unit": "vllm.service", "invocation_id": FAILED_ID,
+        "service_result": "exit-code", "exit_code": "exited", "exit_status": "1"}
+    assert systemd["host"] == {"hostname": "gpu-node-7", "machine_id": "0" * 32, "boot_id": BOOT_ID}, "the journal's host, not this one"
+    assert systemd["repeats"]["count"] == 1 and systemd["repeats"]["invocations"] == [FAILED_ID]
     assert report["facts"]["lines"] == journal["failed_lines"] + 3  # plus systemd's three messages about that run
     assert "OutOfMemoryError" not in report_path.read_text(), "another unit's lines leaked into the diagnosis"
     [line] = done.stdout.splitlines()
@@ -389,7 +400,11 @@ def test_timeout_is_honoured_and_journalctl_is_stopped(tmp_path):
                            str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=60)
     elapsed = time.monotonic() - started
     assert done.returncode == 0 and elapsed < 8, (elapsed, done.stdout, done.stderr)
-    assert "gave up after 1 s" in done.stdout
+    assert "gave up after 1 s" in done.stdout and "partial report" in done.stdout
+    [report_path] = reports_in(tmp_path / "state")
+    report = json.loads(report_path.read_text())
+    assert report["systemd"]["partial"] == "gave up after 1 s (--timeout)"
+    assert any(note.startswith("partial report") for note in report["notes"])
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -410,16 +425,25 @@ def test_unwritable_state_dir_falls_back_and_says_so(journal, tmp_path):
     blocker.write_text("a file where the state directory should be")
     xdg = tmp_path / "xdg"
     result = invoke(["--unit", "vllm.service", "--journal-file", str(journal["file"]), "--no-gpu"],
-                    {**exec_stop_post_env(tmp_path), "STATE_DIRECTORY": str(blocker / "vdiag"), "XDG_STATE_HOME": str(xdg)})
+                    {**on_failure_env(tmp_path), "STATE_DIRECTORY": str(blocker / "vdiag"), "XDG_STATE_HOME": str(xdg)})
     assert result.exit_code == 0
     assert len(reports_in(xdg / "vdiag")) == 1
     assert f"{blocker / 'vdiag'} is not writable, reports go to {xdg / 'vdiag'}" in result.output
 
 
-def test_state_directory_from_systemd_is_used(journal, tmp_path):
+def test_state_directory_of_the_vdiag_unit_is_used(journal, tmp_path):
     result = invoke(["--unit", "vllm.service", "--journal-file", str(journal["file"]), "--no-gpu"],
-                    {**exec_stop_post_env(tmp_path), "STATE_DIRECTORY": str(tmp_path / "lib" / "vdiag")})
+                    {**on_failure_env(tmp_path), "STATE_DIRECTORY": str(tmp_path / "lib" / "vdiag")})
     assert result.exit_code == 0 and len(reports_in(tmp_path / "lib" / "vdiag")) == 1
+
+
+def test_exec_stop_post_does_not_write_into_the_watched_services_state_directory(journal, tmp_path, monkeypatch):
+    """Under ExecStopPost=, $STATE_DIRECTORY is vllm.service's own StateDirectory=vllm, not vdiag's."""
+    service_state = tmp_path / "var-lib-vllm"
+    result = invoke(["--unit", "vllm.service", "--journal-file", str(journal["file"]), "--no-gpu"],
+                    {**exec_stop_post_env(tmp_path), "STATE_DIRECTORY": str(service_state)})
+    assert result.exit_code == 0
+    assert reports_in(service_state) == [] and len(reports_in(tmp_path / "var-lib-vdiag")) == 1
 
 
 @needs_journal_tools
@@ -442,7 +466,7 @@ def test_long_invocation_is_read_as_its_start_and_its_end(tmp_path, monkeypatch)
     result = run_hook(settings, exec_stop_post_env(tmp_path))
     report = json.loads(result.reports[0].read_text())
     assert report["diagnoses"][0]["category"] == FAILED_CATEGORY
-    assert report["facts"]["lines"] == 100 + len(crash) + 20
+    assert report["facts"]["lines"] == 100 + len(crash) + 20 + 2  # and systemd's two lines, from its environment
     assert any("read the first 100" in note for note in report["notes"])
 
 
@@ -458,7 +482,7 @@ def test_head_and_tail_that_overlap_read_each_entry_once(tmp_path, monkeypatch):
     settings = HookSettings(unit="vllm.service", invocation_id=FAILED_ID, journal_files=(str(journal_file),),
                             state_dir=str(tmp_path / "state"), use_gpu=False)
     report = json.loads(run_hook(settings, exec_stop_post_env(tmp_path)).reports[0].read_text())
-    assert report["facts"]["lines"] == len(lines)
+    assert report["facts"]["lines"] == len(lines) + 2  # and systemd's two lines, from its environment
     assert not any("read the first" in note for note in report["notes"])
 
 
@@ -527,6 +551,7 @@ def test_shipped_units_pass_systemd_analyze_verify(tmp_path):
     for path, text in texts.items():
         path.write_text(text.replace("/usr/local/bin/vdiag", real_vdiag))
     assert "OnFailure=vdiag@%n.service" in texts[drop_in / "vdiag.conf"]
+    assert "\nExecStopPost=" not in texts[drop_in / "vdiag.conf"], "the hardened OnFailure= handler is the default wiring"
     env = {**os.environ, "SYSTEMD_UNIT_PATH": f"{tmp_path}:", "SYSTEMD_LOG_LEVEL": "warning"}
     for unit in ("vllm.service", "vdiag@vllm.service.service"):
         done = subprocess.run([systemd_analyze, "verify", "--man=no", unit], cwd=tmp_path, env=env,

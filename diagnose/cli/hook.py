@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from ..hook.run import DEFAULT_KEEP_REPORTS, DEFAULT_TIMEOUT_S, HookSettings, journal_socket, run_hook
+from ..hook.run import DEFAULT_KEEP_REPORTS, DEFAULT_MAX_AGE_DAYS, DEFAULT_TIMEOUT_S, HookSettings, journal_socket, run_hook
 
 
 class _AlwaysZero(click.Command):
@@ -28,22 +28,29 @@ class _AlwaysZero(click.Command):
 @click.option("--directory", help="Read the journal files in this directory instead of the system journal.")
 @click.option("--state-dir", help="Where reports go (default: $STATE_DIRECTORY, else /var/lib/vdiag).")
 @click.option("--keep", type=click.IntRange(min=1), default=DEFAULT_KEEP_REPORTS, show_default=True,
-              help="How many reports to keep (older ones are removed).")
+              help="How many reports to keep per unit (older ones are removed).")
+@click.option("--max-age-days", type=click.FloatRange(min=0), default=DEFAULT_MAX_AGE_DAYS, show_default=True,
+              help="Remove reports not updated for this many days (0: keep them).")
+@click.option("--unit-file", type=click.Path(dir_okay=False), help="Read ExecStart= from this unit file "
+              "(default: `systemctl show` on this host, when the log shows no launch).")
+@click.option("--jsonl", type=click.Path(dir_okay=False), help="Append one JSON line per diagnosis to this file (Loki, Vector, Fluent Bit).")
+@click.option("--textfile", type=click.Path(dir_okay=False), help="Keep Prometheus counters in this node_exporter textfile (*.prom).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT_S, show_default=True,
               help="Give up after this many seconds.")
 @click.option("--no-gpu", is_flag=True, help="Do not read the live GPU through NVML.")
-def hook(unit, invocation, journal_files, directory, state_dir, keep, timeout_s, no_gpu):
+def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_days, unit_file, jsonl, textfile, timeout_s, no_gpu):
     """Diagnose the failed run of a systemd unit, keep the report, and log a one-line summary to the journal.
 
     \b
-    In the unit:   ExecStopPost=/usr/local/bin/vdiag hook
-    or:            OnFailure=vdiag@%n.service   (with contrib/systemd/vdiag@.service)
+    In the unit:   OnFailure=vdiag@%n.service   (with contrib/systemd/vdiag@.service)
+    or:            ExecStopPost=+/usr/local/bin/vdiag hook   (each crash Restart= retries; runs as root)
     By hand:       vdiag hook --unit vllm.service [--invocation ID] [--state-dir DIR]
     """
     from ..hook.journald import send_entry
 
     try:
-        settings = HookSettings(unit, invocation, tuple(journal_files), directory, state_dir, keep, timeout_s, not no_gpu)
+        settings = HookSettings(unit, invocation, tuple(journal_files), directory, state_dir, keep, timeout_s, not no_gpu,
+                                unit_file, jsonl, textfile, max_age_days or None)
         result = run_hook(settings, os.environ)
         if result.quiet:
             if sys.stdout.isatty():

@@ -14,6 +14,7 @@ LAZY_COMMANDS = {
     "rules": ("diagnose.cli.rules", "rules"),
     "verify": ("diagnose.cli.verify", "verify"),
     "hook": ("diagnose.cli.hook", "hook"),
+    "reports": ("diagnose.cli.reports", "reports"),
     "triage": ("diagnose.cli.triage", "triage"),
 }
 

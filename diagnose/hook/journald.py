@@ -22,11 +22,12 @@ import socket
 import struct
 import subprocess
 import tempfile
-from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping, Sequence
 
 from ..ingest.source import Source
 from ..util.errors import InputError
+from .readstate import ReadState, realtime_us
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
 HEAD_ENTRIES = 20_000
@@ -35,7 +36,6 @@ UNIT_FALLBACK_ENTRIES = 5_000
 MAX_ENTRY_BYTES = 1 << 20
 _STDERR_KEEP_BYTES = 2048
 _OWN_ENTRY = b'"SYSLOG_IDENTIFIER":"vdiag"'  # a re-run must not read vdiag's earlier summary as vLLM output
-_REALTIME = re.compile(rb'"__REALTIME_TIMESTAMP":"(\d+)"')
 
 
 @dataclass
@@ -49,7 +49,8 @@ class JournalQuery:
     journalctl: str = "journalctl"
 
     def base_argv(self) -> list[str]:
-        argv = [self.journalctl, "--no-pager", "-o", "json", "--all", "--output-fields=MESSAGE,SYSLOG_IDENTIFIER"]
+        argv = [self.journalctl, "--no-pager", "-o", "json", "--all",
+                "--output-fields=MESSAGE,SYSLOG_IDENTIFIER,_HOSTNAME,_MACHINE_ID,_BOOT_ID"]
         argv += [f"--file={f}" for f in self.files]
         if self.directory:
             argv.append(f"--directory={self.directory}")
@@ -67,16 +68,6 @@ class JournalQuery:
     def _invocation_matches(self) -> list[str]:
         """The service's own output, and systemd's messages about that run."""
         return [f"_SYSTEMD_INVOCATION_ID={self.invocation_id}", "+", f"INVOCATION_ID={self.invocation_id}"]
-
-
-@dataclass
-class ReadState:
-    """What the journalctl runs reported, known once the stream is consumed."""
-
-    entries: int = 0
-    returncode: int | None = None
-    stderr: str = ""
-    notes: list[str] = field(default_factory=list)
 
 
 def find_journalctl(env: Mapping[str, str]) -> str:
@@ -112,15 +103,25 @@ def last_invocation_id(query: JournalQuery, timeout_s: float) -> str | None:
 class JournalSource(Source):
     """One invocation's entries as a vdiag input, streamed from journalctl."""
 
-    def __init__(self, name: str, query: JournalQuery, state: ReadState):
+    def __init__(self, name: str, query: JournalQuery, state: ReadState, trailer: Callable[[ReadState], list[str]] | None = None):
         super().__init__(name)
         self.query = query
         self.state = state
+        self.trailer = trailer  # lines vdiag adds after the journal's (systemd's result when the journal lacks it)
 
     def open_binary(self):
         return io.BufferedReader(_LinesReader(self._lines()), buffer_size=1 << 16)
 
     def _lines(self) -> Iterator[bytes]:
+        for line in self._journal_lines():
+            self.state.record(line)
+            yield line
+        for message in self.trailer(self.state) if self.trailer else ():
+            line = json.dumps({"MESSAGE": message, "SYSLOG_IDENTIFIER": "vdiag"}).encode() + b"\n"
+            self.state.record(line, cursor="")
+            yield line
+
+    def _journal_lines(self) -> Iterator[bytes]:
         last_line = b""
         for line in _run_lines(self.query.head_argv(), self.state, limit=HEAD_ENTRIES):
             last_line = line
@@ -133,7 +134,7 @@ class JournalSource(Source):
     def _tail_after(self, head_last: bytes) -> Iterator[bytes]:
         """The last TAIL_ENTRIES entries, without those the head already gave (journal order is time order)."""
         needle = _cursor_needle(head_last)
-        head_time = _realtime_us(head_last)
+        head_time = realtime_us(head_last)
         tail = (line for line in _run_lines(self.query.tail_argv(), ReadState()) if _OWN_ENTRY not in line)
         passed = False
         overlapped = False
@@ -142,7 +143,7 @@ class JournalSource(Source):
                 if needle is not None and needle in line:
                     passed = overlapped = True
                     continue
-                line_time = _realtime_us(line)
+                line_time = realtime_us(line)
                 if head_time is not None and line_time is not None and line_time <= head_time:
                     overlapped = True
                     continue
@@ -193,11 +194,6 @@ def _cursor_needle(line: bytes) -> bytes | None:
     except (ValueError, AttributeError):
         return None
     return json.dumps({"__CURSOR": cursor}, separators=(",", ":"))[1:-1].encode() if isinstance(cursor, str) else None
-
-
-def _realtime_us(line: bytes) -> int | None:
-    found = _REALTIME.search(line)
-    return int(found.group(1)) if found else None
 
 
 def _first_line(data: bytes) -> str:

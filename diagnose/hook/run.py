@@ -13,25 +13,27 @@ True
 
 from __future__ import annotations
 
-import signal
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Mapping
 
 from ..util.errors import InputError, VdiagError
+from .deadline import HookTimeout, deadline
 from .journald import JOURNAL_SOCKET, JournalQuery, JournalSource, ReadState, find_journalctl, last_invocation_id
-from .state import choose_state_dir, existing_report, rotate_reports, write_report
+from .fleet import MESSAGE_ID, host_identity, journal_positions
+from .state import (choose_state_dir, continue_loop, find_diagnosed, rotate_reports, should_log, state_dir_candidates,
+                    write_report)
 from .trigger import Trigger, read_trigger
+from .unit import UnitFacts, drop_in, read_unit, systemd_lines
 
-DEFAULT_KEEP_REPORTS = 50
+DEFAULT_KEEP_REPORTS = 20
+DEFAULT_MAX_AGE_DAYS = 30.0
 DEFAULT_TIMEOUT_S = 10.0
 MAX_MESSAGE_CHARS = 1000
 MAX_FIELD_CHARS = 4096
 PRIORITY_WARNING = "4"
-PRIORITY_NOTICE = "5"
 PRIORITY_DEBUG = "7"
 
 
@@ -47,6 +49,10 @@ class HookSettings:
     keep_reports: int = DEFAULT_KEEP_REPORTS
     timeout_s: float = DEFAULT_TIMEOUT_S
     use_gpu: bool = True
+    unit_file: str | None = None
+    jsonl: str | None = None
+    textfile: str | None = None
+    max_age_days: float | None = DEFAULT_MAX_AGE_DAYS
 
 
 @dataclass
@@ -56,11 +62,7 @@ class HookResult:
     message: str
     fields: dict[str, str]
     reports: list[Path] = field(default_factory=list)
-    quiet: bool = False  # nothing happened worth a journal line (a clean stop, a run already diagnosed)
-
-
-class HookTimeout(VdiagError):
-    pass
+    quiet: bool = False  # nothing worth a journal line (a clean stop, a run already diagnosed, a rate-limited repeat)
 
 
 def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
@@ -74,17 +76,25 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
         if trigger.unit is None and trigger.invocation_id is None:
             raise InputError("no unit and no invocation to diagnose: give --unit or --invocation, "
                              "or run from ExecStopPost= or an OnFailure= handler")
-        state_dir, state_note = choose_state_dir(settings.state_dir, env)
+        write_dirs, search_dirs = state_dir_candidates(settings.state_dir, env, trigger)
         if trigger.origin != "by hand" and trigger.invocation_id:
-            done = existing_report(state_dir, trigger.invocation_id)
+            done = find_diagnosed(search_dirs, trigger.unit, trigger.invocation_id)
             if done is not None:
                 return HookResult(f"vdiag: invocation {trigger.invocation_id} already diagnosed: {done}",
                                   _base_fields(trigger, PRIORITY_DEBUG), [done], quiet=True)
-        with deadline(settings.timeout_s):
-            report = diagnose_invocation(trigger, settings, env)
-        paths = write_report(state_dir, trigger, report)
-        rotate_reports(state_dir, settings.keep_reports)
-        return summarize(trigger, report, paths, state_note)
+        state_dir, state_note = choose_state_dir(write_dirs)
+        reserve_s = min(2.0, settings.timeout_s / 3)
+        try:
+            with deadline(settings.timeout_s - reserve_s):
+                report = diagnose_invocation(trigger, settings, env)
+        except HookTimeout:
+            reason = f"gave up after {settings.timeout_s:g} s (--timeout)"
+            try:
+                with deadline(reserve_s):
+                    report = partial_report(trigger, settings, env, reason)
+            except HookTimeout:
+                report = bare_report(trigger, reason)
+        return keep_report(trigger, settings, report, state_dir, state_note)
     except HookTimeout as exc:
         return _failure(trigger, f"{exc}; no report written")
     except VdiagError as exc:
@@ -93,8 +103,42 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
         return _failure(trigger, f"internal error: {type(exc).__name__}: {exc}")
 
 
+def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_dir: Path, state_note: str | None) -> HookResult:
+    """Write the report (or update the crash loop's), rotate, feed the fleet outputs, and say it once."""
+    from .fleet import append_jsonl, fleet_record, metric_labels, update_textfile
+
+    now = datetime.now(timezone.utc)
+    into = continue_loop(state_dir, trigger, report, now)
+    repeats = report["systemd"]["repeats"]
+    log = should_log(repeats, now)
+    if log:
+        repeats.update(logged=f"{now:%Y-%m-%dT%H:%M:%SZ}", logged_count=repeats["count"])
+    paths = write_report(state_dir, trigger, report, now, into)
+    max_age_s = settings.max_age_days * 86400 if settings.max_age_days else None
+    rotate_reports(state_dir, settings.keep_reports, max_age_s, now)
+    result = summarize(trigger, report, paths, state_note)
+    result.quiet = not log
+    problems = []
+    if settings.jsonl:
+        try:
+            append_jsonl(settings.jsonl, fleet_record(report, result.fields, now))
+        except OSError as exc:
+            problems.append(f"cannot append to {settings.jsonl}: {exc.strerror or exc}")
+    if settings.textfile:
+        try:
+            update_textfile(settings.textfile, metric_labels(report), now.timestamp())
+        except OSError as exc:
+            problems.append(f"cannot write {settings.textfile}: {exc.strerror or exc}")
+    if problems:
+        result.message = _one_line(f"{result.message}; " + "; ".join(problems), MAX_MESSAGE_CHARS)
+        result.fields.update(MESSAGE=result.message, VDIAG_ERROR=_one_line("; ".join(problems), MAX_FIELD_CHARS))
+        result.quiet = False
+    return result
+
+
 def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[str, str]) -> dict:
-    """Read the run's journal entries, diagnose them, and return the report dict (with a `systemd` section)."""
+    """Read the run's journal entries, diagnose them with systemd's own evidence, and return the report dict
+    (with a `systemd` section: the trigger, the unit's facts, the host, the journal positions of the evidence)."""
     from ..diagnosis.pipeline import Options, diagnose
     from ..report.build import build_report
 
@@ -109,8 +153,10 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
         else:
             notes.append(f"no invocation id from systemd: diagnosed {trigger.unit}'s last run in the journal ({query.invocation_id})")
             trigger.invocation_id = query.invocation_id
+    unit = read_unit(trigger.unit, settings.unit_file, env, live=not (settings.journal_files or settings.journal_directory))
     state = ReadState()
-    source = JournalSource(f"journal:{trigger.unit or ''}/{query.invocation_id or 'last'}", query, state)
+    source = JournalSource(f"journal:{trigger.unit or ''}/{query.invocation_id or 'last'}", query, state,
+                           lambda seen: _added_lines(trigger, unit, seen.systemd_said))
     outcome = diagnose([source], Options(gpu_mode="auto" if settings.use_gpu else "none"))
     if state.entries == 0:
         what = f"invocation {query.invocation_id}" if query.invocation_id else f"unit {trigger.unit}"
@@ -119,45 +165,81 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
             raise InputError(f"journalctl failed (exit {state.returncode}){said}")
         raise InputError(f"no journal entries for {what}; nothing to diagnose{said}")
     report = build_report(outcome)
-    report["notes"] = [*report["notes"], *notes, *state.notes]
-    report["systemd"] = trigger.as_json()
+    report["notes"] = [*report["notes"], *notes, *state.notes, *([unit.note] if unit.note else [])]
+    added = next((p.line for p in state.positions if p.cursor == ""), None) if unit.exec_start else None
+    report["systemd"] = _systemd_section(trigger, unit, report, state.host, added)
+    report["systemd"]["journal"] = journal_positions(report, state.position_of)
     return report
 
 
-@contextmanager
-def deadline(seconds: float) -> Iterator[None]:
-    """Raise HookTimeout in the main thread once `seconds` have passed (elsewhere: no limit can be set)."""
-    if seconds <= 0 or threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
-        yield
-        return
+def partial_report(trigger: Trigger, settings: HookSettings, env: Mapping[str, str], reason: str) -> dict:
+    """When the journal could not be read in time: a report from systemd's own evidence alone, marked partial."""
+    from ..diagnosis.pipeline import Options, diagnose
+    from ..ingest.source import TextSource
+    from ..report.build import build_report
 
-    def expire(_signum, _frame):
-        raise HookTimeout(f"gave up after {seconds:g} s (--timeout)")
+    unit = read_unit(trigger.unit, settings.unit_file, env, live=False)
+    lines = _added_lines(trigger, unit, set()) or [f"{trigger.unit or 'the unit'}: failed (systemd gave no result)"]
+    report = build_report(diagnose([TextSource("systemd", "\n".join(lines) + "\n")], Options(gpu_mode="none")))
+    report["notes"].append(f"partial report: {reason} while reading the journal; only systemd's own evidence "
+                           "(SERVICE_RESULT, EXIT_CODE, EXIT_STATUS and the unit) was diagnosed")
+    report["systemd"] = _systemd_section(trigger, unit, report, {}, 1 if unit.exec_start else None)
+    report["systemd"]["partial"] = reason
+    return report
 
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+
+def bare_report(trigger: Trigger, reason: str) -> dict:
+    """No time left even for the partial diagnosis: systemd's lines as the unexplained errors, nothing else."""
+    lines = systemd_lines(trigger, set())
+    facts = {"vllm_version": None, "vllm_version_source": None, "launch": None, "model": None, "gpus": [],
+             "gpu_processes": [], "memory": {}, "platform": None, "phase": None, "lines": len(lines)}
+    return {"schema": 1, "status": "errors-unexplained" if lines else "nothing-found", "facts": facts, "diagnoses": [],
+            "unexplained": [{"line": n, "text": text} for n, text in enumerate(lines, 1)],
+            "notes": [f"partial report: {reason}; not even systemd's own evidence could be diagnosed in time"],
+            "systemd": {**trigger.as_json(), "host": host_identity({}), "partial": reason}}
+
+
+def _added_lines(trigger: Trigger, unit: UnitFacts, said: set[str]) -> list[str]:
+    """The unit's ExecStart= (the launch, when the log shows none) and systemd's result lines the journal lacks."""
+    return ([f"ExecStart={unit.exec_start}"] if unit.exec_start else []) + systemd_lines(trigger, said)
+
+
+def _systemd_section(trigger: Trigger, unit: UnitFacts, report: dict, host: dict[str, str], exec_start_line: int | None) -> dict:
+    """The `systemd` key of the report; a launch read from the unit says so, and its fix becomes a drop-in."""
+    section = {**trigger.as_json(), "n_restarts": unit.n_restarts, "exec_start_source": unit.source,
+               "host": host_identity(host)}
+    launch = report["facts"].get("launch")
+    from_unit = bool(launch and exec_start_line and launch.get("source") == f"command line in the input (line {exec_start_line})")
+    if from_unit:
+        launch["source"] = unit.source
+    fixes = report["diagnoses"][0]["fixes"] if report["diagnoses"] else []
+    section["drop_in"] = drop_in(trigger.unit, fixes[0], from_unit) if fixes else None
+    return section
 
 
 def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_note: str | None) -> HookResult:
-    """One journal line saying what failed, the rank-1 fix and where the report is."""
+    """One journal line saying what failed (systemd's result first), the rank-1 fix and where the report is.
+    Any failed run is logged at priority 4 (warning) or more urgent, so alerts on `PRIORITY<=4` see each one."""
     from ..util.redact import redact, redact_tree
 
     report = redact_tree(report)
     json_path, md_path = paths
-    fields = _base_fields(trigger, PRIORITY_NOTICE)
+    fields = _base_fields(trigger, PRIORITY_WARNING)
     fields["VDIAG_STATUS"] = report["status"]
     fields["VDIAG_REPORT"] = str(json_path)
+    repeats = report["systemd"].get("repeats") or {}
+    fields["VDIAG_COUNT"] = str(repeats.get("count", 1))
+    phase = report["facts"].get("phase")
+    if phase:
+        fields["VDIAG_PHASE"] = phase
     head = f"vdiag: {trigger.unit or 'unit'} failed" + (f" [{trigger.how_it_ended()}]" if trigger.how_it_ended() else "")
+    if repeats.get("count", 1) > 1:
+        head += f" ({repeats['count']} times since {repeats['first']})"
     if report["diagnoses"]:
         top = report["diagnoses"][0]
-        fields.update(PRIORITY=PRIORITY_WARNING, VDIAG_RULE=top["rule"], VDIAG_CATEGORY=top["category"],
-                      VDIAG_CONFIDENCE=f"{top['confidence']:.2f}")
-        what = f"{top['title']} ({top['category']}, confidence {top['confidence']:.2f})"
+        fields.update(VDIAG_RULE=top["rule"], VDIAG_CATEGORY=top["category"], VDIAG_CONFIDENCE=f"{top['confidence']:.2f}")
+        what = f"{top['title']} ({top['category']}, confidence {top['confidence']:.2f}"
+        what += f", start-up reached {phase})" if phase and phase != "serving" and phase != "traffic" else ")"
         fix = top["fixes"][0] if top["fixes"] else None
         action = (fix.get("command") or fix.get("step") or fix["title"]) if fix else None
         if fix and (fix.get("command") or fix.get("step")):
@@ -167,6 +249,8 @@ def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_no
         what = f"no known failure; {len(report['unexplained'])} unexplained error line(s), first: {report['unexplained'][0]['text']}"
     else:
         what = f"no vLLM failure found in {report['facts']['lines']} journal line(s)"
+    if report["systemd"].get("partial"):
+        what += f" (partial report: {report['systemd']['partial']} while reading the journal)"
     tail = f"; report {md_path}" + (f" ({state_note})" if state_note else "")
     message = _one_line(redact(f"{head}: {what}"), MAX_MESSAGE_CHARS - len(tail)) + tail
     fields["MESSAGE"] = message
@@ -174,10 +258,13 @@ def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_no
 
 
 def _base_fields(trigger: Trigger | None, priority: str) -> dict[str, str]:
-    fields = {"SYSLOG_IDENTIFIER": "vdiag", "PRIORITY": priority}
+    """The fields of every line: MESSAGE_ID (the catalog entry), and OBJECT_SYSTEMD_UNIT so that
+    `journalctl -u UNIT` shows the diagnosis beside the unit's own lines."""
+    fields = {"SYSLOG_IDENTIFIER": "vdiag", "PRIORITY": priority, "MESSAGE_ID": MESSAGE_ID}
     if trigger is not None:
-        for key, value in (("VDIAG_UNIT", trigger.unit), ("VDIAG_INVOCATION_ID", trigger.invocation_id),
-                           ("VDIAG_SERVICE_RESULT", trigger.service_result), ("VDIAG_EXIT_STATUS", trigger.exit_status)):
+        for key, value in (("OBJECT_SYSTEMD_UNIT", trigger.unit), ("VDIAG_UNIT", trigger.unit),
+                           ("VDIAG_INVOCATION_ID", trigger.invocation_id), ("VDIAG_SERVICE_RESULT", trigger.service_result),
+                           ("VDIAG_EXIT_CODE", trigger.exit_code), ("VDIAG_EXIT_STATUS", trigger.exit_status)):
             if value:
                 fields[key] = _one_line(value, MAX_FIELD_CHARS)
     return fields

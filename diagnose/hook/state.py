@@ -1,10 +1,18 @@
-"""The state folder: where reports go, their names, and rotation of the oldest."""
+"""The state folder: where reports go, their names, one report per invocation, crash loops, and retention.
+
+A report is `<unit>-<UTC time>-<invocation>.{json,md}`. The same failure on consecutive runs of a unit (a crash
+loop) updates the unit's newest report instead of writing a new one: `systemd.repeats` in its JSON counts the runs,
+with the first and last time and the invocation ids seen, so an invocation is found as diagnosed whichever report
+holds it and whichever state folder the other wiring wrote to.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
@@ -13,23 +21,49 @@ from ..util.errors import InputError
 from .trigger import Trigger
 
 DEFAULT_STATE_DIR = "/var/lib/vdiag"
-_REPORT_NAME = re.compile(r"^(?P<unit>[A-Za-z0-9:_.@-]+)-(?P<stamp>\d{8}T\d{6}Z)-(?P<invocation>[0-9a-f]{32}|unknown)\.json$")
+MAX_INVOCATIONS_KEPT = 200
+REPORT_NAME = re.compile(r"^(?P<unit>[A-Za-z0-9:_.@\\-]+)-(?P<stamp>\d{8}T\d{6}Z)-(?P<invocation>[0-9a-f]{32}|unknown)\.json$")
+_MAX_REPORT_BYTES = 64 << 20
 
 
-def choose_state_dir(requested: str | None, env: Mapping[str, str]) -> tuple[Path, str | None]:
-    """The first writable of: the requested dir, `$STATE_DIRECTORY` (systemd's StateDirectory=), /var/lib/vdiag,
-    then `$XDG_STATE_HOME/vdiag` and a private `/tmp/vdiag-$UID`. The note says when it had to fall back."""
-    wanted = Path(requested or (env.get("STATE_DIRECTORY") or "").split(":")[0] or DEFAULT_STATE_DIR)
-    fallbacks: list[Path] = []
-    if env.get("XDG_STATE_HOME"):
-        fallbacks.append(Path(env["XDG_STATE_HOME"]) / "vdiag")
-    private_tmp = Path("/tmp") / f"vdiag-{os.getuid()}"
-    fallbacks.append(private_tmp)
-    for candidate in [wanted, *fallbacks]:
-        if _writable_dir(candidate, private=candidate == private_tmp):
-            note = None if candidate == wanted else f"{wanted} is not writable, reports go to {candidate}"
+def state_dir_candidates(requested: str | None, env: Mapping[str, str], trigger: Trigger | None) -> tuple[list[Path], list[Path]]:
+    """Where reports may be written, in order of preference, and where an earlier report of the same run may be.
+
+    The first of: `--state-dir`, `$STATE_DIRECTORY` (vdiag@.service's StateDirectory=), /var/lib/vdiag; then
+    `$XDG_STATE_HOME/vdiag` and a private `/tmp/vdiag-$UID`. Under `ExecStopPost=`, `$STATE_DIRECTORY` is the
+    watched service's own (vllm.service's StateDirectory=), not vdiag's, so it is not used. Without `--state-dir`,
+    earlier reports are looked for in /var/lib/vdiag too, where the other wiring writes.
+    """
+    own_state = (env.get("STATE_DIRECTORY") or "").split(":")[0]
+    if trigger is not None and trigger.origin == "ExecStopPost":
+        own_state = ""
+    first = Path(requested or own_state or DEFAULT_STATE_DIR)
+    fallbacks = [Path(env["XDG_STATE_HOME"]) / "vdiag"] if env.get("XDG_STATE_HOME") else []
+    fallbacks.append(private_tmp_dir())
+    write = _unique([first, *fallbacks])
+    search = write if requested else _unique([first, Path(DEFAULT_STATE_DIR), *fallbacks])
+    return write, search
+
+
+def _unique(paths: list[Path]) -> list[Path]:
+    unique: list[Path] = []
+    for path in paths:
+        if path not in unique:
+            unique.append(path)
+    return unique
+
+
+def private_tmp_dir() -> Path:
+    return Path("/tmp") / f"vdiag-{os.getuid()}"
+
+
+def choose_state_dir(candidates: list[Path]) -> tuple[Path, str | None]:
+    """The first writable candidate; the note says when it had to fall back."""
+    for candidate in candidates:
+        if _writable_dir(candidate, private=candidate == private_tmp_dir()):
+            note = None if candidate == candidates[0] else f"{candidates[0]} is not writable, reports go to {candidate}"
             return candidate, note
-    raise InputError(f"no writable state directory (tried {', '.join(str(p) for p in [wanted, *fallbacks])})")
+    raise InputError(f"no writable state directory (tried {', '.join(str(p) for p in candidates)})")
 
 
 def _writable_dir(path: Path, private: bool) -> bool:
@@ -46,24 +80,128 @@ def _writable_dir(path: Path, private: bool) -> bool:
     return True
 
 
-def existing_report(state_dir: Path, invocation_id: str) -> Path | None:
-    for path in state_dir.glob(f"*-{invocation_id}.json"):
-        if _REPORT_NAME.match(path.name):
-            return path
+@dataclass
+class StoredReport:
+    """One report in a state folder, as `vdiag reports list` shows it."""
+
+    path: Path
+    unit: str
+    stamp: str
+    invocation: str
+    mtime_ns: int
+
+    def load(self) -> dict:
+        return read_report(self.path)
+
+
+def stored_reports(state_dir: Path, unit: str | None = None) -> list[StoredReport]:
+    """vdiag's reports in a folder, oldest first; other files are left alone."""
+    found = []
+    try:
+        entries = list(os.scandir(state_dir))
+    except OSError:
+        return []
+    for entry in entries:
+        name = REPORT_NAME.match(entry.name)
+        if not name or (unit is not None and name["unit"] != safe_unit(unit)):
+            continue
+        try:
+            mtime_ns = entry.stat(follow_symlinks=False).st_mtime_ns
+        except OSError:
+            continue
+        found.append(StoredReport(Path(entry.path), name["unit"], name["stamp"], name["invocation"], mtime_ns))
+    found.sort(key=lambda r: (r.mtime_ns, r.stamp, r.path.name))
+    return found
+
+
+def read_report(path: Path) -> dict:
+    """A report's JSON, or {} when it is unreadable (a report is never executed, only parsed as JSON)."""
+    try:
+        with open(path, "rb") as handle:
+            data = json.loads(handle.read(_MAX_REPORT_BYTES))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def find_diagnosed(candidates: list[Path], unit: str | None, invocation_id: str) -> Path | None:
+    """The report that already holds this invocation, in any of the folders either wiring writes to."""
+    for state_dir in candidates:
+        for path in state_dir.glob(f"*-{invocation_id}.json") if state_dir.is_dir() else ():
+            if REPORT_NAME.match(path.name):
+                return path
+        newest = stored_reports(state_dir, unit)[-1:] if unit else []
+        for stored in newest:
+            if invocation_id in repeats_of(stored.load()).get("invocations", []):
+                return stored.path
     return None
 
 
-def write_report(state_dir: Path, trigger: Trigger, report: dict, now: datetime | None = None) -> tuple[Path, Path]:
-    """Write `<unit>-<UTC time>-<invocation>.{md,json}` atomically (the JSON last: its presence means complete)."""
-    from ..report.render import to_json, to_markdown
+def repeats_of(report: dict) -> dict:
+    repeats = (report.get("systemd") or {}).get("repeats")
+    return repeats if isinstance(repeats, dict) else {}
 
-    now = now or datetime.now(timezone.utc)
-    unit = re.sub(r"[^A-Za-z0-9:_.@-]", "_", trigger.unit or "unknown-unit")
-    stem = f"{unit}-{now:%Y%m%dT%H%M%SZ}-{trigger.invocation_id or 'unknown'}"
-    md_path, json_path = state_dir / f"{stem}.md", state_dir / f"{stem}.json"
+
+def loop_key(report: dict) -> str:
+    """What makes two runs 'the same failure': the top rule, else the status."""
+    diagnoses = report.get("diagnoses") or []
+    return f"rule:{diagnoses[0].get('rule')}" if diagnoses else f"status:{report.get('status')}"
+
+
+def continue_loop(state_dir: Path, trigger: Trigger, report: dict, now: datetime) -> Path | None:
+    """Record this run in `report["systemd"]["repeats"]`; return the unit's newest report when this run repeats
+    its failure (that report is then rewritten), else None (a new report)."""
+    invocation = trigger.invocation_id or "unknown"
+    newest = stored_reports(state_dir, trigger.unit or "unknown-unit")[-1:]
+    previous = newest[0].load() if newest else {}
+    before = repeats_of(previous)
+    stamp = f"{now:%Y-%m-%dT%H:%M:%SZ}"
+    if previous and loop_key(previous) == loop_key(report):
+        seen = [i for i in before.get("invocations", []) if isinstance(i, str)]
+        count = int(before.get("count", 1)) + (0 if invocation in seen else 1)
+        repeats = {"count": count, "first": before.get("first", stamp), "last": stamp,
+                   "invocations": ([*[i for i in seen if i != invocation], invocation])[-MAX_INVOCATIONS_KEPT:],
+                   "logged": before.get("logged"), "logged_count": before.get("logged_count")}
+        report.setdefault("systemd", {})["repeats"] = repeats
+        return newest[0].path
+    report.setdefault("systemd", {})["repeats"] = {"count": 1, "first": stamp, "last": stamp, "invocations": [invocation],
+                                                   "logged": None, "logged_count": None}
+    return None
+
+
+def should_log(repeats: dict, now: datetime, every_s: float = 3600.0) -> bool:
+    """Rate limit of the journal line in a crash loop: runs 1, 2, 4, 8, … of a loop, and at least one an hour."""
+    count = int(repeats.get("count", 1))
+    if count & (count - 1) == 0:
+        return True
+    try:
+        logged = datetime.strptime(repeats.get("logged") or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return True
+    return (now - logged).total_seconds() >= every_s
+
+
+def safe_unit(unit: str | None) -> str:
+    return re.sub(r"[^A-Za-z0-9:_.@\\-]", "_", unit or "unknown-unit")
+
+
+def write_report(state_dir: Path, trigger: Trigger, report: dict, now: datetime, into: Path | None = None) -> tuple[Path, Path]:
+    """Write `<unit>-<UTC time>-<invocation>.{md,json}` atomically (the JSON last: its presence means complete);
+    `into` rewrites an existing report (a crash loop) under its own name."""
+    from ..report.render import to_json, to_markdown
+    from .fleet import systemd_markdown
+
+    unit = safe_unit(trigger.unit)
+    json_path = into or state_dir / f"{unit}-{now:%Y%m%dT%H%M%SZ}-{trigger.invocation_id or 'unknown'}.json"
+    md_path = json_path.with_suffix(".md")
     ended = f" · {trigger.how_it_ended()}" if trigger.how_it_ended() else ""
-    context = f"_{unit} · invocation {trigger.invocation_id or 'unknown'}{ended} · diagnosed {now:%Y-%m-%d %H:%M:%S} UTC_\n\n"
-    for path, text in ((md_path, context + to_markdown(report)), (json_path, to_json(report) + "\n")):
+    repeats = repeats_of(report)
+    loop = (f" · {repeats['count']} runs with this failure, first {repeats['first']}, last {repeats['last']}"
+            if repeats.get("count", 1) > 1 else "")
+    context = (f"_{unit} · invocation {trigger.invocation_id or 'unknown'}{ended} · diagnosed {now:%Y-%m-%d %H:%M:%S} UTC"
+               f"{loop}_\n\n")
+    markdown = context + to_markdown(report) + systemd_markdown(report)
+    for path, text in ((md_path, markdown), (json_path, to_json(report) + "\n")):
         tmp = state_dir / f".{path.name}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o640)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -72,23 +210,24 @@ def write_report(state_dir: Path, trigger: Trigger, report: dict, now: datetime 
     return json_path, md_path
 
 
-def rotate_reports(state_dir: Path, keep: int) -> list[Path]:
-    """Keep the newest `keep` reports (a report is its .json and .md); only vdiag's own file names are touched."""
-    reports = []
-    for path in state_dir.iterdir():
-        found = _REPORT_NAME.match(path.name)
-        if found:
-            try:
-                reports.append((found["stamp"], path.stat().st_mtime_ns, path.name, path))
-            except OSError:
-                continue
-    reports.sort()
+def rotate_reports(state_dir: Path, keep: int, max_age_s: float | None = None, now: datetime | None = None) -> list[Path]:
+    """Keep each unit's newest `keep` reports, and none older than `max_age_s` (by last update); a report is its
+    .json and .md, and only vdiag's own file names are touched, so one unit's crash loop never removes another's."""
+    now_ns = int((now or datetime.now(timezone.utc)).timestamp() * 1e9)
+    by_unit: dict[str, list[StoredReport]] = {}
+    for stored in stored_reports(state_dir):
+        by_unit.setdefault(stored.unit, []).append(stored)
+    stale: list[StoredReport] = []
+    for reports in by_unit.values():
+        stale += reports[:max(len(reports) - max(keep, 1), 0)]
+        if max_age_s is not None:
+            stale += [r for r in reports[-max(keep, 1):] if now_ns - r.mtime_ns > max_age_s * 1e9]
     removed = []
-    for *_, path in reports[:max(len(reports) - max(keep, 1), 0)]:
-        for stale in (path, path.with_suffix(".md")):
+    for stored in stale:
+        for path in (stored.path, stored.path.with_suffix(".md")):
             try:
-                stale.unlink()
-                removed.append(stale)
+                path.unlink()
+                removed.append(path)
             except FileNotFoundError:
                 pass
     return removed

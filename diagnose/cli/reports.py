@@ -1,0 +1,85 @@
+"""`vdiag reports [list | show ID]`: browse the hook's state folder, as `coredumpctl` does its dumps."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from ..util.errors import ExitCode
+from .common import run_guarded
+
+_STATE_HELP = "The hook's state folder (default: $STATE_DIRECTORY, else /var/lib/vdiag)."
+
+
+def _state_dir(state_dir: str | None) -> Path:
+    from ..hook.state import DEFAULT_STATE_DIR
+
+    return Path(state_dir or (os.environ.get("STATE_DIRECTORY") or "").split(":")[0] or DEFAULT_STATE_DIR)
+
+
+class _ListByDefault(click.Group):
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or args[0].startswith("-") and args[0] not in ("-h", "--help"):
+            args = ["list", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=_ListByDefault)
+def reports():
+    """Browse the reports `vdiag hook` left: `vdiag reports [list]`, `vdiag reports show ID`."""
+
+
+@reports.command("list")
+@click.option("--state-dir", help=_STATE_HELP)
+@click.option("--unit", help="Only this unit's reports.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def list_reports(state_dir, unit, fmt):
+    """One line per report, oldest first: last run, unit, invocation, runs, systemd's result, diagnosis."""
+
+    def run():
+        import json
+
+        from ..hook.browse import report_rows
+        from ..util.redact import redact_tree
+
+        rows = redact_tree(report_rows(_state_dir(state_dir), unit))
+        if fmt == "json":
+            click.echo(json.dumps(rows, indent=2))
+            return ExitCode.NOTHING_FOUND
+        if not rows:
+            click.echo("No reports.")
+        else:
+            click.echo(f"{'LAST RUN':<21} {'UNIT':<24} {'INVOCATION':<12} {'RUNS':>4} {'RESULT':<16} DIAGNOSIS")
+        for row in rows:
+            diagnosis = row["rule"] or row["category"] or row["status"] or "?"
+            click.echo(f"{row['last'] or '?':<21} {row['unit']:<24} {row['invocation'][:12]:<12} {row['count']:>4} "
+                       f"{row['result'] or '-':<16} {diagnosis}")
+        return ExitCode.NOTHING_FOUND
+
+    sys.exit(int(run_guarded(run)))
+
+
+@reports.command("show")
+@click.argument("reference")
+@click.option("--state-dir", help=_STATE_HELP)
+@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+def show_report(reference, state_dir, fmt):
+    """Print one report: REFERENCE is its file name, an invocation id (a prefix will do) or a unit (its newest)."""
+
+    def run():
+        from ..hook.browse import find_stored
+        from ..util.redact import redact
+
+        stored = find_stored(_state_dir(state_dir), reference)
+        path = stored.path if fmt == "json" else stored.path.with_suffix(".md")
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as error:
+            raise OSError(error.errno, error.strerror, str(path)) from None
+        click.echo(redact(text).rstrip("\n"))
+        return ExitCode.NOTHING_FOUND
+
+    sys.exit(int(run_guarded(run)))
