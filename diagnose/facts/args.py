@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from typing import Any, Sequence
 
 from ..util.units import parse_int
@@ -103,7 +104,9 @@ def _parse_dict(body: str) -> dict[str, Any]:
 def _literal(text: str) -> Any:
     if len(text) > MAX_LITERAL_CHARS:
         raise ValueError("too long to be a literal from a log")
-    return ast.literal_eval(text)
+    with warnings.catch_warnings():  # text from a log is not code: its oddities are not the user's warnings
+        warnings.simplefilter("ignore")
+        return ast.literal_eval(text)
 
 
 def _python_literal(text: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import warnings
 from typing import Any
 
 from .launch import Arg, Launch
@@ -36,8 +37,10 @@ def parse_llm_call(text: str) -> Launch | None:
     for match in _ENVIRON.finditer(text[:start.start()]):
         launch.env.append((match.group("name"), match.group("value")))
     try:
-        node = ast.parse(call_text.strip(), mode="eval").body
-    except SyntaxError:
+        with warnings.catch_warnings():  # text from a log is not code: its oddities are not the user's warnings
+            warnings.simplefilter("ignore")
+            node = ast.parse(call_text.strip(), mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         node = None
     if isinstance(node, ast.Call):
         if node.args:
