@@ -9,6 +9,8 @@ FIXTURES = ROOT / "tests" / "fixtures"
 os.environ.setdefault("VDIAG_CACHE_DIR", str(ROOT / ".pytest_cache" / "vdiag"))
 # CI tests the pure-Python prefilter; test_scan compares it with the optional Hyperscan engine.
 os.environ["VDIAG_NO_ACCEL"] = "1"
+# A fix strategy that raises is a bug: users get the other fixes, the tests get the traceback.
+os.environ["VDIAG_STRATEGY_ERRORS"] = "raise"
 
 
 @pytest.fixture(scope="session")

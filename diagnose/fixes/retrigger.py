@@ -1,16 +1,26 @@
 """What each category's failure condition means for a launch, so a fix can be checked before it runs.
 
 `violated_after_fix` applies a fix's changes to the launch and asks whether
-the failure's condition still holds with the figures the log printed.
+the failure's condition still holds with the figures the log printed. Where
+the log has no figures to re-evaluate, the category's curing settings in
+`data/retrigger_settings.yaml` decide: a launch change that touches none of
+them leaves the failure where it was. Every category has one or the other.
+
+>>> settings_unchanged("port-in-use", {"--max-model-len": "4096"})
+'changes none of the settings that cure port-in-use (--port, --host, env:VLLM_PORT)'
+>>> settings_unchanged("port-in-use", {"--port": "8001"}) is None
+True
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable
 
 from ..context.context import Context, kv_capacity_tokens
-from ..launch.launch import Launch
+from ..launch.launch import Launch, canonical_flag
 from ..launch.render import apply_changes
+from ..util.datafiles import load_yaml
 from ..util.units import parse_float, parse_int
 
 Check = Callable[[Launch, dict, Context], "str | None"]
@@ -26,10 +36,33 @@ def check(category: str):
 
 
 def violated_after_fix(diagnosis, ctx: Context, changes: dict[str, Any]) -> str | None:
-    fn = CHECKS.get(diagnosis.rule.category)
-    if fn is None or ctx.launch is None:
+    """Why the failure would still happen with the fix's changes applied; None when it would not (or cannot tell)."""
+    if ctx.launch is None:
         return None
+    fn = CHECKS.get(diagnosis.rule.category)
+    if fn is None:
+        return settings_unchanged(diagnosis.rule.category, changes)
     return fn(apply_changes(ctx.launch, changes), diagnosis.captures, ctx)
+
+
+@lru_cache(maxsize=1)
+def curing_settings() -> dict[str, tuple[str, ...]]:
+    """Category → the launch settings that can cure it (data/retrigger_settings.yaml)."""
+    return {category: tuple(_setting_key(key) for key in keys) for category, keys in load_yaml("retrigger_settings.yaml").items()}
+
+
+def settings_unchanged(category: str, changes: dict[str, Any]) -> str | None:
+    """Why a launch change leaves a category's failure as it was: it touches none of the settings that cure it."""
+    cures = curing_settings().get(category)
+    if cures is None or not changes or {_setting_key(key) for key in changes} & set(cures):
+        return None
+    if not cures:
+        return f"{category} is cured outside the launch; changing {', '.join(changes)} leaves it"
+    return f"changes none of the settings that cure {category} ({', '.join(cures)})"
+
+
+def _setting_key(key: str) -> str:
+    return canonical_flag(key) if key.startswith("-") else key
 
 
 @check("tp-not-divisible")

@@ -13,6 +13,7 @@ from ..util.safeio import is_within, not_regular, read_rule_file
 from ..util.version import __version__
 from .rule_safety import yaml_alias_problem
 from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bundled_rules_dir, taxonomy
+from .vocabulary import vocabulary_problems
 
 
 def rule_files(directories: Iterable[Path]) -> list[Path]:
@@ -35,9 +36,8 @@ def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleS
     for directory in directories[1:]:
         if not directory.exists():
             return RuleSet([], [LoadProblem(str(directory), 0, "rules folder does not exist")])
-    files = rule_files(directories)
     contents = []
-    for path in files:
+    for path in rule_files(directories):
         try:
             contents.append((path, read_rule_file(path)))
         except OSError:
@@ -54,6 +54,17 @@ def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleS
     if use_cache:
         write_cached(key, ruleset_to_data(ruleset))
     return ruleset
+
+
+def load_rule_files(files: Iterable[Path]) -> RuleSet:
+    """Only these rule files, checked as `load_rules` checks them, without the cache (what a rule author's tools need)."""
+    contents = []
+    for path in files:
+        try:
+            contents.append((Path(path), read_rule_file(Path(path))))
+        except OSError:
+            contents.append((Path(path), b""))
+    return _load_uncached(contents)
 
 
 def ruleset_to_data(ruleset: RuleSet) -> dict:
@@ -87,9 +98,10 @@ def ruleset_from_data(data: dict) -> RuleSet:
 def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
     digest = hashlib.sha256(__version__.encode())
     here = Path(__file__).parent
-    for module in ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py"):  # the cached layout, the checks, the expansion
+    for module in ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py", "vocabulary.py"):  # the cached layout, the checks, the expansion
         digest.update((here / module).read_bytes())
-    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.yaml"):  # tables expand into signatures
+    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.yaml",
+                 "strategy_params.yaml", "predicates.yaml", "phases.yaml"):  # tables expand into signatures; names rules may use
         digest.update((DATA_DIR / name).read_bytes())
     for path, data in contents:
         digest.update(str(path).encode())
@@ -142,22 +154,26 @@ def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
         if errors:
             for error in errors[:5]:
                 where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-                problems.append(LoadProblem(shown, _line_of(node, list(error.absolute_path)), f"{where}: {error.message}"))
+                problems.append(LoadProblem(shown, line_of(node, list(error.absolute_path)), f"{where}: {error.message}"))
+            continue
+        unknown = vocabulary_problems(document.get("conditions") or [], document["fixes"])
+        if unknown:
+            problems += [LoadProblem(shown, line_of(node, path), message) for path, message in unknown]
             continue
         try:
             rule = _build_rule(document, shown, node.start_mark.line + 1)
         except KeyError as exc:  # a signature names an error table, or a category, the tables do not have
-            problems.append(LoadProblem(shown, _line_of(node, ["signatures"]), str(exc.args[0])))
+            problems.append(LoadProblem(shown, line_of(node, ["signatures"]), str(exc.args[0])))
             continue
         if rule.category not in categories:
-            problems.append(LoadProblem(shown, _line_of(node, ["category"]), f"unknown category '{rule.category}' (see taxonomy)"))
+            problems.append(LoadProblem(shown, line_of(node, ["category"]), f"unknown category '{rule.category}' (see taxonomy)"))
             continue
         unsafe = _check_regexes(rule)
         if unsafe:
-            problems += [LoadProblem(shown, _line_of(node, ["signatures", i, "regex"]), why) for i, why in unsafe]
+            problems += [LoadProblem(shown, line_of(node, ["signatures", i, "regex"]), why) for i, why in unsafe]
             continue
         if rule.id in seen:
-            problems.append(LoadProblem(shown, _line_of(node, ["id"]), f"duplicate rule id '{rule.id}' (also in {seen[rule.id]})"))
+            problems.append(LoadProblem(shown, line_of(node, ["id"]), f"duplicate rule id '{rule.id}' (also in {seen[rule.id]})"))
             continue
         seen[rule.id] = shown
         rules.append(rule)
@@ -177,7 +193,7 @@ def _check_regexes(rule: Rule) -> list[tuple[int, str]]:
             for index, sig in enumerate(rule.signatures) for message in signature_problems(sig, timed=timed)]
 
 
-def _line_of(node, path: list) -> int:
+def line_of(node, path: list) -> int:
     """The 1-based line of the YAML node at `path`, or of the nearest parent."""
     current = node
     for part in path:

@@ -1,0 +1,95 @@
+"""What a rule may name: the fix strategies with their parameters, the predicates, the start-up phases.
+
+The names live in data files (strategy_params.yaml, predicates.yaml, phases.yaml), so the rules can be checked at
+load, beneath the code that implements them; tests/test_registries.py keeps the files and the registries equal.
+A misspelled name is refused, never silently false or a fix that is never offered.
+
+>>> vocabulary_problems([], [{"strategy": "set-flag", "params": {"flga": "--enforce-eager"}}])
+[(['fixes', 0, 'params', 'flga'], "fix 'set-flag': unknown parameter 'flga' (it takes: cost, cost_class, flag, title, value, why, will_start)"), (['fixes', 0, 'params'], "fix 'set-flag': missing required parameter 'flag'")]
+>>> vocabulary_problems(["!served", "phase>=servng"], [{"strategy": "cap-max-model-len", "when": ["low-utilisation"]}])[0][1]
+"unknown start-up phase 'servng' in 'phase>=servng' (known: arguments, platform, distributed, weights-loading, weights-loaded, profiling, kv-cache-sized, cuda-graphs, engine-ready, serving, traffic)"
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from ..util.datafiles import load_yaml
+
+Problem = tuple[list, str]  # (path into the rule document, message)
+_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "null": type(None)}
+
+
+@lru_cache(maxsize=1)
+def strategy_params() -> dict[str, dict[str, dict]]:
+    """Strategy name → {parameter → {type, required, enum}}."""
+    return {name: dict(params or {}) for name, params in load_yaml("strategy_params.yaml")["strategies"].items()}
+
+
+@lru_cache(maxsize=1)
+def predicate_names() -> frozenset[str]:
+    return frozenset(load_yaml("predicates.yaml"))
+
+
+@lru_cache(maxsize=1)
+def phase_names() -> tuple[str, ...]:
+    return tuple(entry["phase"] for entry in load_yaml("phases.yaml"))
+
+
+def vocabulary_problems(conditions: list, fixes: list[dict]) -> list[Problem]:
+    """Unknown predicates, strategies and parameters in a rule document's `conditions` and `fixes`."""
+    problems = [(["conditions", i], message) for i, name in enumerate(conditions or ())
+                if (message := condition_problem(name))]
+    for index, fix in enumerate(fixes or ()):
+        where = ["fixes", index]
+        problems += [([*where, "when", i], message) for i, name in enumerate(fix.get("when") or ())
+                     if (message := condition_problem(name))]
+        problems += [([*where, *path], message) for path, message in params_problems(fix.get("strategy", ""), fix.get("params") or {})]
+    return problems
+
+
+def condition_problem(name: str) -> str | None:
+    """Why a condition name is not one vdiag knows; None when it is."""
+    key = name.lstrip("!")
+    for operator in (">=", "<"):
+        if key.startswith("phase" + operator):
+            phase = key[len("phase" + operator):]
+            if phase in phase_names():
+                return None
+            return f"unknown start-up phase '{phase}' in '{name}' (known: {', '.join(phase_names())})"
+    if key in predicate_names():
+        return None
+    return f"unknown condition '{key}' (it would always be false; known: see diagnose/data/predicates.yaml)"
+
+
+def params_problems(strategy: str, params: dict[str, Any]) -> list[Problem]:
+    """Why a fix's strategy or parameters are not what the strategy takes (paths below the fix)."""
+    table = strategy_params()
+    if strategy not in table:
+        return [(["strategy"], f"unknown fix strategy '{strategy}' (the fix would never be offered; "
+                               "known: see diagnose/data/strategy_params.yaml)")]
+    accepted = table[strategy]
+    problems: list[Problem] = []
+    for key, value in params.items():
+        spec = accepted.get(key)
+        if spec is None:
+            known = ", ".join(sorted(accepted)) or "no parameters"
+            problems.append((["params", key], f"fix '{strategy}': unknown parameter '{key}' (it takes: {known})"))
+            continue
+        wanted = spec.get("type")
+        if wanted and not _has_type(value, wanted if isinstance(wanted, list) else [wanted]):
+            problems.append((["params", key], f"fix '{strategy}': parameter '{key}' must be {' or '.join(wanted) if isinstance(wanted, list) else wanted}, "
+                                              f"got {type(value).__name__}"))
+        elif "enum" in spec and value not in spec["enum"]:
+            problems.append((["params", key], f"fix '{strategy}': parameter '{key}' must be one of {', '.join(map(str, spec['enum']))}, got {value!r}"))
+    for key, spec in accepted.items():
+        if spec.get("required") and key not in params:
+            problems.append((["params"], f"fix '{strategy}': missing required parameter '{key}'"))
+    return problems
+
+
+def _has_type(value: Any, names: list[str]) -> bool:
+    if isinstance(value, bool):  # a YAML `true` is not a number here
+        return "boolean" in names
+    return any(isinstance(value, _TYPES[name]) for name in names)
