@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/pip install -q --disable-pip-version-check -e '.[test]' 2>&1 | { grep -v "^WARNING: Location" || true; }
+# The build backend, so tests/test_wheel.py can build the wheel and run `vdiag rules test` from a fresh venv.
+.venv/bin/pip install -q --disable-pip-version-check hatchling 2>&1 | { grep -v "^WARNING: Location" || true; }
 # The optional Hyperscan prefilter: the suite runs the pure-Python engine and compares the two when this is present.
 .venv/bin/pip install -q --disable-pip-version-check -e '.[accel]' >/dev/null 2>&1 || echo "note: hyperscan not installable here; the accelerator comparison test will be skipped"
 if ! [ -x /usr/lib/systemd/systemd-journal-remote ] && command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then

@@ -26,3 +26,26 @@ def test_every_taxonomy_category_has_a_rule(ruleset):
     from diagnose.knowledge.rules import taxonomy
 
     assert sorted(set(taxonomy()) - {r.category for r in ruleset.rules}) == []
+
+
+def test_a_misspelled_case_key_fails_rules_test_with_file_and_line(tmp_path):
+    from click.testing import CliRunner
+
+    from diagnose.cli.main import main
+
+    (tmp_path / "port-in-use.cases.yaml").write_text(
+        "rule: port-in-use\ncases:\n  - name: fires\n    log: 'OSError: [Errno 98] Address already in use'\n"
+        "    expect:\n      categroy: port-in-use\n      chagnes: {--port: '8001'}\n")
+    result = CliRunner().invoke(main, ["rules", "test", str(tmp_path)])
+    assert result.exit_code == 4
+    assert "port-in-use.cases.yaml:6: cases/0/expect/categroy: unknown key 'categroy'" in result.output
+    assert "port-in-use.cases.yaml:7: cases/0/expect/chagnes: unknown key 'chagnes'" in result.output
+    assert result.output.strip().endswith("0 passed, 1 failed")
+
+
+def test_a_case_without_its_log_or_with_both_is_refused(tmp_path):
+    path = tmp_path / "r.cases.yaml"
+    path.write_text("rule: r\ncases:\n  - name: neither\n    expect: {}\n  - name: both\n    log: x\n    log_file: y.log\n    expect: {}\n")
+    problems = [case.problems for case in discover_cases(path)]
+    assert problems == [[f"{path}:3: cases/0: a case gives its log as exactly one of 'log' or 'log_file'"],
+                        [f"{path}:5: cases/1: a case gives its log as exactly one of 'log' or 'log_file'"]]

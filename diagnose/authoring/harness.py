@@ -10,13 +10,15 @@ its own rule.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..diagnosis.pipeline import Options, diagnose
 from ..fixes.retrigger import violated_after_fix
 from ..ingest.source import TextSource
-from ..knowledge.rules import RuleSet
+from ..knowledge.rule_safety import yaml_alias_problem
+from ..knowledge.rules import DATA_DIR, RuleSet
 from ..report.build import build_report
 
 
@@ -35,55 +37,92 @@ class Case:
         return f"{self.rule}::{self.name}"
 
 
+def bundled_cases_dir() -> Path:
+    """The cases shipped in the wheel beside the rules, or the checkout's `tests/fixtures/cases` in development."""
+    installed = Path(__file__).resolve().parent.parent / "_fixtures" / "cases"
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "cases"
+
+
 def discover_cases(root: Path) -> list[Case]:
-    """Every case under `root`; a malformed file or case becomes a case whose problems say what is wrong."""
+    """Every case under `root`; a malformed file or case becomes a case whose problems say what is wrong, with
+    file:line (`data/cases.schema.json`: a misspelled key fails, so a case cannot pass by checking nothing).
+
+    >>> import tempfile; folder = Path(tempfile.mkdtemp())
+    >>> _ = (folder / "r.cases.yaml").write_text("rule: r\\ncases:\\n  - name: one\\n    log: x\\n    expect: {categroy: y}\\n")
+    >>> discover_cases(folder)[0].problems[0].split(": ", 1)[1]
+    "cases/0/expect/categroy: unknown key 'categroy' (known: category, changes, command, fires, top)"
+    """
+    files = [root] if root.is_file() else sorted(root.rglob("*.cases.yaml"))
+    cases: list[Case] = []
+    for path in files:
+        cases += _cases_of_file(path)
+    return cases
+
+
+def _cases_of_file(path: Path) -> list[Case]:
     import yaml
 
-    cases: list[Case] = []
-    files = [root] if root.is_file() else sorted(root.rglob("*.cases.yaml"))
-    for path in files:
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
-            cases.append(_broken(path, path.stem, "load", f"cannot load {path}: {exc}"))
+    from ..knowledge.loader import line_of
+
+    try:
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        refused = yaml_alias_problem(node) if node is not None else None
+        if refused:
+            return [_broken(path, path.stem, "load", f"{path}:{refused[0]}: {refused[1]}")]
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+        return [_broken(path, path.stem, "load", f"cannot load {path}: {exc}")]
+    rule = str(data.get("rule", path.name.split(".")[0])) if isinstance(data, dict) else path.stem
+    by_case: dict[int, list[str]] = {}
+    for where, message in _schema_problems(data):
+        problem = f"{path}:{line_of(node, where) if node is not None else 0}: {'/'.join(map(str, where)) or '(top level)'}: {message}"
+        by_case.setdefault(where[1] if len(where) > 1 and where[0] == "cases" else -1, []).append(problem)
+    if -1 in by_case:
+        return [_broken(path, rule, "load", "; ".join(by_case[-1]))]
+    cases = []
+    for index, raw in enumerate(data["cases"]):
+        name = str(raw.get("name", f"case-{index + 1}")) if isinstance(raw, dict) else f"case-{index + 1}"
+        if index in by_case:
+            cases.append(_broken(path, rule, name, "; ".join(by_case[index])))
             continue
-        if not isinstance(data, dict):
-            cases.append(_broken(path, path.stem, "load", f"{path}: expected a mapping with 'rule' and 'cases', got {type(data).__name__}"))
-            continue
-        rule = str(data.get("rule", path.name.split(".")[0]))
-        raw_cases = data.get("cases") or []
-        if not isinstance(raw_cases, list):
-            cases.append(_broken(path, rule, "load", f"{path}: 'cases' must be a list, got {type(raw_cases).__name__}"))
-            continue
-        for index, raw in enumerate(raw_cases, 1):
-            if not isinstance(raw, dict):
-                cases.append(_broken(path, rule, f"case-{index}", f"case {index} must be a mapping, got {type(raw).__name__}"))
-                continue
-            name = str(raw.get("name", "unnamed"))
-            problems: list[str] = []
-            text = raw.get("log")
-            if text is not None and not isinstance(text, str):
-                problems.append(f"'log' must be text, got {type(text).__name__}")
+        text, problems = raw.get("log"), []
+        if text is None:
+            try:
+                text = (path.parent / raw["log_file"]).resolve().read_text(encoding="utf-8", errors="replace")
+            except (OSError, ValueError):
+                problems.append(f"{path}:{line_of(node, ['cases', index, 'log_file'])}: log_file {raw['log_file']} not found")
                 text = ""
-            if text is None and raw.get("log_file"):
-                try:
-                    log_path = (path.parent / str(raw["log_file"])).resolve()
-                    text = log_path.read_text(encoding="utf-8", errors="replace")
-                except (OSError, ValueError):
-                    problems.append(f"log_file {raw['log_file']} not found")
-                    text = ""
-            expect = raw.get("expect") or {}
-            if not isinstance(expect, dict):
-                problems.append(f"'expect' must be a mapping, got {type(expect).__name__}")
-                expect = {}
-            if isinstance(expect.get("changes"), (list, str, int, float)):
-                problems.append("'expect.changes' must be a mapping of flag to value")
-            launch = raw.get("launch")
-            if launch is not None and not isinstance(launch, str):
-                problems.append(f"'launch' must be text, got {type(launch).__name__}")
-                launch = None
-            cases.append(Case(rule, name, text or "", dict(expect), launch, str(path), problems))
+        cases.append(Case(rule, name, text, dict(raw["expect"] or {}), raw.get("launch"), str(path), problems))
     return cases
+
+
+def _schema_problems(data: Any) -> list[tuple[list, str]]:
+    """(path, message) for each way a cases document breaks data/cases.schema.json, an unknown key named by itself."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_cases_schema())
+    found = []
+    for error in sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path]):
+        where = list(error.absolute_path)
+        if error.validator == "additionalProperties":
+            known = sorted(error.schema.get("properties", {}))
+            for key in sorted(set(error.instance) - set(known), key=str):
+                found.append(([*where, key], f"unknown key '{key}' (known: {', '.join(known)})"))
+        elif error.validator == "oneOf":
+            found.append((where, "a case gives its log as exactly one of 'log' or 'log_file'"))
+        else:
+            found.append((where, error.message if len(error.message) < 200 else error.message[:200] + "…"))
+    return found
+
+
+@lru_cache(maxsize=1)
+def _cases_schema() -> dict:
+    import json
+
+    return json.loads((DATA_DIR / "cases.schema.json").read_text(encoding="utf-8"))
 
 
 def _broken(path: Path, rule: str, name: str, problem: str) -> Case:

@@ -68,10 +68,10 @@ def show_rule(rule_id, rules_dirs):
 @_RULES_OPT
 @click.option("-k", "select", help="Only cases whose rule id or name contains this text.")
 def test_rules(path, rules_dirs, select):
-    """Run rule fixture cases (*.cases.yaml under PATH; default: tests/fixtures/cases)."""
-    from ..authoring.harness import discover_cases, run_case
+    """Run rule fixture cases (*.cases.yaml under PATH; default: the cases shipped with the rules)."""
+    from ..authoring.harness import bundled_cases_dir, discover_cases, run_case
 
-    root = Path(path) if path else Path("tests/fixtures/cases")
+    root = Path(path) if path else bundled_cases_dir()
     if not root.exists():
         click.echo(f"vdiag: no cases folder at {root}; give PATH", err=True)
         sys.exit(int(ExitCode.USAGE))
@@ -94,13 +94,14 @@ def test_rules(path, rules_dirs, select):
 
 @rules.command("lint")
 @_RULES_OPT
-@click.option("--cases", "cases_dir", type=click.Path(), default="tests/fixtures/cases", show_default=True,
-              help="Where fixture cases live (to report rules without any).")
+@click.option("--cases", "cases_dir", type=click.Path(),
+              help="Where fixture cases live (to check them and report rules without any); default: the shipped cases.")
 def lint_rules(rules_dirs, cases_dir):
-    """Schema, duplicate ids, unknown categories, dangerous regexes, rules without fixtures."""
+    """Schema, duplicate ids, unknown names, dangerous regexes, malformed cases, rules without fixtures."""
+    from ..authoring.harness import bundled_cases_dir
     from ..authoring.lint import lint
 
-    problems = lint(_load(rules_dirs), Path(cases_dir))
+    problems = lint(_load(rules_dirs), Path(cases_dir) if cases_dir else bundled_cases_dir())
     for problem in problems:
         click.echo(problem)
     click.echo(f"{len(problems)} problem(s)")
