@@ -250,6 +250,16 @@ def test_secrets_reach_the_child_but_never_the_output(max_len_log):
         assert SECRET not in result.output and "s3cr3t-key" not in result.output
 
 
+def test_kept_logs_are_redacted_like_every_other_output(max_len_log):
+    launch = fake_launch(free_port()) + " --api-key s3cr3t-key-kept"
+    result, report = run_verify(max_len_log, launch, "--keep-logs")
+    assert result.exit_code == 0, result.output
+    kept = [Path(a["log"]) for a in report["attempts"] if a.get("log")]
+    assert kept and all(path.is_file() for path in kept)
+    text = "".join(path.read_text() for path in kept)
+    assert "non-default args" in text and "s3cr3t-key-kept" not in text
+
+
 def test_without_yes_and_without_a_terminal_nothing_runs(max_len_log, monkeypatch):
     monkeypatch.setattr(subprocess, "Popen", _no_popen)
     result = CliRunner().invoke(main, ["verify", "--no-gpu", "--launch", fake_launch(8000), str(max_len_log)])

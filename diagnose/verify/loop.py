@@ -105,11 +105,25 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
         with verify_process.INTERRUPTS.installed():
             _loop(result, launch, candidates, options, deadline, ruleset, log_dir, confirm, emit)
     finally:
-        if not options.keep_logs:
+        if options.keep_logs:
+            _redact_kept_logs(log_dir)
+        else:
             shutil.rmtree(log_dir, ignore_errors=True)
     if not result.verified and result.reason is None:
         result.reason = _why_none(result, options)
     return result
+
+
+def _redact_kept_logs(log_dir: Path) -> None:
+    """Kept logs are vLLM's own output, which echoes its arguments (an --api-key, a token): masked like every output."""
+    for path in sorted(log_dir.glob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        masked = path.with_name(path.name + ".redacting")
+        with open(path, encoding="utf-8", errors="replace") as source, open(masked, "w", encoding="utf-8") as target:
+            for line in source:
+                target.write(redact(line))
+        masked.replace(path)
 
 
 def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], options: VerifyOptions, deadline: float,

@@ -80,7 +80,8 @@ def main():
     port = int(args.get("--port", "8000"))
     model = args.get("--model", "M")
     action = behaviour(args)
-    say(f"INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {{'model': '{model}', 'port': {port}}}")
+    api_key = f", 'api_key': '{args['--api-key']}'" if "--api-key" in args else ""  # vLLM echoes it, as old releases did
+    say(f"INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {{'model': '{model}', 'port': {port}{api_key}}}")
     max_len = int(args.get("--max-model-len", "0"))
     if max_len > POSITIONS and os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
         say("Traceback (most recent call last):")
