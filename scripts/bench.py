@@ -1,18 +1,29 @@
 #!/usr/bin/env python3
-"""Speed and memory of vdiag on big logs, against ripgrep and grep with the same signatures.
+"""Speed and memory of vdiag on the logs people have, against ripgrep and grep -E with the same signatures.
 
-    scripts/bench.py                       # 1 MiB, 100 MiB and 1 GiB logs
-    scripts/bench.py --sizes 1M,10G        # any sizes (K, M, G suffixes)
-    scripts/bench.py --startup-runs 20     # start-up: vdiag on a typical crash log vs `python3 -c pass`
+    scripts/bench.py                        # every input at 64 MiB, both engines, start-up
+    scripts/bench.py --size 1G              # any size (K, M, G suffixes)
+    scripts/bench.py --inputs dense,docker  # some inputs only
+    scripts/bench.py --startup-runs 20
 
-Logs are generated deterministically (a realistic vLLM start-up, then request and
-metrics lines, then a crash) into a temporary folder and deleted afterwards; no big
-file is ever committed. Timing lives here, not in the tests.
+Inputs, generated deterministically into a temporary folder and deleted afterwards:
+  dense    lines drawn from the real corpus logs (tests/fixtures/corpus): many hold a rule literal
+  sparse   a real start-up, hours of request and stats lines, then a crash (few candidate lines)
+  oom      CUDA OOM lines, each naming other pids (facts that grow with the input unless capped)
+  docker   the dense log as docker json-file records     journal  the dense log as `journalctl -o json`
+  gz       the dense log gzipped                          stdin    the dense log through a pipe
+
+Each vdiag run is checked (exit status, a JSON report on stdout); a tool that does not run, or an export with no
+patterns, stops the benchmark with an error rather than timing a no-op. Engines: `aho-corasick` (what installs
+everywhere; `VDIAG_NO_ACCEL=1`) and `hyperscan` (the `accel` extra), when vdiag's interpreter has it.
+Start-up is compared with the same interpreter's `-c pass`.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
 import random
 import shutil
@@ -24,58 +35,211 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VDIAG = [sys.executable, "-m", "diagnose"] if not (ROOT / ".venv/bin/vdiag").exists() else [str(ROOT / ".venv/bin/vdiag")]
+VENV_PYTHON = ROOT / ".venv/bin/python"
+PYTHON = str(VENV_PYTHON) if VENV_PYTHON.exists() else sys.executable
+VDIAG = [PYTHON, "-m", "diagnose"]
 TYPICAL = ROOT / "tests/fixtures/corpus/reproduced/cpu-kv-cache-too-small-for-max-len.log"
-
-_HEAD = (ROOT / "tests/fixtures/corpus/healthy/cpu-ok-startup.log").read_text(encoding="utf-8")
-_CRASH = (ROOT / "tests/fixtures/corpus/memory/gh-vllm-18446.log").read_text(encoding="utf-8")
-
-
-def generate(path: Path, size: int, seed: int = 7) -> None:
-    """A start-up, then hours of serving (request and stats lines, some warnings), then a crash."""
-    rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8") as out:
-        out.write(_HEAD)
-        written = len(_HEAD)
-        block: list[str] = []
-        second = 0
-        while written < size - len(_CRASH):
-            second += 1
-            hh, mm, ss = (second // 3600) % 24, (second // 60) % 60, second % 60
-            stamp = f"11-29 {hh:02d}:{mm:02d}:{ss:02d}"
-            for _ in range(rng.randint(2, 6)):
-                port = rng.randint(30000, 60000)
-                block.append(f'(APIServer pid=769) INFO:     127.0.0.1:{port} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
-            block.append(f"(APIServer pid=769) INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: "
-                         f"{rng.uniform(0, 5000):.1f} tokens/s, Avg generation throughput: {rng.uniform(0, 900):.1f} tokens/s, "
-                         f"Running: {rng.randint(0, 64)} reqs, Waiting: {rng.randint(0, 8)} reqs, GPU KV cache usage: "
-                         f"{rng.uniform(0, 100):.1f}%, Prefix cache hit rate: {rng.uniform(0, 100):.1f}%\n")
-            if rng.random() < 0.01:
-                block.append(f"(APIServer pid=769) WARNING {stamp} [serving_chat.py:200] Request exceeded max_tokens; truncating output\n")
-            if len(block) > 2000:
-                chunk = "".join(block)
-                out.write(chunk)
-                written += len(chunk)
-                block = []
-        out.write("".join(block))
-        out.write(_CRASH)
-
-
+CORPUS = ROOT / "tests/fixtures/corpus"
+INPUTS = ("dense", "sparse", "oom", "docker", "journal", "gz", "stdin")
 # As installed for real: byte-compiled modules (a sandbox may set PYTHONDONTWRITEBYTECODE).
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run(argv: list[str], stdout=subprocess.DEVNULL, ok=(0, 1, 6)) -> tuple[float, int]:
-    """Wall seconds and peak RSS (KiB) of one child process; a tool that fails is reported, not timed."""
+class BenchError(RuntimeError):
+    pass
+
+
+def run(argv: list[str], env: dict | None = None, stdin=None, stdout=subprocess.DEVNULL, ok=(0, 1, 6)) -> tuple[float, int]:
+    """Wall seconds and peak RSS (KiB) of one child process; a tool that fails stops the benchmark."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE, env=CHILD_ENV)
+    proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env={**CHILD_ENV, **(env or {})})
     _pid, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
     if code not in ok:
-        error = proc.stderr.read().decode(errors="replace").strip().splitlines()[-1:] if proc.stderr else []
-        raise RuntimeError(f"{Path(argv[0]).name} exited {code}: {' '.join(error)}")
+        error = proc.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
+        raise BenchError(f"{' '.join(argv[:4])} exited {code}: {' | '.join(error)}")
     return seconds, usage.ru_maxrss
+
+
+def run_vdiag(args: list[str], env: dict, workdir: Path, stdin_path: Path | None = None) -> tuple[float, int]:
+    """One checked vdiag run: it must print a JSON report, or the figure would time a failure."""
+    out = workdir / "report.json"
+    with open(out, "wb") as handle, (open(stdin_path, "rb") if stdin_path else open(os.devnull, "rb")) as feed:
+        seconds, rss = run([*VDIAG, "--format", "json", "--no-gpu", *args], env=env, stdin=feed, stdout=handle)
+    try:
+        report = json.loads(out.read_text())
+    except ValueError as exc:
+        raise BenchError(f"vdiag printed no JSON report for {args}: {exc}") from exc
+    if "diagnoses" not in report:
+        raise BenchError(f"vdiag's report for {args} has no diagnoses key")
+    return seconds, rss
+
+
+# ---------------------------------------------------------------- inputs
+
+def _corpus_lines() -> list[str]:
+    lines = [line for path in sorted(CORPUS.glob("*/*.log")) for line in path.read_text(errors="replace").splitlines(True)]
+    if not lines:
+        raise BenchError(f"no corpus logs under {CORPUS}")
+    return lines
+
+
+def write_dense(path: Path, size: int) -> None:
+    """Lines drawn at random from the real corpus: start-ups, tracebacks, OOMs, as dense as real crash logs."""
+    lines, rng, written = _corpus_lines(), random.Random(7), 0
+    with open(path, "w", encoding="utf-8") as out:
+        while written < size:
+            chunk = "".join(rng.choice(lines) for _ in range(4000))
+            out.write(chunk)
+            written += len(chunk)
+
+
+def write_sparse(path: Path, size: int) -> None:
+    """A start-up, then hours of serving (request and stats lines, some warnings), then a crash."""
+    head = (CORPUS / "healthy/cpu-ok-startup.log").read_text(encoding="utf-8")
+    crash = (CORPUS / "memory/gh-vllm-18446.log").read_text(encoding="utf-8")
+    rng, second = random.Random(7), 0
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(head)
+        written, block = len(head), []
+        while written < size - len(crash):
+            second += 1
+            stamp = f"11-29 {(second // 3600) % 24:02d}:{(second // 60) % 60:02d}:{second % 60:02d}"
+            for _ in range(rng.randint(2, 6)):
+                block.append(f'(APIServer pid=769) INFO:     127.0.0.1:{rng.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+            block.append(f"(APIServer pid=769) INFO {stamp} [loggers.py:123] Engine 000: Avg prompt throughput: "
+                         f"{rng.uniform(0, 5000):.1f} tokens/s, Running: {rng.randint(0, 64)} reqs, GPU KV cache usage: "
+                         f"{rng.uniform(0, 100):.1f}%\n")
+            if len(block) > 2000:
+                chunk = "".join(block)
+                out.write(chunk)
+                written, block = written + len(chunk), []
+        out.write("".join(block) + crash)
+
+
+def write_oom(path: Path, size: int) -> None:
+    """CUDA OOM errors, each naming two processes with pids never seen before."""
+    with open(path, "w", encoding="utf-8") as out:
+        written, pid = 0, 1000
+        while written < size:
+            lines = []
+            for _ in range(2000):
+                pid += 2
+                lines.append(f"(EngineCore_DP0 pid=1) ERROR 11-29 10:00:00 [core.py:700] torch.OutOfMemoryError: CUDA out of "
+                             f"memory. Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB "
+                             f"is free. Process {pid} has 40.00 GiB memory in use. Process {pid + 1} has 39.10 GiB memory in "
+                             f"use. Of the allocated memory 38.50 GiB is allocated by PyTorch\n")
+            chunk = "".join(lines)
+            out.write(chunk)
+            written += len(chunk)
+
+
+def write_envelope(source: Path, path: Path, kind: str) -> None:
+    with open(source, encoding="utf-8", errors="replace") as lines, open(path, "w", encoding="utf-8") as out:
+        for i, line in enumerate(lines):
+            if kind == "docker":
+                record = {"log": line, "stream": "stderr", "time": f"2025-11-29T10:00:00.{i % 10**9:09d}Z"}
+            else:
+                record = {"__CURSOR": f"s=1;i={i:x}", "__REALTIME_TIMESTAMP": str(1764410400000000 + i), "PRIORITY": "6",
+                          "_SYSTEMD_UNIT": "vllm.service", "_PID": "769", "MESSAGE": line.rstrip("\n")}
+            out.write(json.dumps(record) + "\n")
+
+
+def make_input(name: str, workdir: Path, size: int) -> tuple[Path, Path | None]:
+    """(file, the same log as plain text when the file is an envelope or a pipe)."""
+    dense = workdir / "dense.log"
+    if not dense.exists():
+        write_dense(dense, size)
+    if name == "dense":
+        return dense, None
+    path = workdir / f"{name}.log"
+    if name == "sparse":
+        write_sparse(path, size)
+    elif name == "oom":
+        write_oom(path, size)
+    elif name in ("docker", "journal"):
+        write_envelope(dense, path, name)
+    elif name == "gz":
+        path = workdir / "dense.log.gz"
+        with open(dense, "rb") as src, gzip.open(path, "wb", compresslevel=6) as out:
+            shutil.copyfileobj(src, out)
+    elif name == "stdin":
+        return dense, dense
+    return path, dense if name in ("docker", "journal", "gz") else None
+
+
+# ---------------------------------------------------------------- measures
+
+def engines() -> list[tuple[str, dict]]:
+    found = [("aho-corasick", {"VDIAG_NO_ACCEL": "1"})]
+    probe = subprocess.run([PYTHON, "-c", "import hyperscan"], capture_output=True)
+    if probe.returncode == 0:
+        found.append(("hyperscan", {"VDIAG_NO_ACCEL": "0"}))
+    return found
+
+
+def export_patterns(workdir: Path) -> tuple[Path, Path]:
+    paths = []
+    for dialect in ("rg", "ere"):
+        path = workdir / f"patterns.{dialect}"
+        with open(path, "w") as handle:
+            run([*VDIAG, "rules", "export-patterns", "--dialect", dialect], stdout=handle, ok=(0,))
+        count = sum(1 for line in open(path) if line.strip())
+        if count == 0:
+            raise BenchError(f"vdiag rules export-patterns --dialect {dialect} exported no patterns")
+        paths.append(path)
+    print(f"signatures exported for rg and grep -E: {count}")
+    return paths[0], paths[1]
+
+
+def startup(runs: int, workdir: Path) -> None:
+    one_mb = workdir / "one-mb.log"
+    write_dense(one_mb, 1 << 20)
+    base = statistics.median(run([PYTHON, "-c", "pass"])[0] for _ in range(runs))
+    print(f"start-up, median of {runs}, against `{PYTHON} -c pass` ({base * 1000:.0f} ms):")
+    cases = [("json, typical crash log", ["--format", "json"], TYPICAL, False),
+             ("text, typical crash log", ["--format", "text"], TYPICAL, False),
+             ("json, a real 1 MiB log", ["--format", "json"], one_mb, False),
+             ("json, cold cache", ["--format", "json"], TYPICAL, True)]
+    for label, fmt, log, cold in cases:
+        times = []
+        run([*VDIAG, *fmt, "--no-gpu", str(log)])  # warm the cache and the page cache
+        for i in range(runs):
+            env = {"VDIAG_CACHE_DIR": str(workdir / f"cold-{label[:4]}-{i}")} if cold else {}
+            times.append(run([*VDIAG, *fmt, "--no-gpu", str(log)], env=env)[0])
+        median = statistics.median(times)
+        print(f"  {label:<26} {median * 1000:5.0f} ms  ratio {median / base:4.1f}x")
+
+
+def throughput(names: list[str], size: int, workdir: Path) -> None:
+    rg_patterns, ere_patterns = export_patterns(workdir)
+    rg, grep = shutil.which("rg"), shutil.which("grep")
+    if not rg:
+        print("ripgrep (rg) is not installed: no vdiag/rg ratios")
+    text_seconds: dict[str, float] = {}
+    for name in names:
+        path, plain = make_input(name, workdir, size)
+        mib = path.stat().st_size / 2**20
+        line = f"{name:<8} {mib:7.1f} MiB"
+        for engine, env in engines():
+            if name == "stdin":
+                seconds, rss = run_vdiag(["-"], env, workdir, stdin_path=path)
+            else:
+                seconds, rss = run_vdiag([str(path)], env, workdir)
+            if name == "dense":
+                text_seconds[engine] = seconds
+            line += f" | {engine} {seconds:6.2f} s {mib / seconds:6.1f} MiB/s RSS {rss / 1024:5.1f} MiB"
+            if plain is not None and engine in text_seconds:
+                line += f" ({seconds / text_seconds[engine]:.2f}x plain text)"
+        if name not in ("gz", "stdin"):
+            fastest = min(float(part.split(" s ")[0].split()[-1]) for part in line.split(" | ")[1:])
+            for tool, argv in (("rg", [rg, "-c", "-f", str(rg_patterns), str(path)] if rg else None),
+                               ("grep -E", [grep, "-c", "-E", "-f", str(ere_patterns), str(path)] if grep else None)):
+                if argv:
+                    seconds, _ = run(argv, ok=(0, 1))
+                    line += f" | {tool} {seconds:6.2f} s (vdiag/{tool.split()[0]} {fastest / seconds:.2f}x time)"
+        print(line, flush=True)
 
 
 def parse_size(text: str) -> int:
@@ -85,50 +249,25 @@ def parse_size(text: str) -> int:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1M,100M,1G")
+    parser.add_argument("--size", default="64M")
+    parser.add_argument("--inputs", default=",".join(INPUTS))
     parser.add_argument("--startup-runs", type=int, default=15)
     parser.add_argument("--tmp", default=None, help="where to write the generated logs")
     args = parser.parse_args()
-
-    system_python = shutil.which("python3") and os.path.realpath(subprocess.run(
-        ["python3", "-c", "import sys; print(sys.executable)"], capture_output=True, text=True).stdout.strip())
-    run([*VDIAG, "--format", "json", str(TYPICAL)])
-    typical = statistics.median(run([*VDIAG, "--format", "json", str(TYPICAL)])[0] for _ in range(args.startup_runs))
-    print(f"start-up: vdiag --format json on a typical crash log ({TYPICAL.stat().st_size // 1024} KiB, NVML probed) "
-          f"{typical * 1000:.0f} ms")
-    for label, python in (("python3 -c pass", system_python), ("vdiag's own interpreter -c pass", sys.executable)):
-        if python:
-            base = statistics.median(run([python, "-c", "pass"])[0] for _ in range(args.startup_runs))
-            print(f"  vs {label} ({python}): {base * 1000:.0f} ms, ratio {typical / base:.1f}x")
-
+    names = [n for n in args.inputs.split(",") if n]
+    unknown = sorted(set(names) - set(INPUTS))
+    if unknown:
+        parser.error(f"unknown input(s) {', '.join(unknown)}; choose from {', '.join(INPUTS)}")
+    if "dense" not in names and any(n in names for n in ("docker", "journal", "gz", "stdin")):
+        names.insert(0, "dense")  # the envelopes are compared with the same log as plain text
     workdir = Path(tempfile.mkdtemp(prefix="vdiag-bench-", dir=args.tmp))
     try:
-        patterns, ere = workdir / "patterns.rg", workdir / "patterns.ere"
-        with open(patterns, "w") as handle:
-            subprocess.run([*VDIAG, "rules", "export-patterns", "--dialect", "rg"], stdout=handle, check=True)
-        with open(ere, "w") as handle:
-            subprocess.run([*VDIAG, "rules", "export-patterns", "--dialect", "ere"], stdout=handle, check=True)
-        count = sum(1 for _ in open(patterns))
-        print(f"signatures exported for rg/grep: {count}")
-        rg, grep = shutil.which("rg"), shutil.which("grep")
-        for size_text in args.sizes.split(","):
-            size = parse_size(size_text)
-            log = workdir / f"vllm-{size_text}.log"
-            generate(log, size)
-            real = log.stat().st_size
-            vd_s, vd_rss = run([*VDIAG, "--format", "json", "--no-gpu", str(log)])
-            line = f"{size_text:>5}: vdiag {vd_s:6.2f} s ({real / vd_s / 2**20:6.1f} MiB/s, peak RSS {vd_rss / 1024:5.1f} MiB)"
-            for name, tool in (("rg", [rg, "-c", "-f", str(patterns), str(log)] if rg else None),
-                               ("grep -E", [grep, "-c", "-E", "-f", str(ere), str(log)] if grep else None)):
-                if tool is None:
-                    continue
-                try:
-                    tool_s, _ = run(tool, ok=(0, 1))
-                    line += f" | {name} {tool_s:6.2f} s, vdiag/{name.split()[0]} speed {tool_s / vd_s:.2f}x"
-                except RuntimeError as exc:
-                    line += f" | {name} failed ({exc})"
-            print(line, flush=True)
-            log.unlink()
+        print(f"vdiag: {' '.join(VDIAG)}; engines: {', '.join(e for e, _ in engines())}")
+        startup(args.startup_runs, workdir)
+        throughput(names, parse_size(args.size), workdir)
+    except BenchError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        return 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
