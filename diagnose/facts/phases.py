@@ -107,6 +107,15 @@ class PhaseExtractor:
         self._by_marker = {marker: phase.order for phase in phase_table() for marker in phase.markers}
         self.literals = tuple(self._by_marker)
 
+    def needs(self, literals: set[str]) -> bool:
+        """False when every marker on the line names the phase already current: the line cannot change the log
+        (a stats line every few seconds while serving)."""
+        events = self.phases.events
+        if not events:
+            return True
+        last = events[-1][1]
+        return any(self._by_marker.get(literal, last) != last for literal in literals)
+
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         low = message.lower()
         if _is_traceback_frame(low):
