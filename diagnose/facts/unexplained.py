@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..knowledge.signatures import ERROR_LINE_CHARS
+
 
 @lru_cache(maxsize=1)
 def echoes() -> tuple[str, ...]:
@@ -33,7 +35,7 @@ class UnexplainedExtractor:
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         if len(self.lines) >= 200 or not _ERROR_LINE.search(message):
             return
-        key = message[:300]
+        key = message[:ERROR_LINE_CHARS]
         target = self.echo_lines if any(echo in message for echo in echoes()) else self.lines
         if key not in target and len(target) < 200:
             target[key] = line_no
@@ -62,4 +64,4 @@ class ValidationErrorExtractor:
         for offset, text in enumerate(following[: self.window], start=1):
             if not text or text.startswith(("For further information", "http")) or len(self.errors.lines) >= 200:
                 continue
-            self.errors.lines.setdefault(text[:300], line_no + offset)
+            self.errors.lines.setdefault(text[:ERROR_LINE_CHARS], line_no + offset)

@@ -20,6 +20,8 @@ Four shapes are read, in any wording around them:
 [{'--max-num-seqs': '614'}]
 >>> [f.changes for f in advice_fixes(["try setting VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 to skip it"], {})]
 [{'env:VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS': '0'}]
+>>> [f.changes for f in advice_fixes(["--data-parallel-multi-port-external-lb currently requires --api-server-count=1"], {})]
+[{'--api-server-count': '1'}]
 >>> [f.changes for f in advice_fixes(["Try lowering --gpu-memory-utilization to free memory"], {"--gpu-memory-utilization": "0.95"})]
 [{'--gpu-memory-utilization': '0.9'}]
 """
@@ -47,7 +49,7 @@ _BOUND = re.compile(
     + r"\s{1,3}(?:to|=|below|under)\s{1,3}(?P<bound>at most|at least|no more than|<=|>=)?\s{0,3}" + _NUMBER.format("value")
     + r"(?![\d.]|\s?(?:GiB|GB|MiB|MB|%))")
 _ASSIGN = re.compile(
-    r"(?:set|setting|export|use|pass|add|with)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|flag\s{1,3})?`?"
+    r"(?:set|setting|export|use|pass|add|with|requires?|needs?)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|flag\s{1,3})?`?"
     r"(?P<name>--?[a-z][a-z0-9-]{2,60}|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)`?(?:\s{0,2}[= ]\s{0,2}`?(?P<value>[\w.:/-]{1,80})`?)?"
     r"(?:\s{1,3}(?P<envword>environment variable|env var))?", re.IGNORECASE)
 _DIRECTION = re.compile(
