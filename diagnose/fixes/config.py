@@ -36,17 +36,10 @@ def enable_yarn(ctx: Context, params: dict) -> Fix | None:
     if wanted > derived * factor:
         return None
     scaling = f'{{"rope_type":"yarn","factor":{factor},"original_max_position_embeddings":{derived}}}'
-    from ..model.memory import parse_version
-
-    version = parse_version(ctx.version)
-    if version and version >= (0, 11, 1):
-        change, how = {"--hf-overrides": f'{{"rope_scaling":{scaling}}}'}, "--hf-overrides (--rope-scaling was removed in 0.11.1)"
-    else:
-        change, how = {"--rope-scaling": scaling}, "--rope-scaling (from 0.11.1: --hf-overrides '{\"rope_scaling\": …}')"
     return Fix(title="Enable YaRN rope scaling, as the model card instructs for long contexts",
-               changes=change,
+               changes={"--rope-scaling": scaling},  # re-spelled as --hf-overrides where the release needs it (base.py)
                why=f"{ctx.model_name()} ships {derived:,} positions without rope scaling; its card enables {wanted:,} "
-                   f"with YaRN factor {factor}, passed here with {how}.",
+                   f"with YaRN factor {factor}.",
                cost="quality", cost_note="static YaRN can slightly lower quality on short texts", will_start=True)
 
 
