@@ -157,8 +157,10 @@ VERIFY_FORMS = ["api-key-double-quoted", "api-key-single-quoted", "hf-token-flag
 
 
 @pytest.mark.parametrize("form_id", VERIFY_FORMS)
-def test_no_form_reaches_the_verify_output(tmp_path, form_id):
+def test_no_form_reaches_the_verify_output(tmp_path, form_id, monkeypatch):
     from .test_verify import FAKE_VLLM, MAX_LEN_LOG, free_port
+
+    monkeypatch.setenv("PYTHONPATH", str(FAKE_VLLM))  # the operator's vLLM is the fake: the launch's PYTHONPATH is dropped
 
     _, where, fragment, _ = FORM_BY_ID[form_id]
     env = f"PYTHONPATH={FAKE_VLLM} " + (fragment + " " if where == "env" else "")

@@ -267,16 +267,24 @@ def test_without_yes_and_without_a_terminal_nothing_runs(max_len_log, monkeypatc
     assert "pass --yes" in result.output
 
 
-def test_declining_the_prompt_runs_nothing(max_len_log, monkeypatch):
+def test_declining_the_prompt_runs_nothing_and_is_its_own_outcome(max_len_log, monkeypatch):
     import diagnose.cli.verify as verify_cli
+    import diagnose.verify.loop as verify_loop
+    from diagnose.verify.preflight import VllmInstall
 
+    monkeypatch.setattr(verify_loop, "check_vllm", lambda python: VllmInstall(python))  # the preflight is a subprocess too
     monkeypatch.setattr(subprocess, "Popen", _no_popen)
     monkeypatch.setattr(verify_cli, "_require_consent", lambda assume_yes: None)
     result = CliRunner().invoke(main, ["verify", "--no-gpu", "--vllm-python", sys.executable, "--format", "json", "--launch",
                                        fake_launch(8000), str(max_len_log)],
                                 input="n\n")
-    assert result.exit_code == ExitCode.VERIFY_FAILED
-    assert "attempt 1 will run:" in result.output and "declined by the user" in result.output
+    assert result.exit_code == ExitCode.DIAGNOSED, result.output  # not 5: nothing failed, nothing was tried
+    report = json.loads(result.stdout)
+    assert report["status"] == "declined" and report["attempts"][0]["outcome"] == "declined"
+    # the diagnosis, then the exact command, then the question
+    diagnosis, command, question = (result.stderr.index(t) for t in ("Diagnosis: ", "$ ", "Run it?"))
+    assert diagnosis < command < question
+    assert f"{sys.executable} -m vllm.entrypoints.openai.api_server" in result.stderr
 
 
 def test_diagnose_with_verify_reports_then_verifies(max_len_log, monkeypatch):

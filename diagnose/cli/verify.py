@@ -10,7 +10,7 @@ import click
 
 from ..util.errors import ExitCode, VdiagError
 from ..util.redact import redact
-from ..verify.render import to_markdown, to_text
+from ..verify.render import text_lines, to_markdown
 
 
 @click.command()
@@ -62,13 +62,14 @@ def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, 
     sys.exit(int(run_guarded(run)))
 
 
-def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report: dict | None = None) -> ExitCode:
+def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report: dict | None = None,
+                   python: str | None = None) -> ExitCode:
     """`vdiag diagnose --verify`: verify an outcome already diagnosed; with JSON, `report` is printed once, with
     the verify result under its `verify` key (one JSON object on stdout)."""
     from ..verify.result import VerifyOptions
 
     _require_consent(assume_yes)
-    python = os.environ.get("VDIAG_VLLM_PYTHON") or None
+    python = python or os.environ.get("VDIAG_VLLM_PYTHON") or None
     _check_python(python)
     options = VerifyOptions(vllm_python=python)
     return _run_and_render(outcome, options, fmt, assume_yes, None, report)
@@ -86,15 +87,19 @@ def _require_consent(assume_yes: bool) -> None:
 
 def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: str | None,
                     report: dict | None = None) -> ExitCode:
+    from ..report.terminal import Printer
     from ..verify.loop import verify as run_verify
 
-    def confirm(number: int, command: str) -> bool:
-        if assume_yes:
-            return True
-        click.echo(f"attempt {number} will run:\n  $ {redact(command)}", err=True)
-        return click.confirm("Run it?", default=False, err=True)
+    progress = _Progress(Printer(stderr=True))
 
-    result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=_progress)
+    def confirm(number: int, attempt) -> bool:
+        progress.announce(attempt)
+        return True if assume_yes else click.confirm("Run it?", default=False, err=True)
+
+    try:
+        result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=progress.hear)
+    finally:
+        progress.stop()
     if fmt == "json":
         from ..report.render import to_json
 
@@ -102,16 +107,90 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
     elif fmt == "md":
         click.echo(to_markdown(result.as_json()), nl=False)
     else:
-        click.echo(to_text(result.as_json()), nl=False)
+        printer = Printer()
+        shown = progress.live_capable and printer.console.is_terminal  # the attempts are on this same screen
+        for text, style, hang in text_lines(result.as_json(), attempts_shown=shown):
+            printer.say(text, style, hang)
     return result.exit_code()
 
 
-def _progress(event: str, data) -> None:
-    """The human running commentary, on stderr (the result goes to stdout)."""
-    if event == "start":
-        click.echo(f"vdiag verify: attempt {data.number} ({data.origin}): {redact(data.ran)}", err=True)
-    elif event == "done":
-        ready = f" in {data.seconds_to_ready} s" if data.seconds_to_ready is not None else ""
-        click.echo(f"vdiag verify: attempt {data.number} {data.outcome}{ready}: {redact(data.detail)}", err=True)
-    elif event == "refused":
-        click.echo(f"vdiag verify: attempt {data.number} not run: {redact(data.detail)}", err=True)
+class _Progress:
+    """The running commentary on stderr (the result goes to stdout): the diagnosis, each command before it runs,
+    then on a terminal a live status line per attempt (elapsed, phase, last log line) and a one-line summary."""
+
+    def __init__(self, printer):
+        self.printer = printer
+        self.live_capable = printer.console.is_terminal
+        self._live = None
+        self._status = None
+
+    def announce(self, attempt) -> None:
+        say = self.printer.say
+        say(f"attempt {attempt.number} · {attempt.origin} · {redact(attempt.fix)}", "bold", hang=4)
+        say(f"  $ {redact(attempt.ran)}", "green")
+        for note in attempt.notes:
+            say(f"  note: {redact(note)}", "dim", hang=8)
+
+    def hear(self, event: str, data) -> None:
+        say = self.printer.say
+        if event == "plan":
+            if data.diagnosis:
+                say(f"Diagnosis: {data.diagnosis['title']} ({data.diagnosis['rule']})", "bold", hang=2)
+            if data.original_command:
+                say(f"  failing command: {redact(data.original_command)}", "dim")
+            for note in data.notes:
+                say(f"  note: {redact(note)}", "dim", hang=8)
+        elif event == "start":
+            self._start(data)
+        elif event == "line" and self._status is not None:
+            self._status.feed(data)
+        elif event == "done":
+            self.stop()
+            say(_summary(data, self._phase), _STYLE.get(data.outcome), hang=4)
+        elif event == "refused":
+            say(f"attempt {data.number} not run: {redact(data.detail)}", "yellow", hang=4)
+
+    def _start(self, attempt) -> None:
+        from ..verify.progress import AttemptStatus
+
+        self._status, self._phase = AttemptStatus(attempt.number), None
+        if not self.live_capable:
+            self.printer.say(f"vdiag verify: attempt {attempt.number} started; vLLM is starting (this can take minutes)")
+            return
+        from rich.live import Live
+        from rich.text import Text
+
+        status, console, style = self._status, self.printer.console, "dim" if self.printer.styled else None
+
+        class Line:
+            def __rich__(self):
+                return Text(status.text(console.width), style=style)
+
+        self._live = Live(Line(), console=console, refresh_per_second=4, transient=True)
+        self._live.start()
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._phase = self._status.phase
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    _phase: str | None = None
+
+
+_STYLE = {"served": "bold green", "failed": "bold red", "timeout": "bold red"}
+
+
+def _summary(attempt, phase: str | None) -> str:
+    mark = "✓" if attempt.outcome == "served" else "✗"
+    ready = f", ready after {attempt.seconds_to_ready} s" if attempt.seconds_to_ready is not None else ""
+    reached = f" (start-up reached: {phase})" if phase and attempt.outcome != "served" else ""
+    text = f"{mark} attempt {attempt.number} {attempt.outcome} after {attempt.seconds} s{ready}{reached}: {redact(attempt.detail)}"
+    if attempt.completion is not None:
+        text += f" · completion {redact(attempt.completion)!r}"
+    if attempt.diagnosis:
+        found = attempt.diagnosis
+        text += (f" · new diagnosis: {found['title']} ({found['rule']})" if found.get("rule")
+                 else f" · unexplained error: {found.get('line', '')}")
+    return text

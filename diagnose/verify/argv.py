@@ -256,11 +256,12 @@ def host_port(launch: Launch, port: int) -> int:
 
 def port_is_free(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a port in TIME_WAIT is free
         try:
             probe.bind(("0.0.0.0", port))
+            return True
         except OSError:
             return False
-    return True
 
 
 def free_port() -> int:

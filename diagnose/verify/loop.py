@@ -38,10 +38,11 @@ from .argv import (
     shown_command,
 )
 from .policy import LaunchRefused, sanitize
+from .preflight import CPU_KV_ENV, check_vllm, cpu_kv_cache_gib
 from .process import AttemptRun, FatalWatcher, Probe, run_attempt
 from .result import Attempt, Candidate, VerifyOptions, VerifyResult
 
-Confirm = Callable[[int, str], bool]
+Confirm = Callable[[int, Attempt], bool]
 Report = Callable[[str, Any], None]
 
 
@@ -78,7 +79,7 @@ def _diagnosis_summary(diagnosis) -> dict[str, Any]:
 
 def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = None, confirm: Confirm | None = None,
            report: Report | None = None, ruleset: RuleSet | None = None) -> VerifyResult:
-    """Run the loop for a diagnosed outcome. `confirm(n, command)` may veto an attempt; `report(event, data)` hears progress."""
+    """Run the loop for a diagnosed outcome. `confirm(n, attempt)` may veto an attempt (its `ran` is the exact command); `report(event, data)` hears progress."""
     emit = report or (lambda event, data: None)
     launch = outcome.ctx.launch
     candidates, summary = first_candidates(outcome)
@@ -98,12 +99,14 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     if not candidates:
         result.reason = f"the diagnosis ({summary['rule']}) has no flag or environment fix to try; see its steps"
         return result
+    emit("plan", result)
+    cpu_kv = _cpu_kv(outcome, launch, check_vllm(options.vllm_python) if launch.form != "docker" else None)
     ruleset = ruleset or load_rules(options.rules_dirs)
     deadline = time.monotonic() + options.timeout_s
     log_dir = Path(tempfile.mkdtemp(prefix="vdiag-verify-"))
     try:
         with verify_process.INTERRUPTS.installed():
-            _loop(result, launch, candidates, options, deadline, ruleset, log_dir, confirm, emit)
+            _loop(result, launch, candidates, options, deadline, ruleset, log_dir, confirm, emit, cpu_kv)
     finally:
         if options.keep_logs:
             _redact_kept_logs(log_dir)
@@ -127,7 +130,7 @@ def _redact_kept_logs(log_dir: Path) -> None:
 
 
 def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], options: VerifyOptions, deadline: float,
-          ruleset: RuleSet, log_dir: Path, confirm: Confirm | None, emit: Report) -> None:
+          ruleset: RuleSet, log_dir: Path, confirm: Confirm | None, emit: Report, cpu_kv: _CpuKv | None) -> None:
     """`launch` is already sanitized: every command shown and run is what passed the policy."""
     tried: set[str] = set()
     while candidates:
@@ -144,19 +147,19 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
             continue
         tried.add(render(fixed))
         number = len(result.attempts) + 1
-        attempt, plan = _prepare(number, launch, fixed, candidate, options, result.notes)
+        attempt, plan = _prepare(number, launch, fixed, candidate, options, result.notes, cpu_kv)
         result.attempts.append(attempt)
         if plan is None:
             emit("refused", attempt)
             continue
-        if confirm is not None and not confirm(number, attempt.ran):
-            attempt.outcome, attempt.detail = "refused", "declined by the user"
-            result.reason = "declined by the user"
+        if confirm is not None and not confirm(number, attempt):
+            attempt.outcome, attempt.detail = "declined", "not run: declined by the user"
+            result.declined, result.reason = True, "declined by the user; nothing was run"
             return
         emit("start", attempt)
         run = _run(attempt, plan, options, min(options.attempt_timeout_s, remaining), ruleset, log_dir, emit)
         if run.outcome == "served":
-            result.working_command = attempt.command
+            result.working_command, result.working_ran = attempt.command, attempt.ran
             emit("done", attempt)
             return
         new = _postmortem(run, attempt, fixed, options, ruleset)
@@ -170,6 +173,46 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
 
 
 @dataclass
+class _CpuKv:
+    """A CPU build of vLLM whose KV cache verify bounds: what one token needs, the model, its longest context."""
+
+    bytes_per_token: int | None
+    model: str
+    model_max_len: int | None
+
+
+def _cpu_kv(outcome: Outcome, launch: Launch, install) -> _CpuKv | None:
+    """Bound the KV cache only for a CPU build, and never over the operator's or the launch's own setting."""
+    import os
+
+    if install is None or not install.cpu or CPU_KV_ENV in os.environ or launch.env_value(CPU_KV_ENV) is not None:
+        return None
+    from ..model.memory import kv_bytes_per_token
+
+    model = outcome.ctx.model
+    per_token = kv_bytes_per_token(model, kv_cache_dtype=launch.get("--kv-cache-dtype")) if model else None
+    return _CpuKv(per_token, launch.model or "the model", model.max_position_embeddings if model else None)
+
+
+def _cpu_kv_env(cpu_kv: _CpuKv, running: Launch) -> tuple[str, str]:
+    import psutil
+
+    try:
+        max_len = int(running.get("--max-model-len") or cpu_kv.model_max_len or 0) or None
+    except ValueError:
+        max_len = cpu_kv.model_max_len
+    gib = cpu_kv_cache_gib(cpu_kv.bytes_per_token, max_len, psutil.virtual_memory().available / 2**30)
+    if cpu_kv.bytes_per_token and max_len:
+        need = cpu_kv.bytes_per_token * max_len / 2**30
+        why = f"one {max_len:,}-token sequence of {cpu_kv.model} needs {need:.2f} GiB"
+    else:
+        why = f"the KV size of {cpu_kv.model} is unknown here"
+    note = (f"CPU build of vLLM: {CPU_KV_ENV}={gib} bounds its KV cache to {gib} GiB of host memory ({why}; "
+            f"unset, it takes most of the RAM); set {CPU_KV_ENV} yourself to choose")
+    return str(gib), note
+
+
+@dataclass
 class _Plan:
     """How an attempt runs here: the argv, its environment, and the launch with local adjustments (port, host)."""
 
@@ -179,7 +222,7 @@ class _Plan:
 
 
 def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate, options: VerifyOptions,
-             said: list[str]) -> tuple[Attempt, _Plan | None]:
+             said: list[str], cpu_kv: _CpuKv | None = None) -> tuple[Attempt, _Plan | None]:
     attempt = Attempt(number, candidate.title, candidate.origin, candidate.changes, render(fixed), "", "pending", "")
     try:
         local, notes = local_changes(launch, candidate.changes)
@@ -190,8 +233,14 @@ def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate, o
         attempt.outcome, attempt.detail = "refused", str(error)
         return attempt, None
     attempt.notes = [*(n for n in build_notes if n not in said), *notes]
-    attempt.ran = shown_command(argv, passed_env(fixed, options.allow_env))
-    return attempt, _Plan(argv, env, apply_changes(launch, changes))
+    shown_env = passed_env(fixed, options.allow_env)
+    running = apply_changes(launch, changes)
+    if cpu_kv is not None:
+        env[CPU_KV_ENV], note = _cpu_kv_env(cpu_kv, running)
+        shown_env = [(CPU_KV_ENV, env[CPU_KV_ENV]), *shown_env]
+        attempt.notes.append(note)
+    attempt.ran = shown_command(argv, shown_env)
+    return attempt, _Plan(argv, env, running)
 
 
 def _run(attempt: Attempt, plan: _Plan, options: VerifyOptions, timeout_s: float, ruleset: RuleSet, log_dir: Path,

@@ -17,27 +17,44 @@ def _outcome_line(attempt: dict) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def to_text(result: dict) -> str:
-    """The verify result for a terminal (already redacted by `VerifyResult.as_json`)."""
-    lines = []
+def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, str | None, int | None]]:
+    """The verify result as (text, style, hang) lines; `attempts_shown`: the live progress already listed them.
+
+    `hang` is the hanging indent for prose wrapped on a terminal; None keeps a line whole (a command).
+    """
+    lines: list[tuple[str, str | None, int | None]] = []
     diagnosis = result["diagnosis"]
-    if diagnosis:
-        lines.append(f"Verifying fixes for: {diagnosis['title']} ({diagnosis['rule']})")
-    if result["original_command"]:
-        lines.append(f"  failing command: {result['original_command']}")
-    for attempt in result["attempts"]:
-        lines.append(f"  attempt {attempt['attempt']} · {attempt['origin']} · {attempt['fix']}")
-        lines.append(f"    $ {attempt['ran'] or attempt['command']}")
-        lines.append(f"    {_outcome_line(attempt)}")
-        lines += [f"    note: {note}" for note in attempt["notes"]]
+    if diagnosis and not attempts_shown:
+        lines.append((f"Verifying fixes for: {diagnosis['title']} ({diagnosis['rule']})", "bold", 2))
+    if result["original_command"] and not attempts_shown:
+        lines.append((f"  failing command: {result['original_command']}", "dim", None))
+    for attempt in [] if attempts_shown else result["attempts"]:
+        lines.append((f"  attempt {attempt['attempt']} · {attempt['origin']} · {attempt['fix']}", "bold", 4))
+        lines.append((f"    $ {attempt['ran'] or attempt['command']}", None, None))
+        lines.append((f"    {_outcome_line(attempt)}", _STYLE.get(attempt["outcome"]), 2))
+        lines += [(f"    note: {note}", "dim", 6) for note in attempt["notes"]]
         if attempt.get("log"):
-            lines.append(f"    log: {attempt['log']}")
-    lines += [f"  note: {note}" for note in result["notes"]]
+            lines.append((f"    log: {attempt['log']}", "dim", None))
+    lines += [(f"  note: {note}", "dim", 6) for note in result["notes"]]
     if result["working_command"]:
-        lines += ["✓ This command served a real completion:", f"  $ {result['working_command']}"]
+        ran = result.get("working_ran") or result["working_command"]
+        lines += [("✓ This command served a real completion:", "bold green", None), (f"  $ {ran}", "green", None)]
+        if ran != result["working_command"]:
+            lines += [("  The same fix in your launch's form (to deploy):", None, None),
+                      (f"  $ {result['working_command']}", "green", None)]
+    elif result["status"] == "declined":
+        lines.append(("– Not verified: you declined, so nothing was run; the diagnosis stands as reported.", "bold", 2))
     else:
-        lines.append(f"✗ No fix made vLLM serve: {result['reason']}")
-    return "\n".join(lines) + "\n"
+        lines.append((f"✗ No fix made vLLM serve: {result['reason']}", "bold red", 2))
+    return lines
+
+
+def to_text(result: dict, attempts_shown: bool = False) -> str:
+    """The verify result as plain text (already redacted by `VerifyResult.as_json`)."""
+    return "\n".join(text for text, _, _ in text_lines(result, attempts_shown)) + "\n"
+
+
+_STYLE = {"served": "green", "failed": "red", "timeout": "red", "refused": "yellow", "declined": None}
 
 
 def to_markdown(result: dict) -> str:
@@ -57,6 +74,8 @@ def to_markdown(result: dict) -> str:
     out.append("")
     if result["working_command"]:
         out += ["**Working command** (served a real completion, then stopped):", "", "```", result["working_command"], "```"]
+    elif result["status"] == "declined":
+        out.append("**Not verified:** declined, nothing was run.")
     else:
         out.append(f"**No fix made vLLM serve:** {result['reason']}")
     return "\n".join(out) + "\n"

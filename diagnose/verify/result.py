@@ -70,25 +70,35 @@ class VerifyResult:
     original_command: str | None
     diagnosis: dict[str, Any] | None
     attempts: list[Attempt] = field(default_factory=list)
-    working_command: str | None = None
+    working_command: str | None = None  # the working fix in the launch's own form (what to deploy)
+    working_ran: str | None = None  # the exact command that served here (the operator's interpreter, local port)
     reason: str | None = None
     notes: list[str] = field(default_factory=list)
+    declined: bool = False  # the operator answered "no": nothing was verified, nothing failed
 
     @property
     def verified(self) -> bool:
         return self.working_command is not None
 
+    @property
+    def status(self) -> str:
+        return "verified" if self.verified else "declined" if self.declined else "not-verified"
+
     def exit_code(self) -> ExitCode:
-        return ExitCode.NOTHING_FOUND if self.verified else ExitCode.VERIFY_FAILED
+        """0 verified; 1 declined (the diagnosis stands, unverified); 5 no fix served."""
+        if self.verified:
+            return ExitCode.NOTHING_FOUND
+        return ExitCode.DIAGNOSED if self.declined else ExitCode.VERIFY_FAILED
 
     def as_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA_VERSION,
-            "status": "verified" if self.verified else "not-verified",
+            "status": self.status,
             "original_command": redact(self.original_command) if self.original_command else None,
             "diagnosis": self.diagnosis,
             "attempts": [a.as_json() for a in self.attempts],
             "working_command": redact(self.working_command) if self.working_command else None,
+            "working_ran": redact(self.working_ran) if self.working_ran else None,
             "reason": redact(self.reason) if self.reason else None,
             "notes": [redact(n) for n in self.notes],
         }

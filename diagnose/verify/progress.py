@@ -1,0 +1,57 @@
+"""The live status of a running attempt: elapsed time, the start-up phase vLLM's own log reached, its last line.
+
+>>> ticks = iter([0.0, 75.0])
+>>> status = AttemptStatus(1, clock=lambda: next(ticks))
+>>> status.feed("(APIServer pid=7) INFO 11-29 09:36:11 [loader.py:31] Loading safetensors checkpoint shards: 50%")
+>>> status.text(100)
+'attempt 1 · 1:15 · weights-loading · Loading safetensors checkpoint shards: 50%'
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from ..facts.phases import PhaseExtractor
+from ..util.redact import redact
+
+_HEADER = re.compile(r"^(?:\(\w+ pid=\d+\)\s+)?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\S+\s+\S+\s+\[[^\]]*\]\s+)?")
+
+
+class AttemptStatus:
+    """Fed each line the server writes; `text(width)` is the one status line to show for it."""
+
+    def __init__(self, number: int, clock=time.monotonic):
+        self.number = number
+        self._clock = clock
+        self.started = clock()
+        self._phases = PhaseExtractor()
+        self._lines = 0
+        self.last_line = ""
+
+    def feed(self, line: str) -> None:
+        self._lines += 1
+        self._phases.feed(self._lines, line, [])
+        message = _HEADER.sub("", line.strip(), count=1)
+        if message:
+            self.last_line = message
+
+    @property
+    def phase(self) -> str | None:
+        """The furthest start-up phase the log shows so far (diagnose/data/phases.yaml)."""
+        return self._phases.phases.reached()
+
+    def elapsed_s(self) -> float:
+        return self._clock() - self.started
+
+    def text(self, width: int) -> str:
+        seconds = int(self.elapsed_s())
+        head = f"attempt {self.number} · {seconds // 60}:{seconds % 60:02d} · {self.phase or 'starting'}"
+        room = width - len(head) - 4
+        if not self.last_line or room < 10:
+            return head[:width]
+        tail = redact(self.last_line)
+        return f"{head} · {tail if len(tail) <= room else tail[:room - 1] + '…'}"
+
+
+__all__ = ["AttemptStatus"]
