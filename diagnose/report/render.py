@@ -98,30 +98,26 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
 
 
 def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None:
-    """Human output with rich: colour only on a terminal, NO_COLOR honoured (rich does both)."""
-    from rich.console import Console
-    from rich.markup import escape
+    """Human output: styles only on a terminal without NO_COLOR; on a terminal, prose wraps to its width with
+    hanging indents (commands and log lines never wrap, so they stay copyable)."""
+    from .terminal import Printer
 
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    say = Printer(stream).say
     report = redact_tree(report, emails)
-
-    def say(text: str = "", style: str | None = None) -> None:
-        console.print(escape(text), style=style)
-
     diagnoses = report["diagnoses"]
     facts = report["facts"]
     if not diagnoses:
         for text, style in headline_without_diagnosis(report):
-            say(text, style)
+            say(text, style, hang=2)
     for index, d in enumerate(diagnoses):
         if index == 1:
             say("\nAlso found (lower confidence, often a consequence of the above):", "bold")
         if index == 0:
-            say(f"✗ {d['title']}", "bold red")
-            say(f"  {d['category']} · confidence {d['confidence']:.2f} · rule {d['rule']}", "dim")
-            say(f"  {d['summary']}")
+            say(f"✗ {d['title']}", "bold red", hang=2)
+            say(f"  {d['category']} · confidence {d['confidence']:.2f} · rule {d['rule']}", "dim", hang=2)
+            say(f"  {d['summary']}", hang=0)
             if d["why"]:
-                say(f"  Why: {d['why']}")
+                say(f"  Why: {d['why']}", hang=5)
             if d["evidence"]:
                 say("  Evidence:", "bold")
                 for e in d["evidence"]:
@@ -129,10 +125,10 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
             if d["fixes"]:
                 say("  Fixes, best first:", "bold")
                 for fix in d["fixes"]:
-                    say(f"  {fix['rank']}. {fix['title']}", "bold cyan" if fix["rank"] == 1 else None)
-                    say(f"     {fix['rank_reason']}", "dim")
+                    say(f"  {fix['rank']}. {fix['title']}", "bold cyan" if fix["rank"] == 1 else None, hang=3)
+                    say(f"     {fix['rank_reason']}", "dim", hang=0)
                     if fix["why"]:
-                        say(f"     {fix['why']}")
+                        say(f"     {fix['why']}", hang=0)
                     command = fix.get("command") or fix.get("step")
                     if command:
                         say(f"     $ {command}", "green")
@@ -140,7 +136,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
                         say("     change: " + " ".join(_change_text(k, v) for k, v in fix["changes"].items()), "green")
         else:
             say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "
-                f"{d['evidence'][0]['line'] if d['evidence'] else '?'})")
+                f"{d['evidence'][0]['line'] if d['evidence'] else '?'})", hang=4)
     facts_lines = []
     if facts.get("vllm_version"):
         facts_lines.append(f"vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
@@ -160,7 +156,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
         for u in report["unexplained"]:
             say(f"  line {u['line']}: {u['text'][:300]}")
     for note in report.get("notes", []):
-        say(f"note: {note}", "dim")
+        say(f"note: {note}", "dim", hang=6)
 
 
 def _where(entry: dict) -> str:
