@@ -173,9 +173,10 @@ def _rank_reason(fix: Fix) -> str:
         start = "predicted not to be enough on its own"
     else:
         start = "outcome not evaluable" + (f" ({fix.not_evaluable})" if fix.not_evaluable else "")
-    cost = fix.cost_note or fix.cost
+    cost = re.sub(r"^None\b", "none", (fix.cost_note or fix.cost or "").strip().rstrip("."))  # rules' "None." is words
+    cost_text = "no cost" if cost in ("", "none") else f"cost: {cost}"
     extra = "; a workaround, not a cure" if fix.workaround else ""
-    return f"{start}; cost: {cost}{extra}"
+    return f"{start}; {cost_text}{extra}"
 
 
 def _command_for(fix: Fix, ctx: Context) -> str | None:
