@@ -91,18 +91,36 @@ PROGRESS_MIN_BYTES = 64 * 2**20
 
 @contextlib.contextmanager
 def progress_for(files: tuple[str, ...]):
-    """A progress bar on stderr for big inputs (about a second or more), only on a terminal."""
-    sizes = [os.path.getsize(f) for f in files if f != "-" and os.path.isfile(f)]
-    if not sys.stderr.isatty() or sum(sizes) < PROGRESS_MIN_BYTES:
+    """A progress bar on stderr for big inputs (about a second or more), only on a terminal.
+
+    Files: a bar against their total size from the start. A pipe has no size: a counter of bytes read appears
+    once it passes PROGRESS_MIN_BYTES, so a small pipe shows nothing and a 500 MiB one shows it is moving.
+    """
+    piped = not files or "-" in files
+    total = sum(os.path.getsize(f) for f in files if f != "-" and os.path.isfile(f))
+    if not sys.stderr.isatty() or (not piped and total < PROGRESS_MIN_BYTES):
         yield None
         return
     from rich.console import Console
     from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-    with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                  transient=True, console=Console(stderr=True)) as bar:
-        task = bar.add_task("scanning", total=sum(sizes))
-        yield lambda count: bar.advance(task, count)
+    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                   transient=True, console=Console(stderr=True))
+    state = {"read": 0, "task": None}
+
+    def advance(count: int) -> None:
+        state["read"] += count
+        if state["task"] is not None:
+            bar.advance(state["task"], count)
+        elif state["read"] >= PROGRESS_MIN_BYTES or not piped:
+            bar.start()
+            state["task"] = bar.add_task("reading the pipe" if piped else "scanning", total=None if piped else total,
+                                         completed=state["read"])
+
+    try:
+        yield advance
+    finally:
+        bar.stop()
 
 
 def emit(report: dict, fmt: str) -> None:

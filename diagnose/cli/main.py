@@ -24,9 +24,32 @@ class DefaultGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         known = set(self.commands) | set(LAZY_COMMANDS)
-        if not args or (args[0] not in known and args[0] not in ("--help", "-h", "--version")):
+        completing_a_command = ctx.resilient_parsing and not args  # shell completion of the first word: subcommands
+        if not completing_a_command and (not args or (args[0] not in known and args[0] not in ("--help", "-h", "--version"))):
             args = ["diagnose", *args]
         return super().parse_args(ctx, args)
+
+    def shell_complete(self, ctx: click.Context, incomplete: str):
+        """The first word completes to a subcommand, or to a file when no subcommand starts with it (`vdiag cr<TAB>`)."""
+        from click.shell_completion import CompletionItem
+
+        items = super().shell_complete(ctx, incomplete)
+        if items or incomplete.startswith("-"):
+            return items
+        return [CompletionItem(incomplete, type="file")]
+
+    def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        formatter.write_usage(ctx.command_path, "[OPTIONS] [FILES]...   (diagnose; '-' or a pipe for stdin)")
+        formatter.write_usage(ctx.command_path, "COMMAND [ARGS]...", prefix="       ")
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """`vdiag --help` shows the options of the default command too: `vdiag --format json LOG` is diagnose."""
+        command = self.commands["diagnose"]
+        rows = [row for param in command.get_params(ctx) if isinstance(param, click.Option) and param.name != "help"
+                and (row := param.get_help_record(ctx)) is not None]
+        with formatter.section("Options (vdiag [OPTIONS] [FILES]… runs diagnose)"):
+            formatter.write_dl(rows)
+        super().format_options(ctx, formatter)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(self.commands) | set(LAZY_COMMANDS))
@@ -49,6 +72,15 @@ def main() -> None:
       journalctl -u vllm --no-pager | vdiag
       vdiag crash.log            vdiag --format json crash.log
       vdiag verify crash.log     vdiag triage tickets/
+
+    Exit codes: 0 nothing found, 1 a failure diagnosed, 2 usage, 3 input error, 4 rules error,
+    5 verification failed, 6 unexplained errors, 70 internal error.
+
+    \b
+    Shell completion (add to your shell's start-up file):
+      bash  eval "$(_VDIAG_COMPLETE=bash_source vdiag)"
+      zsh   eval "$(_VDIAG_COMPLETE=zsh_source vdiag)"
+      fish  _VDIAG_COMPLETE=fish_source vdiag | source
     """
 
 
@@ -62,7 +94,9 @@ def main() -> None:
 @click.option("--snapshot", type=click.Path(), help="A GPU snapshot saved by `vdiag snapshot --format json`.")
 @click.option("--verify", "then_verify", is_flag=True, help="Diagnose, then verify the top fix (see `vdiag verify`).")
 @click.option("--yes", is_flag=True, help="With --verify: run without asking.")
-def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes):
+@click.option("--vllm-python", type=click.Path(dir_okay=False), envvar="VDIAG_VLLM_PYTHON",
+              help="With --verify: the interpreter where vLLM imports (env VDIAG_VLLM_PYTHON).")
+def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python):
     """Diagnose vLLM logs (files, .gz, docker json, journal json; '-' or a pipe for stdin)."""
 
     def run():
@@ -82,7 +116,8 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes)
 
             if fmt != "json":
                 emit(report, fmt)
-            return verify_outcome(outcome, fmt=fmt, assume_yes=yes, report=report if fmt == "json" else None)
+            return verify_outcome(outcome, fmt=fmt, assume_yes=yes, report=report if fmt == "json" else None,
+                                  python=vllm_python)
         emit(report, fmt)
         return exit_code_for(report)
 

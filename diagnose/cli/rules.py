@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -37,8 +38,16 @@ def list_rules(rules_dirs):
     sys.exit(int(ExitCode.RULES_ERROR if ruleset.problems else ExitCode.NOTHING_FOUND))
 
 
+def _complete_rule_id(ctx, param, incomplete: str) -> list[str]:
+    """Shell completion of rule ids (the bundled rules plus any --rules folder already on the line)."""
+    from ..knowledge.loader import load_rules
+
+    extra = tuple(Path(d) for d in (ctx.params.get("rules_dirs") or ()) if Path(d).is_dir())
+    return sorted(rule.id for rule in load_rules(extra).rules if rule.id.startswith(incomplete))
+
+
 @rules.command("show")
-@click.argument("rule_id")
+@click.argument("rule_id", shell_complete=_complete_rule_id)
 @_RULES_OPT
 def show_rule(rule_id, rules_dirs):
     """A rule's own documentation: summary, why, signatures, fixes, verify, references."""
@@ -53,7 +62,9 @@ def show_rule(rule_id, rules_dirs):
     if rule.conditions:
         out += ["", "Conditions", "  " + ", ".join(rule.conditions)]
     out += ["", "Fixes (in order of preference)"]
-    out += [f"  - {f.strategy} {f.params or ''}{' when ' + ', '.join(f.when) if f.when else ''}" for f in rule.fixes]
+    for fix in rule.fixes:
+        out.append(f"  - {fix.strategy}{' (when ' + ', '.join(fix.when) + ')' if fix.when else ''}")
+        out += [f"      {key}: {_plain(value, key)}" for key, value in (fix.params or {}).items() if value is not None]
     if rule.verify:
         out += ["", "Verify (log lines that prove a fix worked)"] + [f"  {v}" for v in rule.verify]
     if rule.false_positives:
@@ -61,6 +72,24 @@ def show_rule(rule_id, rules_dirs):
     if rule.references:
         out += ["", "References"] + [f"  {v}" for v in rule.references]
     click.echo("\n".join(out))
+
+
+def _plain(value, key: str = "") -> str:
+    """A rule's fix parameter as words, not a Python repr ("cost: None." in a rule reads "none").
+
+    >>> _plain({"NCCL_P2P_DISABLE": "1", "flag": "--enforce-eager", "eager": True, "x": None})
+    'NCCL_P2P_DISABLE=1, flag=--enforce-eager, eager=true'
+    >>> _plain("None.", "cost"), _plain(["a", 2])
+    ('none', 'a, 2')
+    """
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_plain(v)}" for k, v in value.items() if v is not None)
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    text = str(value)
+    return re.sub(r"^None\b", "none", text.rstrip(".")) if key == "cost" else text
 
 
 @rules.command("test")
@@ -115,8 +144,6 @@ def lint_rules(rules_dirs, cases_dir):
               help="Regex syntax: python (as written), rg (ripgrep), ere (grep -E).")
 def export_patterns(rules_dirs, literals, dialect):
     """One pattern per line, for `rg -f` / `grep -E -f` comparisons with the same signatures."""
-    import re
-
     from ..authoring.dialects import to_dialect
 
     ruleset = _load(rules_dirs)
