@@ -65,11 +65,11 @@ def test_hostile_log_finishes_with_a_documented_code(tmp_path, name):
 
 def test_repeated_launch_lines_split_each_line_once(monkeypatch):
     """4 MB of launch lines: each line's message is computed once, not once per look-ahead window that sees it."""
-    from diagnose.scan import scanner as scan
+    from diagnose.scan import window
 
     calls = []
-    real = scan.message_of
-    monkeypatch.setattr(scan, "message_of", lambda text: calls.append(1) or real(text))
+    real = window.message_of
+    monkeypatch.setattr(window, "message_of", lambda text: calls.append(1) or real(text))
     line = "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072 --tensor-parallel-size 2\n"
     count = 20000
     diagnose([TextSource("launches", line * count)], Options(gpu_mode="none"))
