@@ -37,6 +37,7 @@ class Signature:
     family: bool = False
     any_level: bool = False
     scope: str = "scan"  # "error-lines": matched only against the error lines the scan collected (see scanner)
+    table: str = ""  # the error table the literals and regex were generated from (error_tables.py), if any
     _compiled: Any = field(default=None, repr=False, compare=False)
 
     @property
