@@ -204,7 +204,7 @@ def _cpu_kv_env(cpu_kv: _CpuKv, running: Launch) -> tuple[str, str]:
     gib = cpu_kv_cache_gib(cpu_kv.bytes_per_token, max_len, psutil.virtual_memory().available / 2**30)
     if cpu_kv.bytes_per_token and max_len:
         need = cpu_kv.bytes_per_token * max_len / 2**30
-        why = f"one {max_len:,}-token sequence of {cpu_kv.model} needs {need:.2f} GiB"
+        why = f"one {max_len:,}-token sequence of {cpu_kv.model} needs {f'{need:.2f}' if need >= 0.01 else 'under 0.01'} GiB"
     else:
         why = f"the KV size of {cpu_kv.model} is unknown here"
     note = (f"CPU build of vLLM: {CPU_KV_ENV}={gib} bounds its KV cache to {gib} GiB of host memory ({why}; "
