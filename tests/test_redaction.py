@@ -233,12 +233,14 @@ def test_emails_are_masked_everywhere_unless_a_caller_opts_out():
     "https://:" + "/" * 65527, "Ab1" * 21845, "-----BEGIN RSA PRIVATE KEY-----" + "A" * 65505, "hf_" + "a1" * 32766,
 ])
 def test_a_hostile_64k_line_stays_linear(hostile):
-    """Bounded quantifiers: a 64 KB line costs about as much as 16 KB of the same text times four, not sixteen."""
+    """Bounded quantifiers: a 64 KB line costs about as much as 16 KB of the same text times four, not sixteen.
+
+    A complexity check, not a speed test: CPU time of this process (a loaded machine does not move it), compared
+    between two sizes of the same text, with no absolute limit."""
     def cost(text: str) -> float:
-        started = time.perf_counter()
+        started = time.process_time()
         redact(text)
-        return time.perf_counter() - started
+        return time.process_time() - started
 
     small, large = min(cost(hostile[:16384]) for _ in range(3)), min(cost(hostile) for _ in range(3))
-    assert large < 1.0
-    assert large < 12 * small + 0.02, f"{large:.3f}s for 64 KB vs {small:.3f}s for 16 KB: not linear"
+    assert large < 12 * small + 0.05, f"{large:.3f}s for 64 KB vs {small:.3f}s for 16 KB: not linear"
