@@ -1,0 +1,36 @@
+"""A start-up that worked stays clean even when vLLM prints alarming warnings along the way.
+
+Tolerant family patterns and vLLM's message catalogue must not turn a warning into a failure: the FP8 Marlin
+fallback and the shared-memory broadcast wait (printed while a slow compilation runs) are normal.
+"""
+
+import pytest
+
+from diagnose.diagnosis.pipeline import Options, diagnose
+from diagnose.ingest.source import TextSource
+from diagnose.report.build import build_report
+
+from .conftest import FIXTURES
+
+HEALTHY = sorted((FIXTURES / "corpus" / "healthy").glob("*.log"))
+ALARMING = [
+    "WARNING 06-01 10:00:00 [marlin_utils_fp8.py:53] Your GPU does not have native support for FP8 computation but "
+    "FP8 quantization is being used. Weight-only FP8 compression will be used leveraging the Marlin kernel. This may "
+    "degrade performance for compute-heavy workloads.",
+    "WARNING 06-01 10:01:00 [shm_broadcast.py:466] No available shared memory broadcast block found in 60 second. "
+    "This typically happens when some processes are hanging or doing some time-consuming work (e.g. compilation, "
+    "weight/kv cache quantization).",
+    "WARNING 06-01 10:01:05 [cuda.py:100] Cannot use FlashAttention-2 backend for Volta and Turing GPUs.",
+    "WARNING 06-01 10:01:06 [parallel.py:746] Address already in use. Retrying with a new port.",
+]
+
+
+@pytest.mark.parametrize("log", HEALTHY, ids=lambda p: p.stem)
+def test_a_healthy_start_with_alarming_warnings_fires_nothing(log, ruleset):
+    lines = log.read_text(errors="replace").splitlines()
+    middle = len(lines) // 2
+    plain = build_report(diagnose([TextSource(log.name, "\n".join(lines) + "\n")], Options(gpu_mode="none"), ruleset))
+    text = "\n".join(lines[:middle] + ALARMING + lines[middle:]) + "\n"
+    report = build_report(diagnose([TextSource(log.name, text)], Options(gpu_mode="none"), ruleset))
+    assert report["diagnoses"] == [] and report["status"] == plain["status"]
+    assert report["unexplained"] == [dict(e, line=e["line"] + len(ALARMING) * (e["line"] > middle)) for e in plain["unexplained"]]
