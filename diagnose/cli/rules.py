@@ -143,13 +143,18 @@ def lint_rules(rules_dirs, cases_dir):
 @click.option("--dialect", type=click.Choice(["python", "rg", "ere"]), default="rg", show_default=True,
               help="Regex syntax: python (as written), rg (ripgrep), ere (grep -E).")
 def export_patterns(rules_dirs, literals, dialect):
-    """One pattern per line, for `rg -f` / `grep -E -f` comparisons with the same signatures."""
+    """One pattern per line, for `rg -f` / `grep -E -f` comparisons with the same signatures.
+
+    Signatures matched only on the collected error lines (vLLM's message catalogue) are not exported: vdiag does
+    not run them over the whole input either."""
     from ..authoring.dialects import to_dialect
 
     ruleset = _load(rules_dirs)
     seen = set()
     for rule in ruleset.rules:
         for sig in rule.signatures:
+            if sig.scope != "scan":
+                continue
             items = sig.literals if literals else [sig.regex]
             for item in items:
                 item = re.escape(item) if literals else (item if dialect == "python" else to_dialect(item, dialect))
