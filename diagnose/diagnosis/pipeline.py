@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Iterator
 from ..context.context import Context
 from ..facts.advice_lines import AdviceLines
 from ..facts.args import ArgsExtractor
+from ..facts.era import EraExtractor
 from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hints import HintExtractor
 from ..facts.launch import LaunchExtractor
@@ -70,7 +71,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     unexplained = UnexplainedExtractor()
     progress = PhaseExtractor()
     advice = AdviceLines()
-    extractors = [advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
+    extractors = [EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
                   GpuTextExtractor(facts), HintExtractor(hints), progress, unexplained, ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()

@@ -144,6 +144,9 @@ class Scanner:
                         if quiet:
                             continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
                     self._match(target, line_no, message, following, result)
+                elif getattr(target, "reads_header", False):  # the line as logged, header included
+                    target.feed(line_no, data[start:min(end, start + MAX_EXTRACTOR_LINE_CHARS)].decode("utf-8", "replace"),
+                                following.first(target.window))
                 else:
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
             messages.forget_before(start)
