@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from ..util.redact import redact, redact_tree
+from .memory_bar import memory_bar
 
 
 def to_json(report: dict[str, Any], emails: bool = True) -> str:
@@ -70,6 +71,9 @@ def _facts_markdown(facts: dict[str, Any]) -> str:
     for gpu in facts.get("gpus", []):
         size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
         rows.append(f"- GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+    bar = memory_bar(facts.get("memory") or {}, facts.get("gpus") or [])
+    if bar:
+        rows.append("\n```\n" + "\n".join(bar) + "\n```")
     return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
 
 
@@ -151,6 +155,9 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
         say("\nFacts:", "bold")
         for line in facts_lines:
             say(f"  {line}", "dim")
+    bar = memory_bar(facts.get("memory") or {}, facts.get("gpus") or [], width=50) if report["diagnoses"] else []
+    for index, line in enumerate(bar):
+        say(("\n" if index == 0 else "") + f"  {line}", "bold" if index == 0 else None, hang=3)
     if report["unexplained"]:
         say("\nError lines no rule explains:", "bold yellow")
         for u in report["unexplained"]:

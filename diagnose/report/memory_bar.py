@@ -1,0 +1,60 @@
+"""Where the GPU memory went: one bar across the card, from the figures the report already holds.
+
+Segments, left to right: other processes, weights, activation peak, non-torch memory, CUDA graphs, KV cache, and
+what is left; a `|` marks the utilization budget. Only figures from the log (or the snapshot) are drawn; an
+unknown part is not guessed, and without the card's size there is no bar. Text that reads without colour.
+
+>>> print("\\n".join(memory_bar({"total_gpu_gib": 80.0, "weights_gib": 40.0, "activation_gib": 4.0,
+...                             "kv_cache_gib": 28.0, "gpu_memory_utilization": 0.9}, [], width=40)))
+GPU memory, 80.0 GiB (budget 72.0 GiB at 0.9):
+[WWWWWWWWWWWWWWWWWWWWAAKKKKKKKKKKKKKK|....]
+ W weights 40.0 GiB · A activation peak 4.0 GiB · K KV cache 28.0 GiB · . unused 8.0 GiB
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SEGMENTS = [  # (facts.memory key, letter, label)
+    ("other_processes_gib", "O", "other processes"),
+    ("weights_gib", "W", "weights"),
+    ("activation_gib", "A", "activation peak"),
+    ("non_torch_gib", "N", "non-torch"),
+    ("cudagraph_gib", "G", "CUDA graphs"),
+    ("kv_cache_gib", "K", "KV cache"),
+]
+
+
+def memory_bar(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 60) -> list[str]:
+    """Lines of the bar, or [] when the card's size or every segment is unknown."""
+    total = _number(memory.get("total_gpu_gib")) or _number(memory.get("oom_total_gib")) or _smallest_gpu(gpus)
+    parts = [(letter, label, _number(memory.get(key))) for key, letter, label in SEGMENTS]
+    parts = [(letter, label, gib) for letter, label, gib in parts if gib is not None and gib > 0]
+    if not total or total <= 0 or not parts:
+        return []
+    used = sum(gib for _l, _label, gib in parts)
+    scale = width / max(total, used)
+    bar = "".join(letter * max(1, round(gib * scale)) for letter, _label, gib in parts)
+    if used < total:
+        bar += "." * max(0, width - len(bar))
+    utilization = _number(memory.get("gpu_memory_utilization"))
+    budget = ""
+    if utilization and 0 < utilization <= 1:
+        mark = min(len(bar), round(total * utilization * scale))
+        bar = bar[:mark] + "|" + bar[mark:]
+        budget = f" (budget {total * utilization:.1f} GiB at {utilization:g})"
+    legend = [f"{letter} {label} {gib:.1f} GiB" for letter, label, gib in parts]
+    if used < total:
+        legend.append(f". unused {total - used:.1f} GiB")
+    elif used > total:
+        legend.append(f"over the card by {used - total:.1f} GiB")
+    return [f"GPU memory, {total:.1f} GiB{budget}:", f"[{bar}]", " " + " · ".join(legend)]
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _smallest_gpu(gpus: list[dict[str, Any]]) -> float | None:
+    sizes = [g["total_gib"] for g in gpus if isinstance(g.get("total_gib"), (int, float))]
+    return min(sizes) if len(sizes) == 1 else None  # with several cards of different sizes, which one is unclear
