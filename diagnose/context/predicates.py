@@ -6,7 +6,7 @@ import re
 
 from typing import Callable
 
-from ..facts.phases import phase_order
+from ..facts.phases import parse_phase_condition, phase_order
 from ..model import memory
 from .context import Context, kv_capacity_tokens
 
@@ -51,12 +51,7 @@ def phase_condition(expression: str, ctx: Context) -> bool:
     >>> phase_condition("phase>=serving", ctx), phase_condition("phase<weights-loaded", ctx)
     (True, False)
     """
-    for operator in (">=", "<"):
-        if expression.startswith("phase" + operator):
-            wanted = phase_order(expression[len("phase" + operator):])
-            break
-    else:
-        raise KeyError(f"unknown phase condition '{expression}' (use phase>=NAME or phase<NAME)")
+    operator, wanted = parse_phase_condition(expression)
     current = ctx.phase()
     if current is None:
         return False

@@ -46,19 +46,19 @@ def phase_order(name: str) -> int:
     raise KeyError(f"unknown start-up phase '{name}' (known: {known})")
 
 
-def phase_condition_valid(expression: str) -> None:
-    """Raise KeyError unless `expression` is `phase>=NAME` or `phase<NAME` with a known phase.
+def parse_phase_condition(expression: str) -> tuple[str, int]:
+    """`phase>=NAME` or `phase<NAME` as (operator, phase order); KeyError for anything else.
 
-    >>> phase_condition_valid("phase>=serving")
-    >>> phase_condition_valid("phase>=servng")
+    >>> parse_phase_condition("phase>=serving")
+    ('>=', 9)
+    >>> parse_phase_condition("phase>=servng")
     Traceback (most recent call last):
     ...
     KeyError: "unknown start-up phase 'servng' (known: arguments, platform, distributed, weights-loading, weights-loaded, profiling, kv-cache-sized, cuda-graphs, engine-ready, serving, traffic)"
     """
     for operator in (">=", "<"):
         if expression.startswith("phase" + operator):
-            phase_order(expression[len("phase" + operator):])
-            return
+            return operator, phase_order(expression[len("phase" + operator):])
     raise KeyError(f"unknown phase condition '{expression}' (use phase>=NAME or phase<NAME)")
 
 

@@ -60,17 +60,25 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def _facts_markdown(facts: dict[str, Any]) -> str:
+def _fact_rows(facts: dict[str, Any], markdown: bool) -> list[str]:
+    """The facts every output lists: version, launch, model, GPUs (Markdown quotes the command)."""
     rows = []
     if facts.get("vllm_version"):
-        rows.append(f"- vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
+        rows.append(f"vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
     if facts.get("launch"):
-        rows.append(f"- launch ({facts['launch']['source']}): `{facts['launch']['command']}`")
+        command = f"`{facts['launch']['command']}`" if markdown else facts["launch"]["command"]
+        rows.append(f"launch ({facts['launch']['source']}): {command}")
     if facts.get("model"):
-        rows.append(f"- model: {facts['model']['name']} (architecture from {facts['model']['source']})")
+        origin = "architecture from" if markdown else "from"
+        rows.append(f"model: {facts['model']['name']} ({origin} {facts['model']['source']})")
     for gpu in facts.get("gpus", []):
         size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
-        rows.append(f"- GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+        rows.append(f"GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+    return rows
+
+
+def _facts_markdown(facts: dict[str, Any]) -> str:
+    rows = [f"- {row}" for row in _fact_rows(facts, markdown=True)]
     bar = memory_bar(facts.get("memory") or {}, facts.get("gpus") or [])
     if bar:
         rows.append("\n```\n" + "\n".join(bar) + "\n```")
@@ -141,16 +149,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
         else:
             say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "
                 f"{d['evidence'][0]['line'] if d['evidence'] else '?'})", hang=4)
-    facts_lines = []
-    if facts.get("vllm_version"):
-        facts_lines.append(f"vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
-    if facts.get("launch"):
-        facts_lines.append(f"launch ({facts['launch']['source']}): {facts['launch']['command']}")
-    if facts.get("model"):
-        facts_lines.append(f"model: {facts['model']['name']} (from {facts['model']['source']})")
-    for gpu in facts.get("gpus", []):
-        size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
-        facts_lines.append(f"GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+    facts_lines = _fact_rows(facts, markdown=False)
     if facts_lines:
         say("\nFacts:", "bold")
         for line in facts_lines:
