@@ -7,7 +7,7 @@ without carrying code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..facts.advice_lines import AdviceLines
 from ..facts.phases import PhaseLog
@@ -21,8 +21,11 @@ from ..util.units import parse_float, parse_int, plausible_int
 MAX_PARALLEL = 1 << 16  # a parallel size above this is not a fact, whatever the text says
 
 
-@dataclass
+@dataclass(frozen=True)
 class Context:
+    """Built once per input by the pipeline and never changed; `for_rule` gives the view one rule's evaluation
+    sees (its captures and the line of its first error), so the same context answers the same whatever ran before."""
+
     facts: Facts
     scan: ScanResult
     launch: Launch | None = None
@@ -37,6 +40,10 @@ class Context:
     phases: PhaseLog = field(default_factory=PhaseLog)
     advice: AdviceLines = field(default_factory=AdviceLines)  # lines that tell the operator what to do
     focus_line: int | None = None  # the first error line of the diagnosis being evaluated
+
+    def for_rule(self, captures: dict[str, str], focus_line: int | None) -> Context:
+        """This context as one rule sees it: with the rule's captures and the line of its first error."""
+        return replace(self, captures=dict(captures), focus_line=focus_line)
 
     def phase(self) -> str | None:
         """The start-up phase reached when the error being evaluated was written (else the last one reached)."""
@@ -67,9 +74,21 @@ class Context:
                 or plausible_int(self.facts.engine_config.get("pipeline_parallel_size"), 1, MAX_PARALLEL) or 1)
 
     def max_model_len(self) -> int | None:
-        return (parse_int(self.captures.get("max_len")) or parse_int(self.arg("--max-model-len"))
-                or self.facts.max_model_len or self.facts.memory.get("max_model_len")
-                or (self.model.max_position_embeddings if self.model else None))
+        return self.resolved_max_model_len()[0]
+
+    def resolved_max_model_len(self) -> tuple[int | None, str | None]:
+        """The context length this run asked for, and where that was read, in order of authority: the error
+        line of the rule being evaluated, the launch's flag, vLLM's engine config, its memory lines, and the
+        model's own `max_position_embeddings` (vLLM's default when no flag is given)."""
+        model_default = self.model.max_position_embeddings if self.model else None
+        for value, source in ((parse_int(self.captures.get("max_len")), "the error line"),
+                              (parse_int(self.arg("--max-model-len")), "--max-model-len"),
+                              (self.facts.max_model_len, "vLLM's engine config"),
+                              (self.facts.memory.get("max_model_len"), "vLLM's memory lines"),
+                              (model_default, "the model's max_position_embeddings")):
+            if value:
+                return value, source
+        return None, None
 
     def utilization(self) -> float:
         given = parse_float(self.arg("--gpu-memory-utilization")) or self.facts.memory.get("gpu_memory_utilization")

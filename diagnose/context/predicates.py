@@ -46,8 +46,8 @@ def phase_condition(expression: str, ctx: Context) -> bool:
 
     >>> from diagnose.facts.record import Facts
     >>> from diagnose.scan.scanner import ScanResult
-    >>> ctx = Context(Facts(), ScanResult())
-    >>> ctx.phases.add(10, phase_order("serving")); ctx.focus_line = 50
+    >>> ctx = Context(Facts(), ScanResult()).for_rule({}, focus_line=50)
+    >>> ctx.phases.add(10, phase_order("serving"))
     >>> phase_condition("phase>=serving", ctx), phase_condition("phase<weights-loaded", ctx)
     (True, False)
     """

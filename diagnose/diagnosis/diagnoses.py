@@ -60,9 +60,9 @@ def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
         captures: dict[str, str] = {}
         for h in [*contexts, *errors]:
             captures.update(h.captures())
-        ctx.captures = captures
-        ctx.focus_line = min((m.line for h in errors for m in h.first), default=None)
-        if rule.conditions and not evaluate(rule.conditions, ctx):
+        focus_line = min((m.line for h in errors for m in h.first), default=None)
+        rule_ctx = ctx.for_rule(captures, focus_line)
+        if rule.conditions and not evaluate(rule.conditions, rule_ctx):
             continue
         if rule.requires_context and not contexts and not any(h.signature.weight >= STANDALONE_WEIGHT for h in errors):
             continue
@@ -74,7 +74,7 @@ def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
             continue
         matches = sorted({m.line: m for h in [*errors, *contexts] for m in [*h.first, h.last] if m}.values(), key=lambda m: m.line)
         fired.append(Diagnosis(rule, round(min(confidence, 0.99), 2), _bounded(matches), captures, inferred=not errors,
-                               focus_line=ctx.focus_line, family=bool(errors) and all(h.signature.family for h in errors)))
+                               focus_line=focus_line, family=bool(errors) and all(h.signature.family for h in errors)))
     return order(_beneath_specific(fired))
 
 
@@ -113,8 +113,7 @@ def order(fired: list[Diagnosis]) -> list[Diagnosis]:
 
 
 def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
-    ctx.captures = diagnosis.captures
-    ctx.focus_line = diagnosis.focus_line
+    ctx = ctx.for_rule(diagnosis.captures, diagnosis.focus_line)
     candidates: list[Fix] = []
     seen: set[str] = set()
     for spec in diagnosis.rule.fixes:

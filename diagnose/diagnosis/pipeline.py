@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
@@ -14,7 +14,7 @@ from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hints import HintExtractor
 from ..facts.launch import LaunchExtractor
 from ..facts.memory import MemoryExtractor
-from ..facts.phases import PhaseExtractor
+from ..facts.phases import PhaseExtractor, PhaseLog
 from ..facts.record import Facts, GpuFact, GpuProcess
 from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
 from ..facts.version import VersionExtractor
@@ -94,10 +94,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
                      "matched against the rules, so this answer may be partial")
     signatures = [s for rule in ruleset.rules for s in rule.signatures]
     match_error_lines(signatures, unexplained.lines, result)
-    ctx = build_context(facts, result, hints, options)
-    ctx.phases = progress.phases
-    ctx.advice = advice
-    snapshot = attach_gpus(ctx, options)
+    snapshot = _snapshot(options)
+    ctx = build_context(facts, result, hints, options, snapshot, phases=progress.phases, advice=advice)
     fired = fire_rules(ruleset.rules, ctx)
     for diagnosis in fired:
         plan_fixes(diagnosis, ctx)
@@ -127,12 +125,15 @@ def _echoes_diagnosis(text: str, fired: list[Diagnosis]) -> bool:
     return any(m.text[:120] in text or text[:120] in m.text for d in fired for m in d.evidence)
 
 
-def build_context(facts: Facts, result: ScanResult, hints: set[str], options: Options) -> Context:
-    ctx = Context(facts=facts, scan=result, text_hints=hints)
-    ctx.launch, ctx.launch_source = choose_launch(facts, options.launch_text, result)
-    name = ctx.model_name()
-    ctx.model = resolve_model(name) if name else None
-    return ctx
+def build_context(facts: Facts, result: ScanResult, hints: set[str], options: Options, snapshot: Snapshot | None,
+                  phases: PhaseLog, advice: AdviceLines) -> Context:
+    """The one context every rule and fix reads: built once, never changed (a rule's captures go to `for_rule`)."""
+    launch, launch_source = choose_launch(facts, options.launch_text, result)
+    unresolved = Context(facts=facts, scan=result, launch=launch)
+    name = unresolved.model_name()
+    return Context(facts=facts, scan=result, launch=launch, launch_source=launch_source,
+                   model=resolve_model(name) if name else None, text_hints=hints, phases=phases, advice=advice,
+                   **gpu_fields(facts, snapshot))
 
 
 def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> tuple[Launch | None, str | None]:
@@ -171,41 +172,46 @@ def _differs_from_default(key: str, value) -> bool:
     return _NAMESPACE_DEFAULTS.get(key, object()) != value
 
 
-def attach_gpus(ctx: Context, options: Options) -> Snapshot | None:
+def _snapshot(options: Options) -> Snapshot | None:
+    if options.snapshot_path:
+        return load_snapshot(options.snapshot_path)
+    if options.gpu_mode == "auto":
+        return live_snapshot()
+    return None
+
+
+def gpu_fields(facts: Facts, snapshot: Snapshot | None) -> dict:
     """GPU facts: the log's figures describe the failure and win; a snapshot (file or live NVML) fills the gaps
     and tells who holds the GPU now."""
-    facts = ctx.facts
-    snapshot: Snapshot | None = None
-    if options.snapshot_path:
-        snapshot = load_snapshot(options.snapshot_path)
-    elif options.gpu_mode == "auto":
-        snapshot = live_snapshot()
     devices = [d for d in (snapshot.devices if snapshot else []) if d.get("visible", True) and "error" not in d]
+    gpus: list[GpuFact] = []
+    gpu_source = None
     log_gpus = [facts.gpus[k] for k in sorted(facts.gpus)]
     if log_gpus:
         by_index = {d.get("index"): _gpu_from_device(d, snapshot.source) for d in devices}
         for gpu in log_gpus:
             live = by_index.get(gpu.index)
             if live is not None:
-                gpu.name = gpu.name or live.name
-                gpu.compute_capability = gpu.compute_capability or live.compute_capability
-                gpu.total_gib = gpu.total_gib or live.total_gib
-        ctx.gpus, ctx.gpu_source = log_gpus, "log"
+                gpu = replace(gpu, name=gpu.name or live.name,
+                              compute_capability=gpu.compute_capability or live.compute_capability,
+                              total_gib=gpu.total_gib or live.total_gib)
+            gpus.append(gpu)
+        gpu_source = "log"
     elif devices:
-        ctx.gpus, ctx.gpu_source = [_gpu_from_device(d, snapshot.source) for d in devices], snapshot.source
-    ctx.processes = list(facts.processes.values())
-    known = {p.pid for p in ctx.processes}
+        gpus, gpu_source = [_gpu_from_device(d, snapshot.source) for d in devices], snapshot.source
+    processes = list(facts.processes.values())
+    known = {p.pid for p in processes}
     for p in (snapshot.processes if snapshot else []):
         if "pid" in p and p["pid"] not in known and not p.get("is_vllm_under_diagnosis"):
             used = p.get("used_gib")
             command = p.get("command") if isinstance(p.get("command"), str) else None
             if command and p.get("is_vllm"):
                 command = f"a vLLM process still running: {command}"
-            ctx.processes.append(GpuProcess(p["pid"], used if isinstance(used, float) else None,
-                                            command, p.get("gpu_index"), snapshot.source))
+            processes.append(GpuProcess(p["pid"], used if isinstance(used, float) else None,
+                                        command, p.get("gpu_index"), snapshot.source))
     driver = snapshot.driver_version if snapshot and isinstance(snapshot.driver_version, str) else None
-    ctx.driver_version = facts.driver_version or driver
-    return snapshot
+    return {"gpus": gpus, "gpu_source": gpu_source, "processes": processes,
+            "driver_version": facts.driver_version or driver}
 
 
 def _gpu_from_device(device: dict, source: str) -> GpuFact:
