@@ -26,6 +26,7 @@ from ..knowledge.rules import RuleSet
 from ..launch.launch import Launch
 from ..launch.parse import parse_launch
 from ..launch.python_forms import from_engine_args
+from ..launch.releases import release_default
 from ..model.info import resolve as resolve_model
 from ..scan.scanner import Scanner, ScanResult, match_error_lines
 from .diagnoses import Diagnosis, fire_rules, plan_fixes
@@ -152,7 +153,7 @@ def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> 
     if facts.non_default_args:
         return from_engine_args(facts.non_default_args), "vLLM's non-default args line"
     if facts.namespace_args:
-        args = {k: v for k, v in facts.namespace_args.items() if _differs_from_default(k, v)}
+        args = {k: v for k, v in facts.namespace_args.items() if _differs_from_default(k, v, facts.vllm_version)}
         return from_engine_args(args, origin="Namespace"), "vLLM's args: Namespace(...) line"
     if facts.engine_config.get("model"):
         return from_engine_args({"model": facts.engine_config["model"]}, origin="engine config"), "the engine config line"
@@ -162,14 +163,14 @@ def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> 
 _NAMESPACE_KEEP = {"model", "model_tag", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
                    "dtype", "quantization", "trust_remote_code", "max_num_seqs", "max_num_batched_tokens", "enforce_eager",
                    "port", "kv_cache_dtype", "served_model_name"}
-_NAMESPACE_DEFAULTS = {"tensor_parallel_size": 1, "pipeline_parallel_size": 1, "gpu_memory_utilization": 0.9, "dtype": "auto",
-                       "port": 8000, "kv_cache_dtype": "auto", "trust_remote_code": False, "enforce_eager": False}
 
 
-def _differs_from_default(key: str, value) -> bool:
+def _differs_from_default(key: str, value, version: str | None) -> bool:
+    """Whether a Namespace(...) value is one the operator chose: it differs from the release's default."""
     if key not in _NAMESPACE_KEEP or value in (None, "None", False):
         return False
-    return _NAMESPACE_DEFAULTS.get(key, object()) != value
+    default = release_default("--" + key.replace("_", "-"), version)
+    return default is None or default != value
 
 
 def _snapshot(options: Options) -> Snapshot | None:
