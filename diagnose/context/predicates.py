@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import re
 
 from typing import Callable
 
 from ..facts.phases import parse_phase_condition, phase_order
+from ..launch.releases import release_default
 from ..model import memory
+from ..util.lazy_pattern import lazy
+from ..util.units import parse_float
 from .context import Context, kv_capacity_tokens
 
 Predicate = Callable[[Context], bool]
@@ -110,8 +112,8 @@ def _seqs_unset(ctx: Context) -> bool:
     return ctx.arg("--max-num-seqs") is None
 
 
-_PYTHON_COMMAND = re.compile(r"(?:^|\s)(?:python[\d.]*|-u|-m|-c)(?:\s|$)|\S\.py\b")
-_SERVE_COMMAND = re.compile(r"^(?:\S*/)?(?:vllm\s+)?serve\b|^(?:\S*/)?vllm\b")
+_PYTHON_COMMAND = lazy(r"(?:^|\s)(?:python[\d.]*|-u|-m|-c)(?:\s|$)|\S\.py\b")
+_SERVE_COMMAND = lazy(r"^(?:\S*/)?(?:vllm\s+)?serve\b|^(?:\S*/)?vllm\b")
 
 
 def _rejected_tokens(ctx: Context) -> str:
@@ -202,9 +204,17 @@ def _capture_finished(ctx: Context) -> bool:
     return "capture-finished" in ctx.text_hints
 
 
-@predicate("swap-space-set")
+@predicate("swap-space-reserved")
 def _swap(ctx: Context) -> bool:
-    return ctx.arg("--swap-space") is not None
+    """The V0 engine pins --swap-space GiB of host RAM per GPU (4 by default, from engine_args.yaml); V1 reserves
+    none. True only when the engine generation is known to be V0, or the flag was given on an engine not known
+    to be V1: an unknown release is not assumed to swap."""
+    given = parse_float(ctx.arg("--swap-space"))
+    if given is not None:
+        return given > 0 and ctx.facts.engine_v1 is not True
+    v0 = ctx.facts.engine_v1 is False or (ctx.facts.engine_v1 is None and ctx.version is not None and not _v1(ctx))
+    default = release_default("--swap-space", ctx.version)
+    return v0 and isinstance(default, (int, float)) and default > 0
 
 
 @predicate("served")
