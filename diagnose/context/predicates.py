@@ -143,6 +143,14 @@ def _docker(ctx: Context) -> bool:
     return ctx.launch is not None and ctx.launch.form == "docker"
 
 
+@predicate("docker-launch-or-unseen")
+def _docker_or_unseen(ctx: Context) -> bool:
+    """A docker launch, or no command line in the input at all (none, or one rebuilt from vLLM's args lines): for
+    an error that itself says the container is the cause (Docker's 64 MB /dev/shm), the container cure stands
+    even when the `docker run` line was not pasted; only a command line seen in another form rules it out."""
+    return _docker(ctx) or ctx.launch is None or ctx.launch.form == "reconstructed"
+
+
 @predicate("container-evidence")
 def _container(ctx: Context) -> bool:
     """A docker launch, or signs in the log that vLLM ran in a container (the official image's paths, docker commands)."""
