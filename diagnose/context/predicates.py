@@ -151,6 +151,12 @@ def _docker_or_unseen(ctx: Context) -> bool:
     return _docker(ctx) or ctx.launch is None or ctx.launch.form == "reconstructed"
 
 
+@predicate("cuda-version-known")
+def _cuda_known(ctx: Context) -> bool:
+    """The error line named the CUDA version the build needs (captured as `cuda`)."""
+    return bool(ctx.captures.get("cuda", "").strip())
+
+
 @predicate("container-evidence")
 def _container(ctx: Context) -> bool:
     """A docker launch, or signs in the log that vLLM ran in a container (the official image's paths, docker commands)."""

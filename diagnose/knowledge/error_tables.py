@@ -24,10 +24,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from ..util.lazy_pattern import lazy
+
 TABLES = {"cuda_errors": "cuda_errors.yaml", "component_errors": "component_errors.yaml",
           "vllm_messages": "vllm_messages.yaml"}
 # vLLM's own messages are templates: their {placeholders} stand for any short text
-_PLACEHOLDER = re.compile(r"\{[^{}]{0,200}\}")
+_PLACEHOLDER = lazy(r"\{[^{}]{0,200}\}")
 MAX_GAP_CHARS = 160
 MIN_TEMPLATE_CHARS = 24
 MIN_WORDING_CHARS = 12  # shorter wordings ("invalid argument") say too little on their own
@@ -104,3 +106,24 @@ def _template_pattern(template: str) -> str | None:
         return None  # "{x} is not supported" says too little to name a category
     fixed = [r"\s+".join(re.escape(word) for word in part.split()) for part in parts]
     return f".{{0,{MAX_GAP_CHARS}}}?".join(fixed)
+
+
+def cuda_error_meaning(wording: str) -> str | None:
+    """NVIDIA's own description of the CUDA error a log's wording names, from the cudart headers (cuda_errors.yaml).
+
+    A table diagnosis knows only the category; the header's text says what the code means, which is often the
+    whole diagnosis (804: forward compatibility on hardware without it).
+
+    >>> print(cuda_error_meaning("forward compatibility was attempted on non supported HW"))
+    CUDA names this cudaErrorCompatNotSupportedOnDevice (error 804): the system was upgraded to run with forward compatibility but the visible hardware detected by CUDA does not support this configuration.
+    >>> cuda_error_meaning("an error vLLM raised") is None
+    True
+    """
+    wanted = " ".join(wording.lower().split()).rstrip(".")
+    for entry in table_entries("cuda_errors"):
+        texts = [" ".join(t.lower().split()).rstrip(".") for t in wordings(entry)]
+        doc = entry.get("doc")
+        if wanted in texts and isinstance(doc, str) and doc.strip():
+            doc = re.sub(r"^This (?:error )?indicates that\s+", "", doc.strip())
+            return f"CUDA names this {entry['name']} (error {entry['code']}): {doc}"
+    return None
