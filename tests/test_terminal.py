@@ -323,3 +323,54 @@ def test_a_long_pipe_shows_progress_once_it_is_big(monkeypatch):
     terminal.close()
     os.close(master)
     assert "reading the pipe" in shown and "MB" in shown
+
+
+# ---------------------------------------------------------------- a flag keeps its value when prose wraps
+
+FLAG_RULE = """\
+id: acme-batch-limit
+category: broken-install
+title: The ACME batcher rejected a step of --max-num-batched-tokens 16384
+severity: fatal
+summary: The in-house ACME batcher accepts at most 8192 tokens a step.
+why: The ACME batcher refuses any step above 8192 tokens; run vLLM with --max-num-batched-tokens 8192 and --max-num-seqs 64.
+signatures:
+  - {name: rejected, literals: [acme batcher rejected], regex: 'ACME batcher rejected a step'}
+fixes:
+  - strategy: step
+    params:
+      title: Keep each step within what ACME takes, --max-num-batched-tokens 8192
+      command: acme-batch --limit 8192
+      why: With --max-num-batched-tokens 8192 every step fits; --max-num-seqs 64 keeps the queue short.
+      cost: requests beyond --max-num-seqs 64 wait, and long prompts are split into steps of --max-num-batched-tokens 8192
+"""
+
+
+def split_flags(lines: list[str]) -> list[str]:
+    """Places where a wrapped line ends with a flag whose value starts the next line."""
+    return [f"{line!r} / {after!r}" for line, after in zip(lines, lines[1:])
+            if not line.lstrip().startswith("$") and re.search(r"(?:^|\s)--?[A-Za-z][\w.-]*(?: to)?$", line)
+            and re.match(r"\s*(?:to )?[\w.'\"]", after)]
+
+
+@pytest.mark.parametrize("columns", [40, 60])
+def test_a_flag_and_its_value_stay_on_one_line_when_prose_wraps(columns, tmp_path):
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "acme-batch-limit.yaml").write_text(FLAG_RULE)
+    log = tmp_path / "acme.log"
+    log.write_text("RuntimeError: ACME batcher rejected a step of 16384 tokens\n")
+    code, screen = on_pty(["--no-gpu", "--rules", str(rules), str(log)], columns)
+    lines = ANSI.sub("", screen).splitlines()
+    prose = [line for line in lines if not line.lstrip().startswith("$")]
+    cost = next(i for i, line in enumerate(prose) if "cost:" in line)
+    assert code == 1 and "steps of --max-num-batched-tokens 8192" not in prose[cost]  # the cost line did wrap
+    assert not split_flags(prose), split_flags(prose)
+    # each pair whole on a line as often as the rule names it: title, why, cost, the fix's why
+    counts = {"--max-num-batched-tokens 8192": 4, "--max-num-seqs 64": 3, "--max-num-batched-tokens 16384": 1}
+    assert {pair: sum(line.count(pair) for line in prose) for pair in counts} == counts, lines
+    _, example = on_pty(["--no-gpu", str(EXAMPLE)], columns)
+    example_lines = ANSI.sub("", example).splitlines()
+    assert not split_flags(example_lines), split_flags(example_lines)
+    assert any("--max-model-len 33792" in line for line in example_lines if not line.lstrip().startswith("$"))
+    assert any(line.strip().endswith("--gpu-memory-utilization to 0.95") for line in example_lines)

@@ -124,15 +124,20 @@ def progress_for(files: tuple[str, ...]):
 
 
 def emit(report: dict, fmt: str) -> None:
-    from ..report.render import print_text, to_json, to_markdown
+    emit_incidents([report], fmt)
+
+
+def emit_incidents(reports: list[dict], fmt: str) -> None:
+    """One report as the README's contract; several as one section (or one JSON document) per incident."""
+    from ..report.incidents import incidents_json, incidents_markdown, print_incidents_text
 
     try:
         if fmt == "json":
-            click.echo(to_json(report))
+            click.echo(incidents_json(reports))
         elif fmt == "md":
-            click.echo(to_markdown(report), nl=False)
+            click.echo(incidents_markdown(reports), nl=False)
         else:
-            print_text(report)
+            print_incidents_text(reports)
         sys.stdout.flush()
     except BrokenPipeError:
         raise

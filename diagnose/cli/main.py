@@ -6,9 +6,9 @@ import sys
 
 import click
 
-from ..util.errors import ExitCode
+from ..util.errors import ExitCode, VdiagError
 from ..util.version import __version__
-from .common import FORMATS, emit, options_from, progress_for, run_guarded, sources_from
+from .common import FORMATS, emit, emit_incidents, options_from, progress_for, run_guarded, sources_from
 
 LAZY_COMMANDS = {
     "rules": ("diagnose.cli.rules", "rules"),
@@ -101,25 +101,34 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
 
     def run():
         from ..diagnosis.pipeline import diagnose as run_diagnosis
-        from ..report.build import build_report, exit_code_for
+        from ..ingest.runs import group_runs
+        from ..knowledge.loader import load_rules
+        from ..report.build import build_report
+        from ..report.incidents import exit_code_for_incidents, label_incidents
 
-        sources = sources_from(files)
         options = options_from(launch, rules_dirs, no_gpu, snapshot)
+        incidents = group_runs(sources_from(files))
+        if then_verify and len(incidents) > 1:
+            raise VdiagError(f"--verify takes one run; these inputs are {len(incidents)} separate incidents ("
+                             + "; ".join(", ".join(i.names) for i in incidents) + "): verify them one at a time",
+                             ExitCode.USAGE)
+        ruleset = load_rules(options.rules_dirs, use_cache=options.use_rule_cache) if len(incidents) > 1 else None
         with progress_for(files) as on_bytes:
             options.on_bytes = on_bytes
-            outcome = run_diagnosis(sources, options)
-        for problem in outcome.rule_problems:
+            outcomes = [run_diagnosis(incident.sources, options, ruleset) for incident in incidents]
+        for problem in outcomes[0].rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
-        report = build_report(outcome)
+        reports = [build_report(outcome) for outcome in outcomes]
+        label_incidents(reports, [i.names for i in incidents], [i.why for i in incidents])
         if then_verify:
             from .verify import verify_outcome
 
             if fmt != "json":
-                emit(report, fmt)
-            return verify_outcome(outcome, fmt=fmt, assume_yes=yes, report=report if fmt == "json" else None,
+                emit(reports[0], fmt)
+            return verify_outcome(outcomes[0], fmt=fmt, assume_yes=yes, report=reports[0] if fmt == "json" else None,
                                   python=vllm_python)
-        emit(report, fmt)
-        return exit_code_for(report)
+        emit_incidents(reports, fmt)
+        return exit_code_for_incidents(reports)
 
     sys.exit(int(run_guarded(run)))
 

@@ -13,15 +13,31 @@ from __future__ import annotations
 import os
 import textwrap
 
+from ..util.lazy_pattern import lazy
+
 
 def wrap(text: str, width: int, hang: int = 0) -> str:
     """`text` wrapped to `width`; continuation lines indented `hang` columns more than its own indent.
 
-    Words are never broken (a path or a flag stays whole, even when longer than the width).
+    Words are never broken (a path or a flag stays whole, even when longer than the width), and a flag keeps its
+    value on its line:
+
+    >>> print(wrap("Cap the context at what the KV cache holds: --max-model-len 33792", 48, hang=3))
+    Cap the context at what the KV cache holds:
+       --max-model-len 33792
     """
     indent = len(text) - len(text.lstrip(" "))
-    return textwrap.fill(text.lstrip(" "), width=max(width, indent + hang + 20), initial_indent=" " * indent,
-                         subsequent_indent=" " * (indent + hang), break_long_words=False, break_on_hyphens=False)
+    joined = _FLAG_VALUE.sub(lambda m: m.group(0).replace(" ", _GLUE), text.lstrip(" "))
+    filled = textwrap.fill(joined, width=max(width, indent + hang + 20), initial_indent=" " * indent,
+                           subsequent_indent=" " * (indent + hang), break_long_words=False, break_on_hyphens=False)
+    return filled.replace(_GLUE, " ")
+
+
+# A flag and its value wrap as one word ("--max-model-len 33792", "--gpu-memory-utilization to 0.95"): textwrap
+# breaks only at ASCII whitespace, and this private-use character is none. A word that links prose is no value.
+_GLUE = "\ue000"
+_FLAG_VALUE = lazy(r"(?<!\S)--?[A-Za-z][\w.-]*(?: (?:to|of|at))? "
+                   r"(?!(?:and|or|but|the|a|an|as|if|is|in|on|for|from|by|with|when|which|that|to)\b)[^\s-]\S*")
 
 
 def colour_allowed(is_terminal: bool) -> bool:
