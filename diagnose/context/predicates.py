@@ -7,6 +7,7 @@ from typing import Callable
 
 from ..facts.phases import parse_phase_condition, phase_order
 from ..launch.releases import release_default
+from ..launch.settings import also_from_checkpoint, flag_for_setting
 from ..model import memory
 from ..util.lazy_pattern import lazy
 from ..util.units import parse_float
@@ -155,6 +156,17 @@ def _docker_or_unseen(ctx: Context) -> bool:
 def _cuda_known(ctx: Context) -> bool:
     """The error line named the CUDA version the build needs (captured as `cuda`)."""
     return bool(ctx.captures.get("cuda", "").strip())
+
+
+@predicate("setting-names-a-flag")
+def _setting_flag(ctx: Context) -> bool:
+    """The setting vLLM refused a value for (captured as `setting`) is a flag of the user's release, and the value
+    is the operator's: given on the command line, or, for a setting only the command line sets, with no command
+    line in the input to say otherwise."""
+    flag = flag_for_setting(ctx.captures.get("setting", ""), ctx.version)
+    if flag is None:
+        return False
+    return ctx.arg(flag) is not None or (ctx.launch is None and not also_from_checkpoint(flag))
 
 
 @predicate("container-evidence")
