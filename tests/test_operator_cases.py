@@ -1,0 +1,103 @@
+"""Hand-made cases an operator meets, with the exact answer a careful engineer would paste (issue #11, done-when).
+
+Each log in tests/fixtures/operator/ is written from vLLM's own wordings of its release; the expectations are what
+vLLM of that release accepts, not what vdiag happens to print.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from diagnose import diagnose_text
+
+from .conftest import FIXTURES
+
+OPERATOR = FIXTURES / "operator"
+ASSUMED_GPU_SIZES = re.compile(r"\b(?:80|141|40|24|48)(?:\.0+)? ?GiB GPU|assum(?:e|ing) an? \d+ ?GiB")
+
+
+def report_for(name: str, launch: str | None = None) -> dict:
+    return diagnose_text((OPERATOR / name).read_text(), launch=launch, name=name).report
+
+
+def top(report: dict) -> dict:
+    assert report["diagnoses"], f"no diagnosis: {report['status']}"
+    return report["diagnoses"][0]
+
+
+def every_fix(report: dict):
+    for diagnosis in report["diagnoses"]:
+        yield from diagnosis["fixes"]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in OPERATOR.glob("*.log")))
+def test_no_fix_guesses_or_prints_an_impossible_value(name):
+    report = report_for(name)
+    for fix in every_fix(report):
+        text = " ".join(str(fix.get(k) or "") for k in ("title", "why", "command", "rank_reason"))
+        assert "None" not in text.split() and "{" not in (fix.get("command") or "").replace("{\"", ""), text
+        assert not re.search(r"<(?:cuda|model|unit|value)>", fix.get("command") or ""), f"unfilled placeholder: {text}"
+        assert not ASSUMED_GPU_SIZES.search(text), f"an assumed GPU size: {text}"
+        if fix["predicted"].get("starts") is None and fix.get("changes"):
+            assert fix.get("not_evaluable") or "not evaluable" in fix["rank_reason"], fix
+        for flag, value in fix["changes"].items():
+            if flag == "--gpu-memory-utilization":
+                assert 0 < float(value) <= 1, fix
+
+
+def test_cuda_error_804_says_what_the_code_means():
+    diagnosis = top(report_for("cuda-error-804.log"))
+    assert diagnosis["category"] == "driver-or-cuda-mismatch"
+    assert "cudaErrorCompatNotSupportedOnDevice (error 804)" in diagnosis["why"]
+    assert "forward compatibility" in diagnosis["why"]
+
+
+def test_usage_banner_is_not_a_launch_and_the_misspelled_flag_keeps_its_value():
+    report = report_for("usage-banner-misspelled-flag.log")
+    assert "[model_tag]" not in str(report["facts"].get("launch"))
+    fix = top(report)["fixes"][0]
+    assert fix["changes"] == {"--gpu-memory-utilisation": None, "--gpu-memory-utilization": "0.5"}
+    given = report_for("usage-banner-misspelled-flag.log",
+                       launch="vllm serve Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilisation 0.5")
+    assert top(given)["fixes"][0]["command"] == "vllm serve Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization 0.5"
+
+
+def test_a_long_context_on_0_12_uses_the_flag_0_12_has():
+    report = report_for("release-0.12-long-context.log")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "max-model-len-exceeds-model"
+    assert diagnosis["fixes"][0]["command"] == (
+        "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072 --hf-overrides "
+        "'{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 32768}}'")
+    assert not any("--rope-scaling" in (fix.get("command") or "") for fix in every_fix(report))
+
+
+def test_a_v0_launch_is_not_told_to_set_what_v0_already_uses():
+    report = report_for("v0-0.6.3-no-kv-blocks.log")
+    assert top(report)["category"] == "kv-cache-no-blocks"
+    assert report["facts"]["vllm_version"] == "0.6.3"
+    for fix in every_fix(report):
+        assert fix["changes"].get("--max-num-seqs") not in ("256", 256), "256 is V0's default: a no-op"
+
+
+def test_without_gpu_facts_the_context_comes_from_vllms_own_estimate_and_the_rest_says_what_is_missing():
+    report = report_for("gpu-facts-missing-kv-len.log", launch="vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "kv-cache-too-small-for-max-len"
+    first = diagnosis["fixes"][0]
+    value = int(first["changes"]["--max-model-len"])
+    assert 0.9 * 41936 <= value <= 41936 and value % 16 == 0, value
+    assert first["predicted"]["starts"] is True
+    unknown = [f for f in diagnosis["fixes"] if f["predicted"].get("starts") is None]
+    assert unknown and all(f["not_evaluable"] for f in unknown)
+    assert any("GPUs" in f["not_evaluable"] or "GPU" in f["not_evaluable"] for f in unknown)
+
+
+def test_an_oom_kill_under_systemd_is_answered_as_a_drop_in():
+    diagnosis = top(report_for("systemd-oom-kill-cpu-offload.log"))
+    assert diagnosis["category"] == "host-ram-oom"
+    command = diagnosis["fixes"][0]["command"]
+    assert command.startswith("systemctl show -p MemoryMax -p MemoryHigh -p MemoryPeak vllm.service; systemctl edit vllm.service")
+    assert "docker run" not in command
