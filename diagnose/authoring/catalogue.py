@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-_PLACEHOLDER = re.compile(r"\{[^{}]{0,200}\}")
+from ..util.lazy_pattern import lazy
+
+_PLACEHOLDER = lazy(r"\{[^{}]{0,200}\}")
 _V1_FROM = (0, 8)
 
 

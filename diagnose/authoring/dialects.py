@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 
-_NAMED = re.compile(r"\(\?P<\w+>")
+from ..util.lazy_pattern import lazy
+
+_NAMED = lazy(r"\(\?P<\w+>")
 _ERE = [(r"(?:", "("), (r"\d", "[0-9]"), (r"\s", "[[:space:]]"), (r"\S", "[^[:space:]]"), (r"\w", "[[:alnum:]_]")]
 
 

@@ -12,11 +12,11 @@ These lines are kept (bounded) so that a diagnosis can read the advice printed a
 
 from __future__ import annotations
 
-import re
+from ..util.lazy_pattern import lazy
 
 MAX_LINES = 200
-_ADVICE = re.compile(r"(?i)\b(?:try|please|consider|you (?:can|may|should|need to)|to fix|hint|set(?:ting)?|export|increase|"
-                     r"decrease|lower|reduce|raise)\b")
+_ADVICE = lazy(r"(?i)\b(?:try|please|consider|you (?:can|may|should|need to)|to fix|hint|set(?:ting)?|export|increase|"
+               r"decrease|lower|reduce|raise)\b")
 
 
 class AdviceLines:

@@ -7,16 +7,17 @@ import re
 import warnings
 from typing import Any, Sequence
 
+from ..util.lazy_pattern import lazy
 from ..util.units import parse_int
 from .base import MAX_FACT_LINE_CHARS, MAX_LITERAL_CHARS, ExtractorBase
 
 # ---------------------------------------------------------------- arguments vLLM printed
 
-_NON_DEFAULT = re.compile(r"non-default args:\s*(?P<body>\{.*)$")
-_NAMESPACE = re.compile(r"args:\s*Namespace\((?P<body>.*)$")
-_ENGINE_CONFIG = re.compile(r"LLM engine.{0,200}?with config:\s*(?P<body>.*)$")
-_PAIR = re.compile(r"(?<!\w)(?P<key>\w{1,64})=(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[^,()]{1,1024})")
-_DICT_PAIR = re.compile(r"'(?P<key>\w{1,64})':\s*(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[-\w.]{1,1024})")
+_NON_DEFAULT = lazy(r"non-default args:\s*(?P<body>\{.*)$")
+_NAMESPACE = lazy(r"args:\s*Namespace\((?P<body>.*)$")
+_ENGINE_CONFIG = lazy(r"LLM engine.{0,200}?with config:\s*(?P<body>.*)$")
+_PAIR = lazy(r"(?<!\w)(?P<key>\w{1,64})=(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[^,()]{1,1024})")
+_DICT_PAIR = lazy(r"'(?P<key>\w{1,64})':\s*(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[-\w.]{1,1024})")
 
 
 # literals that only tell what is still unknown: once the fact is known, a line holding nothing else is not needed

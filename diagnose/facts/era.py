@@ -14,13 +14,13 @@ False
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
+from ..util.lazy_pattern import lazy
 from .record import Facts
 
 # "INFO 05-22 10:00:00 model_runner.py:1234] " (before 0.7) or "INFO 05-22 10:00:00 [gpu_worker.py:70] " (after)
-_HEADER_FILE = re.compile(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[?([\w.]+\.py):\d+\]")
+_HEADER_FILE = lazy(r"\b(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[?([\w.]+\.py):\d+\]")
 
 
 @lru_cache(maxsize=1)

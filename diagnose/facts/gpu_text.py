@@ -5,26 +5,27 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
+from ..util.lazy_pattern import lazy
 from ..util.units import size_gib
 from .base import ExtractorBase
 from .record import Facts, GpuProcess
 
 _NAME = r"(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct|Radeon)[\w .\-/]{0,80}?"
-_SMI_NAME_ROW = re.compile(r"^\|\s*(?P<index>\d{1,20})\s+(?P<name>" + _NAME + r")\s{1,40}(?:On|Off)\s*\|")
-_SMI_MEMORY_ROW = re.compile(r"(?P<used>\d{1,20})\s*MiB\s*/\s*(?P<total>\d{1,20})\s*MiB")
-_SMI_DRIVER = re.compile(r"Driver Version:\s*(?P<driver>[\d.]{1,32})(?:\s+CUDA Version:\s*(?P<cuda>[\d.]{1,32}))?")
-_SMI_PROCESS = re.compile(r"^\|\s*(?P<gpu>\d{1,20})\s+(?:\S{1,40}\s{1,40}\S{1,40}\s{1,40})?(?P<pid>\d{1,20})\s+(?:C|G|C\+G)\s+(?P<name>\S{1,400})\s{1,40}(?P<used>\d{1,20})\s*MiB\s*\|")
-_SMI_LIST = re.compile(r"^GPU (?P<index>\d{1,20}): (?P<name>.{1,80}?) \(UUID: (?P<uuid>[\w-]+)\)")
-_ENV_GPU = re.compile(r"^GPU (?P<index>\d{1,20}): (?P<name>" + _NAME + r")\s*$")
-_ENV_DRIVER = re.compile(r"(?i)nvidia driver version\s*:\s*(?P<driver>[\d.]{1,32})")
-_ENV_CUDA = re.compile(r"(?i)CUDA runtime version\s*:\s*(?P<cuda>[\d.]{1,32})")
-_CAPABILITY = re.compile(r"Your (?P<name>.{1,80}?) GPU has compute capability (?P<cc>\d{1,20}\.\d{1,20})")
-_FOUND_GPU = re.compile(r"Found GPU(?P<index>\d{1,20}) (?P<name>.{1,80}?) which is of cuda capability (?P<cc>\d{1,20}\.\d{1,20})")
-_MIN_CAPABILITY = re.compile(r"Current capability: (?P<cc>\d{1,20})")
-_INDEX_NAME_MIB = re.compile(r"^(?P<index>\d{1,20}): (?P<name>" + _NAME + r") (?P<mib>\d{1,20})\s*MiB\s*$")
-_COUNT_NAME = re.compile(r"^(?P<count>\d{1,20})\s*x\s*(?P<name>(?:NVIDIA |Tesla |GeForce )?(?:RTX|GTX|Tesla|Quadro|[ABHLV]\d{1,20}|GB\d{1,20}|MI\d{1,20})[\w \-]{0,60}?)\s{0,20}$", re.I)
-_LSPCI = re.compile(r"\[(?P<name>(?:Tesla|GeForce|Quadro|RTX) [\w -]+)\]")
-_SHM = re.compile(r"/dev/shm has only (?P<bytes>\d{1,20}) bytes")
+_SMI_NAME_ROW = lazy(r"^\|\s*(?P<index>\d{1,20})\s+(?P<name>" + _NAME + r")\s{1,40}(?:On|Off)\s*\|")
+_SMI_MEMORY_ROW = lazy(r"(?P<used>\d{1,20})\s*MiB\s*/\s*(?P<total>\d{1,20})\s*MiB")
+_SMI_DRIVER = lazy(r"Driver Version:\s*(?P<driver>[\d.]{1,32})(?:\s+CUDA Version:\s*(?P<cuda>[\d.]{1,32}))?")
+_SMI_PROCESS = lazy(r"^\|\s*(?P<gpu>\d{1,20})\s+(?:\S{1,40}\s{1,40}\S{1,40}\s{1,40})?(?P<pid>\d{1,20})\s+(?:C|G|C\+G)\s+(?P<name>\S{1,400})\s{1,40}(?P<used>\d{1,20})\s*MiB\s*\|")
+_SMI_LIST = lazy(r"^GPU (?P<index>\d{1,20}): (?P<name>.{1,80}?) \(UUID: (?P<uuid>[\w-]+)\)")
+_ENV_GPU = lazy(r"^GPU (?P<index>\d{1,20}): (?P<name>" + _NAME + r")\s*$")
+_ENV_DRIVER = lazy(r"(?i)nvidia driver version\s*:\s*(?P<driver>[\d.]{1,32})")
+_ENV_CUDA = lazy(r"(?i)CUDA runtime version\s*:\s*(?P<cuda>[\d.]{1,32})")
+_CAPABILITY = lazy(r"Your (?P<name>.{1,80}?) GPU has compute capability (?P<cc>\d{1,20}\.\d{1,20})")
+_FOUND_GPU = lazy(r"Found GPU(?P<index>\d{1,20}) (?P<name>.{1,80}?) which is of cuda capability (?P<cc>\d{1,20}\.\d{1,20})")
+_MIN_CAPABILITY = lazy(r"Current capability: (?P<cc>\d{1,20})")
+_INDEX_NAME_MIB = lazy(r"^(?P<index>\d{1,20}): (?P<name>" + _NAME + r") (?P<mib>\d{1,20})\s*MiB\s*$")
+_COUNT_NAME = lazy(r"^(?P<count>\d{1,20})\s*x\s*(?P<name>(?:NVIDIA |Tesla |GeForce )?(?:RTX|GTX|Tesla|Quadro|[ABHLV]\d{1,20}|GB\d{1,20}|MI\d{1,20})[\w \-]{0,60}?)\s{0,20}$", re.I)
+_LSPCI = lazy(r"\[(?P<name>(?:Tesla|GeForce|Quadro|RTX) [\w -]+)\]")
+_SHM = lazy(r"/dev/shm has only (?P<bytes>\d{1,20}) bytes")
 
 
 class GpuTextExtractor(ExtractorBase):

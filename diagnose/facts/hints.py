@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import re
+from ..util.lazy_pattern import lazy
 
 _HINTS = [
-    ("ray-cluster", re.compile(r"ray status|Autoscaler status|Ray cluster|RayWorkerWrapper|ray start --head")),
-    ("kubernetes", re.compile(r"stream closed: EOF for|kubectl|\bpod/|leaderworkerset")),
-    ("nnodes", re.compile(r"--nnodes|--node-rank")),
-    ("VLLM_PORT", re.compile(r"VLLM_PORT")),
-    ("Explicitly set", re.compile(r"Explicitly set \(")),
-    ("capture-finished", re.compile(r"Graph capturing finished")),
+    ("ray-cluster", lazy(r"ray status|Autoscaler status|Ray cluster|RayWorkerWrapper|ray start --head")),
+    ("kubernetes", lazy(r"stream closed: EOF for|kubectl|\bpod/|leaderworkerset")),
+    ("nnodes", lazy(r"--nnodes|--node-rank")),
+    ("VLLM_PORT", lazy(r"VLLM_PORT")),
+    ("Explicitly set", lazy(r"Explicitly set \(")),
+    ("capture-finished", lazy(r"Graph capturing finished")),
     # the official vllm/vllm-openai image installs vLLM under /usr/local/lib/python3.X/dist-packages
-    ("container", re.compile(r"/usr/local/lib/python3\.\d+/dist-packages/vllm/|/vllm-workspace/|docker (?:run|compose)|"
-                             r"docker-compose|podman run|\bvllm/vllm-openai\b")),
+    ("container", lazy(r"/usr/local/lib/python3\.\d+/dist-packages/vllm/|/vllm-workspace/|docker (?:run|compose)|"
+                       r"docker-compose|podman run|\bvllm/vllm-openai\b")),
 ]
 
 

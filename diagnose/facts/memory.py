@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..util.lazy_pattern import lazy
 from ..util.units import parse_float, parse_int, size_gib
 from .base import SIZE_PATTERN, ExtractorBase
 from .record import GpuProcess
@@ -12,36 +13,36 @@ from .record import GpuProcess
 # (text every match holds, pattern, kind): the cheap `in` test spares the regex on the lines that cannot match
 
 MEMORY_PATTERNS: list[tuple[str, re.Pattern, str]] = [
-    ("weights took", re.compile(r"Loading (?:model )?weights took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
-    ("Model loading took", re.compile(r"Model loading took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
-    ("total_gpu_memory (", re.compile(r"total_gpu_memory \((?P<total>[\d.]{1,32}\s*G(?:i)?B)\) x gpu_memory_utilization \((?P<util>[\d.]{1,32})\) = (?P<budget>[\d.]{1,32}\s*G(?:i)?B)"), "budget"),
-    ("model weights take ", re.compile(r"model weights take (?P<weights>[\d.]{1,32}\s*G(?:i)?B); non_torch_memory takes (?P<non_torch>-?[\d.]{1,32}\s*G(?:i)?B); "
+    ("weights took", lazy(r"Loading (?:model )?weights took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
+    ("Model loading took", lazy(r"Model loading took (?P<weights>[\d.]{1,32}\s*G(?:i)?B)"), "weights"),
+    ("total_gpu_memory (", lazy(r"total_gpu_memory \((?P<total>[\d.]{1,32}\s*G(?:i)?B)\) x gpu_memory_utilization \((?P<util>[\d.]{1,32})\) = (?P<budget>[\d.]{1,32}\s*G(?:i)?B)"), "budget"),
+    ("model weights take ", lazy(r"model weights take (?P<weights>[\d.]{1,32}\s*G(?:i)?B); non_torch_memory takes (?P<non_torch>-?[\d.]{1,32}\s*G(?:i)?B); "
                 r"PyTorch activation peak memory takes (?P<activation>-?[\d.]{1,32}\s*G(?:i)?B); the rest of the memory reserved for KV Cache is (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "breakdown"),
-    (" blocks: ", re.compile(r"# (?:GPU|cuda|CUDA|NPU|XPU) blocks: (?P<blocks>[\d,]{1,32})"), "blocks"),
-    ("Available KV cache memory: ", re.compile(r"Available KV cache memory: (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "kv"),
-    (" KV cache size: ", re.compile(r"(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: (?P<tokens>[\d,]{1,32}) tokens"), "kv_tokens"),
-    ("Maximum concurrency for ", re.compile(r"Maximum concurrency for (?P<len>[\d,]{1,32}) tokens per request: (?P<x>[\d.]{1,32})x"), "concurrency"),
-    ("Free memory on device", re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than (?:desired GPU memory utilization|the engine's budget after excluding external process's weights) \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check"),
-    ("Available memory on node ", re.compile(r"Available memory on node \d{1,20} \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check_cpu"),
-    ("Explicitly set (", re.compile(r"Explicitly set \((?P<kv>[\d.]{1,32})/(?P<total>[\d.]{1,32})\) GiB for KV cache"), "explicit_kv"),
-    ("estimated maximum model length is ", re.compile(r"estimated maximum model length is (?P<estimate>\d{1,20})"), "estimate"),
-    ("Free memory on device", re.compile(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup\. Desired GPU memory "
+    (" blocks: ", lazy(r"# (?:GPU|cuda|CUDA|NPU|XPU) blocks: (?P<blocks>[\d,]{1,32})"), "blocks"),
+    ("Available KV cache memory: ", lazy(r"Available KV cache memory: (?P<kv>-?[\d.]{1,32}\s*G(?:i)?B)"), "kv"),
+    (" KV cache size: ", lazy(r"(?:GPU|CPU|XPU|TPU)(?: \+ host)? KV cache size: (?P<tokens>[\d,]{1,32}) tokens"), "kv_tokens"),
+    ("Maximum concurrency for ", lazy(r"Maximum concurrency for (?P<len>[\d,]{1,32}) tokens per request: (?P<x>[\d.]{1,32})x"), "concurrency"),
+    ("Free memory on device", lazy(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than (?:desired GPU memory utilization|the engine's budget after excluding external process's weights) \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check"),
+    ("Available memory on node ", lazy(r"Available memory on node \d{1,20} \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup is less than desired CPU memory utilization \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)"), "free_check_cpu"),
+    ("Explicitly set (", lazy(r"Explicitly set \((?P<kv>[\d.]{1,32})/(?P<total>[\d.]{1,32})\) GiB for KV cache"), "explicit_kv"),
+    ("estimated maximum model length is ", lazy(r"estimated maximum model length is (?P<estimate>\d{1,20})"), "estimate"),
+    ("Free memory on device", lazy(r"Free memory on device(?: \S{1,80})? \((?P<free>[\d.]{1,32})/(?P<total>[\d.]{1,32}) GiB\) on startup\. Desired GPU memory "
                 r"utilization is \((?P<util>[\d.]{1,32}), (?P<want>[\d.]{1,32}) GiB\)\. Actual usage is (?:(?P<weights>[\d.]{1,32}) GiB for weight, "
                 r"|(?P<consumed>[\d.]{1,32}) GiB for consumed memory \(weights \+ non-torch\), )(?P<activation>[\d.]{1,32}) GiB for peak activation, "
                 r"(?:(?P<non_torch>[\d.]{1,32}) GiB for non-torch memory, )?and (?P<graphs>[\d.]{1,32}) GiB for CUDAGraph memory"), "actual_usage"),
-    ("Graph capturing finished in ", re.compile(r"Graph capturing finished in \d{1,20} secs?, took (?P<graphs>-?[\d.]{1,32}) GiB"), "graphs"),
-    ("KV cache is needed", re.compile(r"\((?P<need>[\d.]{1,32} ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]{1,32} ?G(?:i)?B)\)"), "kv_needed"),
-    ("stored in KV cache (", re.compile(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]{1,32})\)"), "kv_tokens"),
-    ("max seq len (", re.compile(r"max seq len \((?P<len>[\d,]{1,32})\)"), "max_len"),
+    ("Graph capturing finished in ", lazy(r"Graph capturing finished in \d{1,20} secs?, took (?P<graphs>-?[\d.]{1,32}) GiB"), "graphs"),
+    ("KV cache is needed", lazy(r"\((?P<need>[\d.]{1,32} ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]{1,32} ?G(?:i)?B)\)"), "kv_needed"),
+    ("stored in KV cache (", lazy(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]{1,32})\)"), "kv_tokens"),
+    ("max seq len (", lazy(r"max seq len \((?P<len>[\d,]{1,32})\)"), "max_len"),
 ]
 
 
-_OOM_TRIED = re.compile(r"Tried to allocate (?P<size>" + SIZE_PATTERN + r")")
-_OOM_TOTAL = re.compile(r"(?:GPU (?P<gpu>\d{1,20}) has a total capacit?y of (?P<total>" + SIZE_PATTERN + r"))|(?:(?P<total2>" + SIZE_PATTERN + r") total capacit?y)")
-_OOM_FREE = re.compile(r"of which (?P<free>" + SIZE_PATTERN + r") is free|(?P<free2>" + SIZE_PATTERN + r") free;")
-_OOM_PROCESS = re.compile(r"Process (?P<pid>\d{1,20}) has (?P<used>" + SIZE_PATTERN + r") memory in use")
-_OOM_SELF = re.compile(r"this process has (?P<used>" + SIZE_PATTERN + r") memory in use")
-_OOM_PYTORCH = re.compile(r"(?P<alloc>" + SIZE_PATTERN + r") is allocated by PyTorch|(?P<alloc2>" + SIZE_PATTERN + r") already allocated")
+_OOM_TRIED = lazy(r"Tried to allocate (?P<size>" + SIZE_PATTERN + r")")
+_OOM_TOTAL = lazy(r"(?:GPU (?P<gpu>\d{1,20}) has a total capacit?y of (?P<total>" + SIZE_PATTERN + r"))|(?:(?P<total2>" + SIZE_PATTERN + r") total capacit?y)")
+_OOM_FREE = lazy(r"of which (?P<free>" + SIZE_PATTERN + r") is free|(?P<free2>" + SIZE_PATTERN + r") free;")
+_OOM_PROCESS = lazy(r"Process (?P<pid>\d{1,20}) has (?P<used>" + SIZE_PATTERN + r") memory in use")
+_OOM_SELF = lazy(r"this process has (?P<used>" + SIZE_PATTERN + r") memory in use")
+_OOM_PYTORCH = lazy(r"(?P<alloc>" + SIZE_PATTERN + r") is allocated by PyTorch|(?P<alloc2>" + SIZE_PATTERN + r") already allocated")
 
 
 class MemoryExtractor(ExtractorBase):

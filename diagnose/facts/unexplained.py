@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from ..knowledge.signatures import ERROR_LINE_CHARS
+from ..util.lazy_pattern import lazy
 
 
 @lru_cache(maxsize=1)
@@ -15,7 +15,7 @@ def echoes() -> tuple[str, ...]:
     return tuple(load_yaml("echoes.yaml"))
 
 
-_ERROR_LINE = re.compile(
+_ERROR_LINE = lazy(
     r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit)\b(?::|\(|$)|^\w[\w .-]{0,40}: error: |^Cuda failure|^(?:FATAL|Fatal error)\b"
     # C++ exceptions that end the process (c10::Error, std::runtime_error): the abort that a core dump follows
     r"|^terminate called after throwing an instance of '[\w:]*(?:Error|error|exception)'|^\s*what\(\):\s+\S.*(?:error|Error)"

@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-import re
-
+from ..util.lazy_pattern import lazy
 from .base import ExtractorBase
 
 # ---------------------------------------------------------------- version
 
 _VERSION_PATTERNS = [
-    (re.compile(r"vLLM API server version\s{1,20}v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "api-server line"),
-    (re.compile(r"LLM engine \(v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})\)"), "engine config line"),
-    (re.compile(r"\bversion\s{1,20}(?P<v>\d{1,20}\.\d{1,20}\.\d{1,20}[\w.+-]{0,40})\s*$"), "start-up banner"),
-    (re.compile(r"(?i)\bvllm\s{1,20}version\s*:?\s*`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "collect_env"),
-    (re.compile(r"(?i)^vllm\s*[:=]{0,2}\s{1,20}`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})`?\s*$"), "package list"),
-    (re.compile(r"(?i)^vllm\s*:\s*(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "package list"),
-    (re.compile(r"\bvllm==(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "pip requirement"),
-    (re.compile(r"\bvllm-(?P<v>\d{1,20}\.\d{1,20}[\w.+]{0,40}?)(?:\.cu\d{1,20})?-cp\d{1,20}"), "wheel name"),
-    (re.compile(r"vllm-openai[:-]v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "docker image tag"),
+    (lazy(r"vLLM API server version\s{1,20}v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "api-server line"),
+    (lazy(r"LLM engine \(v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})\)"), "engine config line"),
+    (lazy(r"\bversion\s{1,20}(?P<v>\d{1,20}\.\d{1,20}\.\d{1,20}[\w.+-]{0,40})\s*$"), "start-up banner"),
+    (lazy(r"(?i)\bvllm\s{1,20}version\s*:?\s*`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "collect_env"),
+    (lazy(r"(?i)^vllm\s*[:=]{0,2}\s{1,20}`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})`?\s*$"), "package list"),
+    (lazy(r"(?i)^vllm\s*:\s*(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "package list"),
+    (lazy(r"\bvllm==(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "pip requirement"),
+    (lazy(r"\bvllm-(?P<v>\d{1,20}\.\d{1,20}[\w.+]{0,40}?)(?:\.cu\d{1,20})?-cp\d{1,20}"), "wheel name"),
+    (lazy(r"vllm-openai[:-]v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "docker image tag"),
 ]
 
 

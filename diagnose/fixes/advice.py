@@ -33,26 +33,27 @@ import re
 from functools import lru_cache
 from typing import Any
 
+from ..util.lazy_pattern import lazy
 from ..util.units import parse_float
 from .base import Fix
 
 MAX_LINE_CHARS = 2000
 _NAME = r"`?'?(?P<{0}>--?[a-z][a-z0-9-]{{2,60}}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'?`?"
 _NUMBER = r"(?P<{0}>-?\d{{1,12}}(?:\.\d{{1,6}})?)"
-_CONSTRAINT = re.compile(
+_CONSTRAINT = lazy(
     _NAME.format("lhs") + r"\s{0,3}\(\s{0,3}" + _NUMBER.format("lv") + r"\s{0,3}\)\s{0,3}(?:must|should|has to) be\s{1,3}"
     r"(?P<op><=|>=|<|>|less than or equal to|greater than or equal to|at most|at least|no (?:more|larger|greater) than|"
     r"no (?:less|smaller) than|smaller than|less than|larger than|greater than)\s{1,3}(?:the\s)?"
     + _NAME.format("rhs") + r"\s{0,3}\(\s{0,3}" + _NUMBER.format("rv") + r"\s{0,3}\)")
-_BOUND = re.compile(
+_BOUND = lazy(
     r"(?P<verb>lower|decrease|reduce|raise|increase|set|limit|cap)\w{0,3}\s{1,3}(?:the\s{1,3})?" + _NAME.format("name")
     + r"\s{1,3}(?:to|=|below|under)\s{1,3}(?P<bound>at most|at least|no more than|<=|>=)?\s{0,3}" + _NUMBER.format("value")
     + r"(?![\d.]|\s?(?:GiB|GB|MiB|MB|%))")
-_ASSIGN = re.compile(
+_ASSIGN = lazy(
     r"(?:set|setting|export|use|pass|add|with|requires?|needs?)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|flag\s{1,3})?`?"
     r"(?P<name>--?[a-z][a-z0-9-]{2,60}|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)`?(?:\s{0,2}[= ]\s{0,2}`?(?P<value>[\w.:/-]{1,80})`?)?"
     r"(?:\s{1,3}(?P<envword>environment variable|env var))?", re.IGNORECASE)
-_DIRECTION = re.compile(
+_DIRECTION = lazy(
     r"(?P<verb>increas|rais|lower|decreas|reduc)\w{0,4}\s{1,3}(?:the\s{1,3})?(?:value of\s{1,3})?" + _NAME.format("name"))
 _DOWN = ("lower", "decreas", "reduc", "limit", "cap")
 _NOT_VALUES = {"true", "false", "none", "to", "the", "a", "an", "it", "this", "that", "and", "or", "in", "if"}

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from ..util.errors import InputError
+from ..util.lazy_pattern import lazy
 
 GIB = 2**30
 
@@ -159,7 +159,7 @@ def _read_nvml(nvml, own_pids: set[int], visible: str | None) -> Snapshot:
     return snap
 
 
-_VLLM_COMMAND = re.compile(r"vllm\s+serve|vllm\.entrypoints|VLLM::|\bvllm\b.*\b(?:EngineCore|Worker)")
+_VLLM_COMMAND = lazy(r"vllm\s+serve|vllm\.entrypoints|VLLM::|\bvllm\b.*\b(?:EngineCore|Worker)")
 
 
 def _visible_indices(visible: str | None, count: int) -> set[int]:

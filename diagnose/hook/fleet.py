@@ -22,10 +22,12 @@ import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..util.lazy_pattern import lazy
+
 # The journal catalog entry for vdiag's summary line (contrib/systemd/vdiag.catalog): stable, never reused.
 MESSAGE_ID = "a9549cc2b86044f1991180998705e4c0"
-_SAMPLE = re.compile(r'^(vdiag_failures_total|vdiag_last_failure_timestamp_seconds)\{(.*)\} (\S+)$')
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_SAMPLE = lazy(r'^(vdiag_failures_total|vdiag_last_failure_timestamp_seconds)\{(.*)\} (\S+)$')
+_LABEL = lazy(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
 
 def host_identity(from_journal: dict[str, str]) -> dict[str, str | None]:

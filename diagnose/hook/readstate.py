@@ -12,12 +12,13 @@ lines about the run were there.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 
-_REALTIME = re.compile(rb'"__REALTIME_TIMESTAMP":"(\d+)"')
-_CURSOR = re.compile(rb'"__CURSOR":"([^"\\]{1,512})"')
-_HOST_FIELDS = {key: re.compile(rb'"' + key.encode() + rb'":"([^"\\]{1,255})"') for key in ("_HOSTNAME", "_MACHINE_ID", "_BOOT_ID")}
+from ..util.lazy_pattern import lazy
+
+_REALTIME = lazy(rb'"__REALTIME_TIMESTAMP":"(\d+)"')
+_CURSOR = lazy(rb'"__CURSOR":"([^"\\]{1,512})"')
+_HOST_FIELDS = {key: lazy(rb'"' + key.encode() + rb'":"([^"\\]{1,255})"') for key in ("_HOSTNAME", "_MACHINE_ID", "_BOOT_ID")}
 _SYSTEMD_SAID = {"result": b"Failed with result '", "exit": b"Main process exited, code="}
 
 

@@ -18,11 +18,12 @@ from pathlib import Path
 from typing import Mapping
 
 from ..util.errors import InputError
+from ..util.lazy_pattern import lazy
 from .trigger import Trigger
 
 DEFAULT_STATE_DIR = "/var/lib/vdiag"
 MAX_INVOCATIONS_KEPT = 200
-REPORT_NAME = re.compile(r"^(?P<unit>[A-Za-z0-9:_.@\\-]+)-(?P<stamp>\d{8}T\d{6}Z)-(?P<invocation>[0-9a-f]{32}|unknown)\.json$")
+REPORT_NAME = lazy(r"^(?P<unit>[A-Za-z0-9:_.@\\-]+)-(?P<stamp>\d{8}T\d{6}Z)-(?P<invocation>[0-9a-f]{32}|unknown)\.json$")
 _MAX_REPORT_BYTES = 64 << 20
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Mapping
 
 from ..util.errors import InputError
+from ..util.lazy_pattern import lazy
 
-_UNIT_NAME = re.compile(r"^[A-Za-z0-9:_.\\@-]{1,255}$")
-_INVOCATION = re.compile(r"^[0-9a-f]{32}$")
+_UNIT_NAME = lazy(r"^[A-Za-z0-9:_.\\@-]{1,255}$")
+_INVOCATION = lazy(r"^[0-9a-f]{32}$")
 
 
 @dataclass

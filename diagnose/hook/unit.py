@@ -21,9 +21,10 @@ import subprocess
 from dataclasses import dataclass
 from typing import Mapping
 
+from ..util.lazy_pattern import lazy
 from .trigger import Trigger
 
-_ARGV = re.compile(r"argv\[\]=(.*?) ; ignore_errors=")
+_ARGV = lazy(r"argv\[\]=(.*?) ; ignore_errors=")
 _SHOW_TIMEOUT_S = 2.0
 _UNIT_FILE_MAX_BYTES = 1 << 20
 

@@ -7,11 +7,12 @@ A chunk of JSON records is parsed with one `json.loads` (C speed), not a call pe
 from __future__ import annotations
 
 import json
-import re
 from typing import Callable, Iterable, Iterator
 
+from ..util.lazy_pattern import lazy
+
 BLOCK_CHARS = 1 << 20  # a block of cleaned messages handed on at about this size
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
+_ANSI = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
 
 
 def clean_text(text: str) -> str:

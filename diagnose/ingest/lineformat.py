@@ -20,47 +20,47 @@ vLLM's header has changed over the years; all of these reduce to the message:
 
 from __future__ import annotations
 
-import re
+from ..util.lazy_pattern import lazy
 
 _PREFIXES = [
     # markdown quotes and CI log gutters pasted into tickets: "> ", ">   | "
-    re.compile(r"^\s*>(?:\s*\|)?\s?"),
+    lazy(r"^\s*>(?:\s*\|)?\s?"),
     # docker compose service prefixes: "vllm-1  | ", "vllm_1     | ", "stack-vllm-server-1 | "
-    re.compile(r"^[A-Za-z][\w.-]{0,80}?[-_]\d{1,4}\s+\|\s?"),
+    lazy(r"^[A-Za-z][\w.-]{0,80}?[-_]\d{1,4}\s+\|\s?"),
     # kubectl logs --prefix: "[pod/vllm-0/vllm] "
-    re.compile(r"^\[pod/[^\]\s]{1,200}\]\s"),
+    lazy(r"^\[pod/[^\]\s]{1,200}\]\s"),
     # the CRI log format kubelet writes (after its timestamp): "stderr F "
-    re.compile(r"^(?:stdout|stderr) [FP] "),
+    lazy(r"^(?:stdout|stderr) [FP] "),
     # Ray's own process prefixes: "(raylet) ", "(raylet, ip=10.0.0.2) ", "(pid=123) ", "(gcs_server) "
-    re.compile(r"^\((?:raylet|pid=\d+|gcs_server|monitor|autoscaler|log_monitor|dashboard\w*)(?:[,\s][^)]{0,120})?\)\s*"),
+    lazy(r"^\((?:raylet|pid=\d+|gcs_server|monitor|autoscaler|log_monitor|dashboard\w*)(?:[,\s][^)]{0,120})?\)\s*"),
     # Python logging's bracketed level: "[   ERROR]: ", "[WARNING] "
-    re.compile(r"^\[\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*\]:?\s*"),
+    lazy(r"^\[\s*(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s*\]:?\s*"),
     # journalctl short output: "Nov 03 02:14:07 host vllm[90210]: "
-    re.compile(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(?:\[\d+\])?: "),
+    lazy(r"^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(?:\[\d+\])?: "),
     # ISO timestamps from CI systems, kubectl or docker --timestamps
-    re.compile(r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\]?\s+"),
+    lazy(r"^\[?\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d+)?Z?\]?\s+"),
     # process tags: (APIServer pid=1), (EngineCore_DP0 pid=2), (VllmWorker TP0 pid=3),
     # (RayWorkerWrapper pid=4, ip=10.0.0.1), (Worker pid=5)
-    re.compile(r"^\([A-Za-z][\w\- =.,:]*?pid=\d+[^)]*\)\s*"),
+    lazy(r"^\([A-Za-z][\w\- =.,:]*?pid=\d+[^)]*\)\s*"),
     # torch.distributed rank prefixes
-    re.compile(r"^\[rank\d+\]:\s*"),
+    lazy(r"^\[rank\d+\]:\s*"),
     # vLLM's header, every era: "INFO 05-22 10:00:00 llm_engine.py:150] ", "... [core.py:700] "
-    re.compile(
+    lazy(
         r"^(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
         r"(?:\[[\w./<>-]+:\d+\]|[\w./<>-]+:\d+\])\s?"
     ),
     # uvicorn style: "ERROR:    [Errno 98] …"
-    re.compile(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+"),
+    lazy(r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+"),
 ]
 # Linear by construction: the message is cut at the first "[type=…," found with str.find and one bounded match, never by
 # a lazy group racing a greedy one over the same spaces (that was quadratic on a tail of blanks).
-_PYDANTIC = re.compile(r"\s*(?:Value error|Assertion failed),\s*")
+_PYDANTIC = lazy(r"\s*(?:Value error|Assertion failed),\s*")
 # ANSI colours that syslog (rsyslog's control-character escaping) wrote out as text: "#033[0;36m"
-_ESCAPED_ANSI = re.compile(r"#033\[[\d;]{0,20}[A-Za-z]")
-_PYDANTIC_TYPE = re.compile(r"\[type=\w{1,64},")
+_ESCAPED_ANSI = lazy(r"#033\[[\d;]{0,20}[A-Za-z]")
+_PYDANTIC_TYPE = lazy(r"\[type=\w{1,64},")
 MAX_PREFIX_CHARS = 512  # no header or envelope prefix is longer: the prefix patterns never see more of a line
 # Whether any prefix starts the text, in one match: most passes of message_of find none, and end at this test.
-_ANY_PREFIX = re.compile("|".join(f"(?:{p.pattern.replace('(?P<level>', '(')})" for p in _PREFIXES))
+_ANY_PREFIX = lazy("|".join(f"(?:{p.pattern.replace('(?P<level>', '(')})" for p in _PREFIXES))
 
 
 def message_of(line: str) -> str:
@@ -102,7 +102,7 @@ def _pydantic_type_at(text: str) -> int | None:
     return None
 
 
-_QUIET_LEVEL = re.compile(
+_QUIET_LEVEL = lazy(
     r"(?:^|[\s)\]|])(?:INFO|WARNING|WARN|DEBUG)\s+\d\d-\d\d \d\d:\d\d|^\s*(?:INFO|WARNING|DEBUG):\s|"
     r"\[\s*(?:INFO|WARNING|WARN|DEBUG)\s*\]|\s-\s(?:INFO|WARNING|DEBUG)\s-\s|\b(?:INFO|WARNING|DEBUG)\s+\d{4}-\d\d-\d\d")
 

@@ -29,9 +29,10 @@ b'abcdefghijklmnopqrstuvw\\n\\nend\\n'
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from typing import Iterable, Iterator
+
+from ..util.lazy_pattern import lazy
 
 SAMPLE_BYTES = 256 * 1024
 MIN_WIDTH = 20
@@ -40,7 +41,7 @@ MIN_SHARE = 0.05
 MIN_CONTINUATION_SHARE = 0.6
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
 # how a new log line starts: a level, a timestamp, a process tag, a traceback; a wrapped line's rest does not
-_NEW_LINE = re.compile(
+_NEW_LINE = lazy(
     r"^\s*(?:$|\(|\[|\{|<|\||\+|#|>|\$|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b|Traceback|File \"|"
     r"\d{4}-\d\d-\d\d|\d\d-\d\d \d\d:|[A-Z][a-z]{2} [ \d]\d \d\d:|[A-Za-z_.]*(?:Error|Exception|Warning)\b)")
 _TABLE_EDGE = ("|", "+", "=", "-")

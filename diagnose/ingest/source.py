@@ -16,13 +16,13 @@ from __future__ import annotations
 import gzip
 import io
 import itertools
-import re
 import sys
 import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
 from ..util.errors import InputError
+from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
 from .envelopes import docker_record, envelope_messages, journal_export_messages, journal_json_record, text_blocks
 from .textdetect import as_utf8, looks_binary
@@ -165,7 +165,7 @@ def _cut_long_lines(block: bytes, notes: IngestNotes) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-_ANSI_BYTES = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
+_ANSI_BYTES = lazy(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
 
 
 def _clean_bytes(block: bytes) -> bytes:

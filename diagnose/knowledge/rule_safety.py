@@ -26,8 +26,9 @@ True
 
 from __future__ import annotations
 
-import re
 from typing import Any
+
+from ..util.lazy_pattern import lazy
 
 try:
     import re._parser as sre_parse  # Python 3.11+
@@ -48,7 +49,7 @@ _SPACE = frozenset(c for c in range(256) if chr(c).isspace()) | {_OTHER}
 _CATEGORIES = {"CATEGORY_DIGIT": _DIGITS, "CATEGORY_NOT_DIGIT": _ALL - (_DIGITS - {_OTHER}),
                "CATEGORY_WORD": _WORD, "CATEGORY_NOT_WORD": _ALL - (_WORD - {_OTHER}),
                "CATEGORY_SPACE": _SPACE, "CATEGORY_NOT_SPACE": _ALL - (_SPACE - {_OTHER})}
-_TEXT_BOUND = re.compile(r"(?<!\\)\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
+_TEXT_BOUND = lazy(r"(?<!\\)\{\s*(\d+)\s*(?:,\s*(\d*)\s*)?\}")
 
 
 # ---------------------------------------------------------------- YAML

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import re
 
+from ..util.lazy_pattern import lazy
 from .launch import SHELL_OPERATORS, Arg, Launch, Token, is_switch
 from .python_forms import parse_llm_call
 
-_PLACEHOLDER = re.compile(r"<[^\s<>]+>")
-_USAGE = re.compile(r"\s*usage:\s", re.IGNORECASE)
-_PLACEHOLDER_MODEL = re.compile(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}|\.\.\.|(?i:(?:your[_-])?model(?:[_-](?:name|tag|id|path))?)")
-_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_PROMPT = re.compile(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*)?[$#%>]\s+|^\s*\w[\w.-]*>\s+")
+_PLACEHOLDER = lazy(r"<[^\s<>]+>")
+_USAGE = lazy(r"\s*usage:\s", re.IGNORECASE)
+_PLACEHOLDER_MODEL = lazy(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}|\.\.\.|(?i:(?:your[_-])?model(?:[_-](?:name|tag|id|path))?)")
+_ENV_ASSIGN = lazy(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PROMPT = lazy(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::[^\s$#]*)?\s*)?[$#%>]\s+|^\s*\w[\w.-]*>\s+")
 _API_MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server")
 _DOCKER_VALUE_OPTS = {
     "-p", "--publish", "-v", "--volume", "-e", "--env", "--env-file", "--name", "--gpus", "--runtime",
@@ -33,7 +34,7 @@ _DOCKER_VALUE_OPTS = {
     "-h", "--hostname", "--pid", "--cpuset-cpus", "--memory-swap", "--tmpfs", "--group-add", "--expose",
     "--stop-signal", "--stop-timeout", "--health-cmd", "--dns", "--cidfile",
 }
-_LAUNCH_HINT = re.compile(
+_LAUNCH_HINT = lazy(
     r"(?:^|[\s/])vllm\s+serve\b|-m\s+vllm\.entrypoints\.|\b(?:docker|podman|nerdctl)\s+run\b|\bLLM\s*\(|^\s*ExecStart="
 )
 
@@ -72,7 +73,7 @@ def _join_continuations(text: str) -> str:
     return joined
 
 
-_OPERATOR = re.compile(r"&>>|2>&1|&>|2>|1>|>>|\|\||&&|\|&|[;|&<>]")
+_OPERATOR = lazy(r"&>>|2>&1|&>|2>|1>|>>|\|\||&&|\|&|[;|&<>]")
 
 
 def tokenize(text: str) -> list[Token]:

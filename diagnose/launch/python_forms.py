@@ -8,9 +8,10 @@ import re
 import warnings
 from typing import Any
 
+from ..util.lazy_pattern import lazy
 from .launch import Arg, Launch
 
-_ENVIRON = re.compile(r"""os\.environ\[\s*["'](?P<name>[A-Za-z_]\w*)["']\s*\]\s*=\s*["'](?P<value>[^"'\n]*)["']""")
+_ENVIRON = lazy(r"""os\.environ\[\s*["'](?P<name>[A-Za-z_]\w*)["']\s*\]\s*=\s*["'](?P<value>[^"'\n]*)["']""")
 
 
 def parse_llm_call(text: str) -> Launch | None:

@@ -7,6 +7,7 @@ import shlex
 from dataclasses import replace
 from typing import Any
 
+from ..util.lazy_pattern import lazy
 from ..util.redact import MASK, masked_launch
 from .launch import Arg, Launch, canonical_flag
 
@@ -88,7 +89,7 @@ def _python_value(value: Any) -> Any:
     return text
 
 
-_EXPANDABLE = re.compile(r"(?:[\w@%+=:,./-]|\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\}))*\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\})[\w@%+=:,./${}-]*")
+_EXPANDABLE = lazy(r"(?:[\w@%+=:,./-]|\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\}))*\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\})[\w@%+=:,./${}-]*")
 
 
 def _quote(value: str) -> str:

@@ -13,6 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..util.lazy_pattern import lazy
+
 
 @dataclass
 class ModelInfo:
@@ -221,7 +223,7 @@ def _from_catalog(name: str, entry: dict) -> ModelInfo:
     )
 
 
-_SIZE_IN_NAME = re.compile(r"(?i)(?:^|[-_/.])(?:(?P<experts>\d+)x)?(?P<size>\d+(?:\.\d+)?)(?P<unit>[bm])(?=$|[-_/.])")
+_SIZE_IN_NAME = lazy(r"(?i)(?:^|[-_/.])(?:(?P<experts>\d+)x)?(?P<size>\d+(?:\.\d+)?)(?P<unit>[bm])(?=$|[-_/.])")
 
 
 def _from_name(name: str) -> ModelInfo | None:

@@ -17,10 +17,11 @@ import hashlib
 import re
 from typing import Any
 
+from ..util.lazy_pattern import lazy
 from .templates import template_of
 
-_PLACE_CAPTURES = re.compile(r"path|file|dir|pid|time|error|message|line|host|addr|url|uuid", re.IGNORECASE)
-_MINOR = re.compile(r"^v?(\d+\.\d+)")
+_PLACE_CAPTURES = lazy(r"path|file|dir|pid|time|error|message|line|host|addr|url|uuid", re.IGNORECASE)
+_MINOR = lazy(r"^v?(\d+\.\d+)")
 
 
 def release_of(version: str | None) -> str:

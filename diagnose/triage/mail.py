@@ -15,13 +15,14 @@ import email.policy
 import re
 
 from ..util.errors import InputError
+from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
 
 ATTACHMENT_SUFFIXES = (".txt", ".log", ".md")
-_REPLY_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|aw|wg|antw|sv|vs|tr)\s*(?:\[\d+\])?\s*[:：]|(?:回复|答复|转发)\s*[:：])\s*",
-                           re.IGNORECASE)
+_REPLY_PREFIX = lazy(r"^\s*(?:(?:re|fwd?|aw|wg|antw|sv|vs|tr)\s*(?:\[\d+\])?\s*[:：]|(?:回复|答复|转发)\s*[:：])\s*",
+                     re.IGNORECASE)
 # Where the quoted history of a reply begins, in the mail clients' own wordings (English, German, Chinese).
-_HISTORY_START = re.compile(
+_HISTORY_START = lazy(
     r"^(?:On .{1,200} wrote:\s*$|Am .{1,200} schrieb .{0,200}:\s*$|在 .{1,200}写道[:：]\s*$|"
     r"-{2,}\s*(?:Original Message|Ursprüngliche Nachricht|原始邮件)\s*-{2,}|From: .{1,200}$|Von: .{1,200}$)",
     re.MULTILINE)

@@ -19,13 +19,14 @@ from functools import lru_cache
 from typing import Any
 
 from ..util.datafiles import load_yaml
+from ..util.lazy_pattern import lazy
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
-_CJK = re.compile(r"[\u4e00-\u9fff]")
-_WORD = re.compile(r"[^\W\d_]+")
+_CJK = lazy(r"[\u4e00-\u9fff]")
+_WORD = lazy(r"[^\W\d_]+")
 # A log line, not prose: a level, a timestamp, a traceback frame, a table border, a pid header.
-_LOG_LINE = re.compile(r"^\s*(?:\(\w+ pid=|\[?\d{4}-\d\d-\d\d|(?:INFO|WARNING|ERROR|DEBUG)\b|[A-Z]\d{4} |File \"|"
-                       r"Traceback|[|+]|\w+(?:Error|Exception):)")
+_LOG_LINE = lazy(r"^\s*(?:\(\w+ pid=|\[?\d{4}-\d\d-\d\d|(?:INFO|WARNING|ERROR|DEBUG)\b|[A-Z]\d{4} |File \"|"
+                 r"Traceback|[|+]|\w+(?:Error|Exception):)")
 
 
 @dataclass

@@ -14,19 +14,21 @@ from __future__ import annotations
 import hashlib
 import re
 
+from ..util.lazy_pattern import lazy
+
 _MASKS: list[tuple[re.Pattern, str]] = [
-    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<uuid>"),
-    (re.compile(r"(?<![A-Za-z])'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`"), "<str>"),
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://\S+"), "<url>"),
-    (re.compile(r"(?:\b[A-Za-z]:\\|~/|\.{1,2}/|(?<![\w.])/)[^\s'\"`,;()\[\]{}<>]+"), "<path>"),
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
-    (re.compile(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
-    (re.compile(r"\b(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b"), "<hex>"),
-    (re.compile(r"\b(pid)([=: ]\s*|\s+)\d+", re.IGNORECASE), r"\1\2<pid>"),
-    (re.compile(r"\b[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*"), "<model>"),
-    (re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes|B)\b"), "<size>"),
-    (re.compile(r"(?<![A-Za-z_<])[-+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?"), "<n>"),
-    (re.compile(r"\s+"), " "),
+    (lazy(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"), "<uuid>"),
+    (lazy(r"(?<![A-Za-z])'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`"), "<str>"),
+    (lazy(r"\b[a-z][a-z0-9+.-]*://\S+"), "<url>"),
+    (lazy(r"(?:\b[A-Za-z]:\\|~/|\.{1,2}/|(?<![\w.])/)[^\s'\"`,;()\[\]{}<>]+"), "<path>"),
+    (lazy(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b"), "<ip>"),
+    (lazy(r"\b0x[0-9a-fA-F]+\b"), "<hex>"),
+    (lazy(r"\b(?=[0-9a-fA-F]*[a-fA-F])(?=[0-9a-fA-F]*\d)[0-9a-fA-F]{8,}\b"), "<hex>"),
+    (lazy(r"\b(pid)([=: ]\s*|\s+)\d+", re.IGNORECASE), r"\1\2<pid>"),
+    (lazy(r"\b[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*"), "<model>"),
+    (lazy(r"(?<![\w.])\d+(?:\.\d+)?\s*(?:[KMGTP]i?B|bytes|B)\b"), "<size>"),
+    (lazy(r"(?<![A-Za-z_<])[-+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?"), "<n>"),
+    (lazy(r"\s+"), " "),
 ]
 MAX_TEMPLATE_CHARS = 240
 

@@ -31,6 +31,11 @@ class LazyPattern:
             self._compiled = engine.compile(pattern, flags)
         return self._compiled
 
+    @property
+    def pattern(self) -> str | bytes:
+        """The source, without compiling (modules build other patterns from it at import)."""
+        return self._source[0]
+
     def __getattr__(self, name: str) -> Any:
         # Only called for names not found on the instance: bind once, then lookups are plain attribute reads.
         if name.startswith("__") or name in ("_source", "_compiled"):

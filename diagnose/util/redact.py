@@ -24,27 +24,29 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from .lazy_pattern import lazy
+
 MASK = "[REDACTED]"
 EMAIL_MASK = "[EMAIL]"
 
-_KEY_SEP = re.compile(
+_KEY_SEP = lazy(
     r"(?<![\w.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P<close>\\?[\"']?)"
     r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
 )
-_VALUE = re.compile(
+_VALUE = lazy(
     r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
     r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
     r"|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
 )
-_URL_USERINFO = re.compile(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,20}://[^\s/@:]{0,128}:)([^\s@]{1,256})(?=@)")
-_BEARER = re.compile(r"(?i)(?<![\w\-])(bearer[ \t]{1,3})([A-Za-z0-9_\-.=+/~]{12,4096})")
-_HIGH_ENTROPY = re.compile(r"(?<![\w\-./+=@%])[A-Za-z0-9+/]{16,4096}={0,2}(?![\w\-./+=@%])")
-_EMAIL = re.compile(r"(?<![\w.%+\-])[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\w\-])")
-_WRAPPED = re.compile(r"(\[REDACTED\]\\?[ \t]{0,2}\n)([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
-_LINE_START = re.compile(r"^()([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
-_PLACEHOLDER = re.compile(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
+_URL_USERINFO = lazy(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,20}://[^\s/@:]{0,128}:)([^\s@]{1,256})(?=@)")
+_BEARER = lazy(r"(?i)(?<![\w\-])(bearer[ \t]{1,3})([A-Za-z0-9_\-.=+/~]{12,4096})")
+_HIGH_ENTROPY = lazy(r"(?<![\w\-./+=@%])[A-Za-z0-9+/]{16,4096}={0,2}(?![\w\-./+=@%])")
+_EMAIL = lazy(r"(?<![\w.%+\-])[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\w\-])")
+_WRAPPED = lazy(r"(\[REDACTED\]\\?[ \t]{0,2}\n)([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
+_LINE_START = lazy(r"^()([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
+_PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
 _TRAILING = ",;:.)]}"
-_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+_ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
 
 
 @dataclass(frozen=True)

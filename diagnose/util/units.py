@@ -17,7 +17,9 @@ from __future__ import annotations
 import math
 import re
 
-_SIZE = re.compile(r"^\s*(?P<num>-?[\d,]{0,40}\.?\d{1,40})\s*(?P<unit>[KMGTP]i?B|bytes?|B)?\s*$", re.IGNORECASE)
+from .lazy_pattern import lazy
+
+_SIZE = lazy(r"^\s*(?P<num>-?[\d,]{0,40}\.?\d{1,40})\s*(?P<unit>[KMGTP]i?B|bytes?|B)?\s*$", re.IGNORECASE)
 _FACTOR_GIB = {"b": 1 / 2**30, "byte": 1 / 2**30, "bytes": 1 / 2**30, "kb": 1 / 2**20, "kib": 1 / 2**20,
                "mb": 1 / 2**10, "mib": 1 / 2**10, "gb": 1.0, "gib": 1.0, "tb": 2**10, "tib": 2**10, "pb": 2**20, "pib": 2**20}
 

@@ -9,13 +9,13 @@
 
 from __future__ import annotations
 
-import re
 import time
 
 from ..facts.phases import PhaseExtractor
+from ..util.lazy_pattern import lazy
 from ..util.redact import redact
 
-_HEADER = re.compile(r"^(?:\(\w+ pid=\d+\)\s+)?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\S+\s+\S+\s+\[[^\]]*\]\s+)?")
+_HEADER = lazy(r"^(?:\(\w+ pid=\d+\)\s+)?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\S+\s+\S+\s+\[[^\]]*\]\s+)?")
 
 
 class AttemptStatus:
