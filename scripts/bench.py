@@ -5,6 +5,7 @@
     scripts/bench.py --size 1G              # any size (K, M, G suffixes)
     scripts/bench.py --inputs dense,docker  # some inputs only
     scripts/bench.py --startup-runs 20
+    scripts/bench.py --startup-only         # start-up against `python -c pass` only
 
 Inputs, generated deterministically into a temporary folder and deleted afterwards:
   dense    lines drawn from the real corpus logs (tests/fixtures/corpus): many hold a rule literal
@@ -52,7 +53,8 @@ class BenchError(RuntimeError):
 def run(argv: list[str], env: dict | None = None, stdin=None, stdout=subprocess.DEVNULL, ok=(0, 1, 6)) -> tuple[float, int]:
     """Wall seconds and peak RSS (KiB) of one child process; a tool that fails stops the benchmark."""
     start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env={**CHILD_ENV, **(env or {})})
+    proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, env={**CHILD_ENV, **(env or {})},
+                            cwd=ROOT)
     _pid, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     code = os.waitstatus_to_exitcode(status)
@@ -193,23 +195,42 @@ def export_patterns(workdir: Path) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
+def timed(argv: list[str], env: dict | None = None) -> tuple[float, float]:
+    """Wall and CPU (user + system) seconds of one checked child; CPU time moves less on a busy machine."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**CHILD_ENV, **(env or {})},
+                            cwd=ROOT)
+    _pid, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) not in (0, 1, 6):
+        error = proc.stderr.read().decode(errors="replace").strip().splitlines()[-3:]
+        raise BenchError(f"{' '.join(argv[:4])} exited {os.waitstatus_to_exitcode(status)}: {' | '.join(error)}")
+    return seconds, usage.ru_utime + usage.ru_stime
+
+
 def startup(runs: int, workdir: Path) -> None:
+    # as a pip install leaves it: every module byte-compiled (the child may not write .pyc files itself)
+    run([PYTHON, "-m", "compileall", "-q", str(ROOT / "diagnose")], ok=(0,))
     one_mb = workdir / "one-mb.log"
     write_dense(one_mb, 1 << 20)
-    base = statistics.median(run([PYTHON, "-c", "pass"])[0] for _ in range(runs))
-    print(f"start-up, median of {runs}, against `{PYTHON} -c pass` ({base * 1000:.0f} ms):")
+    base = [timed([PYTHON, "-c", "pass"]) for _ in range(runs)]
+    base_wall, base_cpu = statistics.median(t for t, _ in base), statistics.median(c for _, c in base)
+    print(f"start-up, median of {runs}, against `{PYTHON} -c pass` ({base_wall * 1000:.0f} ms, CPU {base_cpu * 1000:.0f} ms):")
     cases = [("json, typical crash log", ["--format", "json"], TYPICAL, False),
              ("text, typical crash log", ["--format", "text"], TYPICAL, False),
              ("json, a real 1 MiB log", ["--format", "json"], one_mb, False),
              ("json, cold cache", ["--format", "json"], TYPICAL, True)]
     for label, fmt, log, cold in cases:
+        timed([*VDIAG, *fmt, "--no-gpu", str(log)])  # warm the cache and the page cache
         times = []
-        run([*VDIAG, *fmt, "--no-gpu", str(log)])  # warm the cache and the page cache
         for i in range(runs):
-            env = {"VDIAG_CACHE_DIR": str(workdir / f"cold-{label[:4]}-{i}")} if cold else {}
-            times.append(run([*VDIAG, *fmt, "--no-gpu", str(log)], env=env)[0])
-        median = statistics.median(times)
-        print(f"  {label:<26} {median * 1000:5.0f} ms  ratio {median / base:4.1f}x")
+            env = {"VDIAG_CACHE_DIR": str(workdir / f"cold-{i}")} if cold else {}
+            times.append(timed([*VDIAG, *fmt, "--no-gpu", str(log)], env=env))
+            if cold:
+                shutil.rmtree(workdir / f"cold-{i}", ignore_errors=True)
+        wall, cpu = statistics.median(t for t, _ in times), statistics.median(c for _, c in times)
+        print(f"  {label:<26} {wall * 1000:5.0f} ms  ratio {wall / base_wall:4.1f}x   CPU {cpu * 1000:5.0f} ms  "
+              f"ratio {cpu / base_cpu:4.1f}x")
 
 
 def throughput(names: list[str], size: int, workdir: Path) -> None:
@@ -252,6 +273,7 @@ def main() -> int:
     parser.add_argument("--size", default="64M")
     parser.add_argument("--inputs", default=",".join(INPUTS))
     parser.add_argument("--startup-runs", type=int, default=15)
+    parser.add_argument("--startup-only", action="store_true", help="measure start-up only, no throughput inputs")
     parser.add_argument("--tmp", default=None, help="where to write the generated logs")
     args = parser.parse_args()
     names = [n for n in args.inputs.split(",") if n]
@@ -264,7 +286,8 @@ def main() -> int:
     try:
         print(f"vdiag: {' '.join(VDIAG)}; engines: {', '.join(e for e, _ in engines())}")
         startup(args.startup_runs, workdir)
-        throughput(names, parse_size(args.size), workdir)
+        if not args.startup_only:
+            throughput(names, parse_size(args.size), workdir)
     except BenchError as exc:
         print(f"benchmark failed: {exc}", file=sys.stderr)
         return 1

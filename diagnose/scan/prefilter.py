@@ -3,9 +3,13 @@
 Two interchangeable engines, each one pass over the block for all literals: an
 Aho–Corasick automaton (`pyahocorasick`, a dependency with wheels everywhere;
 the one CI tests) and, when the optional `hyperscan` package is installed
-(`pip install 'vdiag[accel]'`), a Hyperscan database. `VDIAG_NO_ACCEL=1` forces
-the Aho–Corasick engine. Both report the same lines with the same literals
-(tests/test_scan.py checks them against a `bytes.find` oracle).
+(`pip install 'vdiag[accel]'`), a Hyperscan database. Both report the same lines
+with the same literals (tests/test_scan.py checks them against a `bytes.find`
+oracle), so the choice is only about speed: importing Hyperscan and loading its
+database costs more than the Aho–Corasick engine spends on a typical crash log,
+so Hyperscan is loaded once the input passes ACCEL_AFTER_BYTES.
+`VDIAG_NO_ACCEL=1` forces the Aho–Corasick engine, `VDIAG_NO_ACCEL=0` Hyperscan
+from the first byte.
 
 >>> finder = AhoCorasickFinder(["tried to allocate", "mib"])
 >>> block = b"INFO ok\\nCUDA OOM. Tried to allocate 20.00 MiB\\nnext\\n"
@@ -20,6 +24,10 @@ import os
 import re
 from functools import lru_cache
 from typing import Iterable
+
+# ~15 ms to import Hyperscan and load its cached database, against ~35 ms per MiB of dense log for Aho–Corasick
+# (and ~3 ms for Hyperscan): below half a MiB the pure engine finishes first.
+ACCEL_AFTER_BYTES = 512 * 1024
 
 
 class AhoCorasickFinder:
@@ -65,12 +73,11 @@ class HyperscanFinder:
 
         from ..util.datafiles import read_cached, write_cached
 
-        self.literals = list(literals)
-        key = "hyperscan-" + hashlib.sha256("\0".join(self.literals).encode() + hyperscan.__version__.encode()).hexdigest()[:24]
-        serialized = read_cached(key, binary=True)
-        if serialized:
-            self.db = hyperscan.loadb(serialized, hyperscan.HS_MODE_BLOCK)
-            self.db.scratch = hyperscan.Scratch(self.db)
+        # Sorted, so the database (and its cache key) does not depend on the order a set of literals came in.
+        self.literals = sorted(set(literals))
+        key = "hyperscan-" + hashlib.sha256("\0".join(self.literals).encode() + b"\0" + hyperscan.__version__.encode()).hexdigest()[:24]
+        self.db = _load_database(hyperscan, read_cached(key, binary=True))
+        if self.db is not None:
             return
         expressions = [re.escape(lit.lower()).encode() for lit in self.literals]
         self.db = hyperscan.Database()
@@ -91,16 +98,55 @@ class HyperscanFinder:
         return found
 
 
+def _load_database(hyperscan, serialized: bytes | None):
+    """A database from Hyperscan's own serialized form (never pickle), or None when absent or not loadable."""
+    if not serialized:
+        return None
+    try:
+        db = hyperscan.loadb(serialized, hyperscan.HS_MODE_BLOCK)
+        db.scratch = hyperscan.Scratch(db)
+    except Exception:  # hyperscan.error on a truncated or foreign file: compile instead
+        return None
+    return db
+
+
+class AdaptiveFinder:
+    """Aho–Corasick until the input passes ACCEL_AFTER_BYTES, Hyperscan (when installed) from then on."""
+
+    def __init__(self, literals: Iterable[str]):
+        self.literals = tuple(literals)
+        self.engine: AhoCorasickFinder | HyperscanFinder = AhoCorasickFinder(self.literals)
+        self.bytes_seen = 0
+        self.may_upgrade = True
+
+    @property
+    def name(self) -> str:
+        return self.engine.name
+
+    def candidates(self, data: bytes, cut: int) -> dict[int, set[str]]:
+        if self.may_upgrade and self.bytes_seen + cut > ACCEL_AFTER_BYTES:
+            self.may_upgrade = False
+            self.engine = _hyperscan_or_pure(self.literals) or self.engine
+        self.bytes_seen += cut
+        return self.engine.candidates(data, cut)
+
+
+def _hyperscan_or_pure(literals: tuple[str, ...]):
+    try:
+        return HyperscanFinder(literals)
+    except Exception:  # not installed, or no wheel for this platform: the pure engine is always correct
+        return None
+
+
 def make_finder(literals: Iterable[str]):
-    """The fastest engine available, built once per process for a given literal set (batches reuse it)."""
-    return _finder_for(tuple(literals), os.environ.get("VDIAG_NO_ACCEL") == "1")
+    """The engine for a literal set, built once per process (batches reuse it, and its count of bytes seen)."""
+    return _finder_for(tuple(literals), os.environ.get("VDIAG_NO_ACCEL", ""))
 
 
 @lru_cache(maxsize=8)
-def _finder_for(literals: tuple[str, ...], pure_only: bool):
-    if not pure_only:
-        try:
-            return HyperscanFinder(literals)
-        except Exception:  # not installed, or no wheel for this platform: the pure engine is always correct
-            pass
-    return AhoCorasickFinder(literals)
+def _finder_for(literals: tuple[str, ...], no_accel: str):
+    if no_accel == "1":
+        return AhoCorasickFinder(literals)
+    if no_accel == "0":
+        return _hyperscan_or_pure(literals) or AhoCorasickFinder(literals)
+    return AdaptiveFinder(literals)

@@ -2,8 +2,9 @@
 
 Parsing YAML costs more than the rest of a typical diagnosis; a JSON copy in
 the cache directory makes a warm start skip it. The cache never holds code:
-values are JSON (or raw bytes for the Hyperscan database), never pickles, so a
-planted file can at worst make vdiag parse the YAML again.
+values are JSON (or raw bytes for the Hyperscan database, in Hyperscan's own
+serialized form after a sha256 of it), never pickles, so a planted or damaged
+file can at worst make vdiag parse the YAML or compile the database again.
 
 The cache is also only trusted when nobody else could have written it: the
 directory and the file must belong to the user vdiag runs as and be writable
@@ -27,6 +28,7 @@ from typing import Any
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 ROOT_CACHE_DIR = Path("/var/cache/vdiag")
 _MAX_CACHE_BYTES = 64 * 1024 * 1024
+_DIGEST_BYTES = 32  # sha256 of a binary value, stored before it
 
 
 def cache_dir() -> Path:
@@ -92,8 +94,11 @@ def read_cached(key: str, binary: bool = False) -> Any | None:
     if not trusted_directory(directory):
         return None
     data = _read_trusted(directory / f"{key}.{'bin' if binary else 'json'}")
-    if data is None or binary:
-        return data
+    if data is None:
+        return None
+    if binary:  # a digest of the payload first: a truncated or damaged file is never handed to a binary loader
+        digest, payload = data[:_DIGEST_BYTES], data[_DIGEST_BYTES:]
+        return payload if len(digest) == _DIGEST_BYTES and hashlib.sha256(payload).digest() == digest else None
     try:
         return json.loads(data)
     except ValueError:
@@ -107,7 +112,7 @@ def write_cached(key: str, value: Any, binary: bool = False) -> None:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not trusted_directory(directory):
             return
-        payload = value if binary else json.dumps(value, separators=(",", ":")).encode()
+        payload = hashlib.sha256(value).digest() + value if binary else json.dumps(value, separators=(",", ":")).encode()
         tmp = directory / f".{key}.{os.getpid()}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as handle:
