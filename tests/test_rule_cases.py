@@ -22,6 +22,25 @@ def test_every_rule_has_a_firing_and_a_near_miss_case(ruleset):
     assert sorted(ids - misses) == []
 
 
+def test_every_firing_case_checks_the_rank_1_fix():
+    """A case that fires says what the fix must be (its changes or command), or that there is none (`fix: false`)."""
+    unchecked = [c.id for c in CASES if c.expect.get("fires", True) and not {"changes", "command", "fix"} & set(c.expect)]
+    assert unchecked == []
+
+
+def test_fix_false_fails_when_the_rule_proposes_one_and_fix_true_when_it_does_not(tmp_path, ruleset):
+    path = tmp_path / "r.cases.yaml"
+    path.write_text("rule: port-in-use\ncases:\n"
+                    "  - {name: has-one, log: 'OSError: [Errno 98] Address already in use', expect: {fix: false}}\n")
+    [case] = discover_cases(path)
+    assert run_case(case, ruleset) == ["proposes a fix but must not: Use a free port: --port 8001"]
+    path.write_text("rule: tp-exceeds-gpus\ncases:\n  - name: none\n    log: |\n"
+                    "      ValueError: The number of required GPUs exceeds the total number of available GPUs in the cluster.\n"
+                    "    expect: {fix: true}\n")
+    [case] = discover_cases(path)
+    assert run_case(case, ruleset) == ["no fix"]
+
+
 def test_every_taxonomy_category_has_a_rule(ruleset):
     from diagnose.knowledge.rules import taxonomy
 

@@ -52,7 +52,7 @@ def discover_cases(root: Path) -> list[Case]:
     >>> import tempfile; folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "r.cases.yaml").write_text("rule: r\\ncases:\\n  - name: one\\n    log: x\\n    expect: {categroy: y}\\n")
     >>> discover_cases(folder)[0].problems[0].split(": ", 1)[1]
-    "cases/0/expect/categroy: unknown key 'categroy' (known: category, changes, command, fires, top)"
+    "cases/0/expect/categroy: unknown key 'categroy' (known: category, changes, command, fires, fix, top)"
     """
     files = [root] if root.is_file() else sorted(root.rglob("*.cases.yaml"))
     cases: list[Case] = []
@@ -68,11 +68,15 @@ def _cases_of_file(path: Path) -> list[Case]:
 
     try:
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        refused = yaml_alias_problem(node) if node is not None else None
-        if refused:
-            return [_broken(path, path.stem, "load", f"{path}:{refused[0]}: {refused[1]}")]
-        data = yaml.safe_load(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # parsed once: the nodes give lines, then the data
+        try:
+            node = loader.get_single_node()
+            refused = yaml_alias_problem(node) if node is not None else None
+            if refused:
+                return [_broken(path, path.stem, "load", f"{path}:{refused[0]}: {refused[1]}")]
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
         return [_broken(path, path.stem, "load", f"cannot load {path}: {exc}")]
     rule = str(data.get("rule", path.name.split(".")[0])) if isinstance(data, dict) else path.stem
@@ -153,6 +157,8 @@ def run_case(case: Case, ruleset: RuleSet) -> list[str]:
     if "category" in expect and mine["category"] != expect["category"]:
         problems.append(f"category {mine['category']} != {expect['category']}")
     first_fix = mine["fixes"][0] if mine["fixes"] else None
+    if "fix" in expect and (first_fix is not None) != expect["fix"]:
+        problems.append(f"proposes a fix but must not: {first_fix['title']}" if first_fix else "no fix")
     if "changes" in expect:
         if first_fix is None:
             problems.append("no fix")

@@ -103,7 +103,8 @@ def divisible_parallel_size(ctx: Context, params: dict) -> Fix | None:
 def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
     available = (plausible_int(ctx.captures.get("gpus"), 1, MAX_PARALLEL) or plausible_int(params.get("available"), 1, MAX_PARALLEL)
                  or plausible_int(ctx.gpu_count(), 1, MAX_PARALLEL))
-    requested = plausible_int(ctx.captures.get("tp"), 1, MAX_PARALLEL) or ctx.tp()
+    requested = (plausible_int(ctx.captures.get("tp"), 1, MAX_PARALLEL)
+                 or plausible_int(ctx.captures.get("world_size"), 1, MAX_PARALLEL) or ctx.tp())
     if not available or available >= requested:
         return None
     pp = ctx.pp()
