@@ -1,10 +1,13 @@
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+# vdiag as a subprocess: the interpreter running the tests, wherever its venv lives (no bin/ path assumed)
+VDIAG = [sys.executable, "-m", "diagnose"]
 
 os.environ.setdefault("VDIAG_CACHE_DIR", str(ROOT / ".pytest_cache" / "vdiag"))
 # CI tests the pure-Python prefilter; test_scan compares it with the optional Hyperscan engine.

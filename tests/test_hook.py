@@ -28,10 +28,9 @@ from diagnose.hook.run import HookSettings, run_hook
 from diagnose.hook.state import rotate_reports
 from diagnose.hook.trigger import read_trigger, unit_from_cgroup
 
-from .conftest import FIXTURES, ROOT
+from .conftest import FIXTURES, ROOT, VDIAG
 
 JOURNAL_REMOTE = "/usr/lib/systemd/systemd-journal-remote"
-VDIAG = ROOT / ".venv" / "bin" / "vdiag"
 CONTRIB = ROOT / "contrib" / "systemd"
 BOOT_ID = "5f3c6d2a9b8e4c1d8e7f6a5b4c3d2e1f"
 SERVED_ID = "1a" * 16
@@ -188,7 +187,7 @@ def test_exec_stop_post_writes_one_report_for_the_failed_invocation(journal, tmp
     state = tmp_path / "state"
     env = {**os.environ, **exec_stop_post_env(tmp_path), "PATH": os.environ.get("PATH", os.defpath)}
     started = time.monotonic()
-    done = subprocess.run([str(VDIAG), "hook", "--unit", "vllm.service", "--journal-file", str(journal["file"]),
+    done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--journal-file", str(journal["file"]),
                            "--state-dir", str(state)], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started < 10
@@ -381,7 +380,7 @@ def test_missing_journalctl_exits_zero_with_a_message(tmp_path):
     empty_path = tmp_path / "bin"
     empty_path.mkdir()
     env = {**exec_stop_post_env(tmp_path), "PATH": str(empty_path), "HOME": str(tmp_path)}
-    done = subprocess.run([str(VDIAG), "hook", "--unit", "vllm.service", "--state-dir", str(tmp_path / "state")],
+    done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--state-dir", str(tmp_path / "state")],
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "journalctl not found" in done.stdout and len(done.stdout.splitlines()) == 1
@@ -396,7 +395,7 @@ def test_timeout_is_honoured_and_journalctl_is_stopped(tmp_path):
     fake.chmod(0o755)
     env = {**os.environ, **exec_stop_post_env(tmp_path), "PATH": f"{fake_bin}:{os.environ.get('PATH', '')}"}
     started = time.monotonic()
-    done = subprocess.run([str(VDIAG), "hook", "--unit", "vllm.service", "--timeout", "1", "--no-gpu", "--state-dir",
+    done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--timeout", "1", "--no-gpu", "--state-dir",
                            str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=60)
     elapsed = time.monotonic() - started
     assert done.returncode == 0 and elapsed < 8, (elapsed, done.stdout, done.stderr)
@@ -541,7 +540,8 @@ def test_shipped_units_pass_systemd_analyze_verify(tmp_path):
     """The units as shipped, with the binaries pointed at ones that exist here (verify checks ExecStart)."""
     drop_in = tmp_path / "vllm.service.d"
     drop_in.mkdir()
-    real_vdiag = str(VDIAG if VDIAG.exists() else shutil.which("vdiag") or sys.executable)
+    installed = Path(sys.executable).parent / "vdiag"  # ExecStart= needs a program; the venv's console script
+    real_vdiag = str(installed if installed.exists() else shutil.which("vdiag") or sys.executable)
     fake_vllm = shutil.which("true") or "/bin/true"
     texts = {
         tmp_path / "vdiag@.service": (CONTRIB / "vdiag@.service").read_text(),

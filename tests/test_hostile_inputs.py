@@ -6,7 +6,6 @@ The subprocess timeout is a hang guard only, not a timed assertion; what bounds 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,8 @@ from hypothesis import strategies as st
 from diagnose.diagnosis.pipeline import Options, diagnose
 from diagnose.ingest.source import TextSource
 from diagnose.report.build import build_report
+
+from .conftest import VDIAG
 
 ROOT = Path(__file__).resolve().parent.parent
 HANG_GUARD_S = 60
@@ -50,7 +51,7 @@ HOSTILE = {
 def _vdiag(*args, stdin=subprocess.DEVNULL, **kwargs):
     env = {**os.environ, "VDIAG_DEBUG": ""}
     env.pop("VDIAG_DEBUG")
-    return subprocess.run([str(Path(sys.executable).parent / "vdiag"), *args],
+    return subprocess.run([*VDIAG, *args],
                           stdin=stdin, capture_output=True, text=True, timeout=HANG_GUARD_S, env=env, **kwargs)
 
 
@@ -113,8 +114,8 @@ def test_a_local_config_json_of_the_wrong_shape_is_ignored(tmp_path, config):
 
 def test_closed_stdin_is_no_input():
     for args in ((), ("-",)):
-        done = subprocess.run(f"exec {Path(sys.executable).parent / 'vdiag'} --no-gpu {' '.join(args)} <&-", shell=True,
-                              capture_output=True, text=True, timeout=HANG_GUARD_S)
+        done = subprocess.run([*VDIAG, "--no-gpu", *args], preexec_fn=lambda: os.close(0),  # stdin closed, not empty
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=HANG_GUARD_S)
         assert done.returncode == 2 and "no input" in done.stderr
 
 
@@ -132,7 +133,7 @@ def test_eio_mid_read_is_an_input_error(monkeypatch, capsys):
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
 def test_a_full_stdout_is_a_clear_message():
     with open("/dev/full", "w") as full:
-        done = subprocess.run([str(Path(sys.executable).parent / "vdiag"), "--no-gpu", str(ROOT / "examples/kv-cache-too-small.log")],
+        done = subprocess.run([*VDIAG, "--no-gpu", str(ROOT / "examples/kv-cache-too-small.log")],
                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=HANG_GUARD_S)
     assert done.returncode == 3 and "No space left" in done.stderr and "Exception ignored" not in done.stderr
 
