@@ -11,7 +11,10 @@ placeholders in the label (`<…>`, `(…)`, or a description in words such as
 "distinct value per instance") accept any value, `(remove)` means the flag
 is dropped, and a number agrees when it is within 10 % of the label's
 ("strict") or moves the setting in the same direction from where it was
-("same direction", the figure in the last line).
+("same direction", the figure in the last line). The numbers line is the
+measure of issue #11: over the cases where the rank-1 fix changes every flag
+the label names and the label gives a number for one of them, how often
+every such number is within 10 % of the value that worked.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ def main() -> int:
     for problem in ruleset.problems:
         print(f"rule problem: {problem}")
     total = top1 = top3 = labelled = strict = lenient = 0
+    flags_agree = numbers_close = 0
     for directory in args.dirs:
         if directory.name == "healthy":
             args.healthy.append(directory)
@@ -63,7 +67,7 @@ def main() -> int:
             top1 += hit1
             top3 += hit3
             flags = label.get("fix_flags") or {}
-            fix_note = ""
+            fix_note, numeric = "", None
             if flags:
                 labelled += 1
                 fixes = report["diagnoses"][0]["fixes"] if report["diagnoses"] else []
@@ -71,8 +75,11 @@ def main() -> int:
                 s_ok, l_ok = agreement(flags, changes, outcome.ctx)
                 strict += s_ok
                 lenient += l_ok
-                fix_note = f" fix {'ok' if l_ok else 'MISS'}: got {changes} want {flags}"
-            if args.verbose or not hit1 or (flags and not l_ok):
+                if numeric := numeric_agreement(flags, changes):
+                    flags_agree += 1
+                    numbers_close += numeric == "close"
+                fix_note = f" fix {'ok' if l_ok else 'MISS'}{' numbers FAR' if numeric == 'far' else ''}: got {changes} want {flags}"
+            if args.verbose or not hit1 or (flags and not l_ok) or numeric == "far":
                 mark = "ok  " if hit1 else ("top3" if hit3 else "MISS")
                 print(f"{mark} {directory.name}/{label_path.stem}: want {expected}, got {categories[:3]}{fix_note}")
     healthy_total = healthy_fired = 0
@@ -90,6 +97,9 @@ def main() -> int:
         if labelled:
             print(f"rank-1 fix agrees with fix_flags: {lenient}/{labelled} = {lenient / labelled:.1%} (same direction); "
                   f"{strict}/{labelled} = {strict / labelled:.1%} (strict, values within 10 %)")
+        if flags_agree:
+            print(f"rank-1 fix numbers within 10 % of the value that worked, where the flags agree: "
+                  f"{numbers_close}/{flags_agree} = {numbers_close / flags_agree:.1%}")
     return 0
 
 
@@ -103,6 +113,23 @@ def agreement(flags: dict, changes: dict, ctx) -> tuple[bool, bool]:
         strict &= strict_ok
         lenient &= lenient_ok
     return strict, lenient
+
+
+def numeric_agreement(flags: dict, changes: dict) -> str | None:
+    """'close' or 'far' when the fix changes every labelled flag and the label gives a number; else None (not counted).
+
+    >>> numeric_agreement({"--max-model-len": "7200"}, {"--max-model-len": "7168"})
+    'close'
+    >>> numeric_agreement({"--max-model-len": "7200"}, {"--gpu-memory-utilization": "0.95"}) is None
+    True
+    """
+    if not flags or any(key not in changes for key in flags):
+        return None
+    pairs = [(_number(want), _number(changes[key])) for key, want in flags.items()]
+    pairs = [(want, got) for want, got in pairs if want is not None]
+    if not pairs:
+        return None
+    return "close" if all(got is not None and abs(got - want) <= 0.1 * abs(want) for want, got in pairs) else "far"
 
 
 def value_agrees(key: str, want, got, ctx) -> tuple[bool, bool]:

@@ -7,6 +7,8 @@ import re
 from ..util.lazy_pattern import lazy
 from ..util.units import parse_float, parse_int, size_gib
 from .base import SIZE_PATTERN, ExtractorBase
+from .memory_eras import LITERALS as ERA_LITERALS
+from .memory_eras import derive, read_era_line
 from .record import GpuProcess
 
 # ---------------------------------------------------------------- memory figures
@@ -49,16 +51,19 @@ class MemoryExtractor(ExtractorBase):
     literals = ("weights took", "model loading took", "total_gpu_memory", "model weights take", " blocks: ",
                 "available kv cache memory", "kv cache size:", "maximum concurrency", "free memory on device",
                 "available memory on node", "explicitly set", "estimated maximum model length", "kv cache is needed",
-                "stored in kv cache", "graph capturing finished", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len")
+                "stored in kv cache", "graph capturing finished", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len",
+                *ERA_LITERALS)
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         memory = self.facts.memory
+        matched = read_era_line(message, memory)
         for needed, pattern, kind in MEMORY_PATTERNS:
             if needed not in message:
                 continue
             match = pattern.search(message)
             if not match:
                 continue
+            matched = True
             g = match.groupdict()
             if kind == "weights":
                 memory["weights_gib"] = size_gib(g["weights"])
@@ -106,6 +111,8 @@ class MemoryExtractor(ExtractorBase):
                 memory["cudagraph_gib"] = parse_float(g["graphs"])
             elif kind == "max_len":
                 memory["max_model_len"] = parse_int(g["len"])
+        if matched:
+            derive(memory)
         self._oom(message)
 
     def _oom(self, message: str) -> None:

@@ -1,4 +1,4 @@
-"""Trade throughput, precision, context or hardware for memory: fewer sequences, eager mode, fp8 KV, offload, TP, a bigger GPU."""
+"""Trade throughput, precision, context or hardware for memory: fewer sequences, eager mode, fp8 KV, a quantized variant, a bigger GPU."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
 
         current = flag_table()["runtime_defaults"]["--max-num-seqs"]["v1" if v1 else "v0"]
     if limit:
-        value = 1 << (limit.bit_length() - 1)
-        basis = f"{limit} state blocks fit; the largest power of two not above that"
+        value = limit  # vLLM's own "at most N": the most sequences its cache holds, so the least throughput lost
+        basis = f"vLLM says at most {limit}: {limit} state blocks fit, one per sequence"
     else:
         value = max(int(params.get("floor", 8)), current // int(params.get("divide_by", 4)))
         basis = f"a quarter of the {current} sequences the warm-up or profile run sized for"
@@ -95,51 +95,6 @@ def quantized_variant(ctx: Context, params: dict) -> Fix | None:
                why=f"{variant} stores the same model in about {bits} bits per weight" + (f"; {basis}." if basis else "."),
                cost="quality", cost_note="some accuracy loss from quantization", will_start=starts,
                predicted={"weights_gib": weights} if weights else {}, not_evaluable=missing)
-
-
-@strategy("tensor-parallel-to-fit")
-def tensor_parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
-    gpus = ctx.gpu_count()
-    heads = ctx.model.attention_heads if ctx.model else None
-    kv_heads = ctx.model.kv_heads if ctx.model else None
-    logged = ctx.facts.memory.get("weights_gib")
-    weights = logged * ctx.tp() if logged else (memory.weights_gib(ctx.model, 1) if ctx.model else None)
-    per_gpu = ctx.gpu_total_gib()
-    pp, current = ctx.pp(), ctx.tp()
-    candidates = [t for t in (2, 4, 8, 16) if t > current and (gpus is None or t * pp <= gpus)
-                  and (not heads or heads % t == 0) and (not kv_heads or kv_heads % t == 0 or t % kv_heads == 0)]
-    if not candidates:
-        return None
-    choice, basis = None, ""
-    if weights and per_gpu:
-        for t in candidates:
-            reserve = _activation_and_one_sequence_gib(ctx, t)
-            if weights / t + reserve <= per_gpu * ctx.utilization():
-                choice, basis = t, (f"{weights:.0f} GiB of weights ÷ {t} GPUs = {weights / t:.1f} GiB, plus {reserve:.1f} GiB "
-                                    f"for activations and one full-length sequence, fits {per_gpu:.0f} GiB × {ctx.utilization()}")
-                break
-    if choice is None and gpus:
-        choice, basis = candidates[-1], f"spread over the {gpus} GPUs the log shows"
-    if choice is None:
-        return Fix(title="Shard the model over several GPUs with --tensor-parallel-size", changes={},
-                   why="Splitting the weights over GPUs frees memory on each.", cost="hardware",
-                   not_evaluable="number of GPUs unknown: how many GPUs does the host have (`nvidia-smi -L`)?")
-    missing = [name for name, known in (("GPU memory size", per_gpu), ("model weights", weights), ("GPU count", gpus))
-               if not known]
-    return Fix(title=f"Shard the weights: --tensor-parallel-size {choice}", changes={"--tensor-parallel-size": str(choice)},
-               why=f"Splitting the weights over GPUs frees memory on each for the KV cache; {basis}.", cost="hardware",
-               cost_note=f"uses {choice} GPUs", will_start=None if missing else True,
-               not_evaluable=(f"{' and '.join(missing)} unknown: add `nvidia-smi` output or run `vdiag snapshot` on the host"
-                              if missing else None))
-
-
-def _activation_and_one_sequence_gib(ctx: Context, tp: int) -> float:
-    """Memory besides the weights that one full-length request needs: ~2 GiB activations + its KV cache."""
-    per_token = memory.kv_bytes_per_token(ctx.model, tp, ctx.arg("--kv-cache-dtype")) if ctx.model else None
-    length = ctx.max_model_len()
-    if per_token and length:
-        return 2.0 + per_token * length / memory.GIB
-    return 4.0
 
 
 @strategy("bigger-gpu")

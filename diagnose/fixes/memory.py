@@ -45,7 +45,7 @@ def predict_kv(ctx: Context, budget_gib: float) -> dict[str, Any]:
     if overhead is None or not per_token:
         return {}
     kv_gib = budget_gib - overhead
-    tokens = memory.tokens_for(kv_gib, per_token)
+    tokens = memory.tokens_for(kv_gib, per_token, ctx.version)
     prediction: dict[str, Any] = {"kv_cache_gib": round(kv_gib, 2), "kv_tokens": tokens}
     length = ctx.max_model_len()
     if length:
@@ -66,8 +66,13 @@ def cap_max_model_len(ctx: Context, params: dict) -> Fix | None:
     if capacity is None:
         capacity = parse_int(ctx.captures.get("kv_tokens")) or kv_capacity_tokens(ctx)
         source = "the KV cache capacity the log reports"
+    logged_len = figures.get("max_model_len") or current
+    if capacity is None and figures.get("kv_fraction_available") and logged_len:
+        capacity = memory.tokens_for_fraction(logged_len, figures["kv_fraction_available"], ctx.version)
+        source = (f"the log's {figures['kv_needed_gib']} GiB needed for {logged_len:,} tokens against "
+                  f"{figures['kv_cache_gib']} GiB available, in whole blocks of {memory.BLOCK_SIZE}")
     if capacity is None and figures.get("kv_cache_gib") and (per_token := _kv_per_token(ctx)):
-        capacity = memory.tokens_for(figures["kv_cache_gib"], per_token)
+        capacity = memory.tokens_for(figures["kv_cache_gib"], per_token, ctx.version)
         source = f"the log's KV cache size ÷ {per_token} bytes per token ({ctx.model.source})"
     if capacity is None or capacity <= 0:
         return None
@@ -161,7 +166,7 @@ def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
     value, evaluable = None, False
     if total and kv_now is not None and per_token:
         kv_after = kv_now + (util - ctx.utilization()) * total
-        tokens = memory.tokens_for(kv_after, per_token)
+        tokens = memory.tokens_for(kv_after, per_token, ctx.version)
         if tokens > 0:
             value, evaluable = memory.round_down_len(min(tokens, current_len)), True
     if value is None:

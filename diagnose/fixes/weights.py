@@ -121,3 +121,84 @@ def cpu_offload(ctx: Context, params: dict) -> Fix | None:
                cost="throughput", cost_note="much slower: offloaded weights cross PCIe every step", will_start=None,
                predicted={"weights_on_gpu_gib": round(weights - value, 2), "cpu_offload_gib_per_gpu": value},
                not_evaluable=f"host RAM unknown: is {value * ctx.tp() * ctx.pp()} GiB of RAM free (`free -g`)?")
+
+
+@strategy("tensor-parallel-to-fit")
+def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
+    """The fewest GPUs whose share of the weights (and one full-length sequence) fits: tensor parallelism where the
+    size divides the heads and KV heads, else pipeline parallelism over the GPUs the log shows. Sized from a known
+    GPU count; with the count unknown, the size the weights need is named and the start left open."""
+    from .parallel import MAX_PARALLEL
+
+    gpus = ctx.gpu_count()
+    layout_now = ctx.tp() * ctx.pp()
+    weights = _weights_total_gib(ctx)
+    per_gpu = ctx.gpu_total_gib()
+    limit = min(gpus, MAX_PARALLEL) if gpus else 16
+    layouts = [(t, p) for t in _tp_sizes(ctx, limit) for p in (range(1, limit // t + 1) if gpus else (1,))
+               if layout_now < t * p <= limit]
+    layouts.sort(key=lambda tp_pp: (tp_pp[0] * tp_pp[1], -tp_pp[0]))
+    if not layouts:
+        return None
+    choice, basis = None, ""
+    if weights and per_gpu:
+        budget = per_gpu * ctx.utilization()
+        for t, p in layouts:
+            share = weights / (t * p)
+            reserve = _activation_and_one_sequence_gib(ctx, t, p)
+            if share + reserve <= budget:
+                choice = (t, p)
+                basis = (f"{weights:.1f} GiB of weights ÷ {t * p} GPUs = {share:.1f} GiB, plus {reserve:.1f} GiB for "
+                         f"activations and one full-length sequence, fits {per_gpu:.2f} GiB × {ctx.utilization()}")
+                break
+        if choice is None and gpus:
+            return None  # not even all the GPUs the log shows hold the weights: other levers, or bigger GPUs
+    if choice is None and gpus:
+        tensor_only = [(t, p) for t, p in layouts if p == ctx.pp()]  # within a node tensor parallelism serves faster
+        choice = max(tensor_only or layouts, key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0]))
+        basis = f"spread over {choice[0] * choice[1]} of the {gpus} GPUs the log shows (the weights per GPU are unknown)"
+    if choice is None:
+        return Fix(title="Shard the model over several GPUs with --tensor-parallel-size", changes={},
+                   why="Splitting the weights over GPUs frees memory on each.", cost="hardware",
+                   not_evaluable="number of GPUs unknown: how many GPUs does the host have (`nvidia-smi -L`)?")
+    t, p = choice
+    changes = {"--tensor-parallel-size": str(t)} if t != ctx.tp() else {}
+    if p != ctx.pp():
+        changes["--pipeline-parallel-size"] = str(p)
+    why_pp = ("" if p == 1 else f" Tensor parallelism needs a size that divides the {ctx.model.attention_heads} attention "
+              f"heads{f' and {ctx.model.kv_heads} KV heads' if ctx.model.kv_heads else ''}; the {p} pipeline stages split "
+              "the layers instead." if ctx.model and ctx.model.attention_heads else "")
+    missing = [name for name, known in (("GPU memory size", per_gpu), ("model weights", weights), ("GPU count", gpus))
+               if not known]
+    question = f": are there {t * p} GPUs (`nvidia-smi -L`)?" if not gpus else ""
+    flags = " ".join(f"{k} {v}" for k, v in changes.items())
+    return Fix(title=f"Shard the weights: {flags}", changes=changes,
+               why=f"Splitting the weights over GPUs frees memory on each for the KV cache; {basis}.{why_pp}".strip(),
+               cost="hardware", cost_note=f"uses {t * p} GPUs", will_start=None if missing else True,
+               predicted={"weights_gib": round(weights / (t * p), 2)} if weights else {},
+               not_evaluable=f"{' and '.join(missing)} unknown{question}" if missing else None)
+
+
+def _weights_total_gib(ctx: Context) -> float | None:
+    """All the weights, on every GPU together: the log's per-GPU figure × the current layout, else the estimate."""
+    logged = ctx.facts.memory.get("weights_gib")
+    if logged:
+        return logged * ctx.tp() * ctx.pp()
+    return memory.weights_gib(ctx.model, 1, ctx.arg("--dtype")) if ctx.model else None
+
+
+def _tp_sizes(ctx: Context, limit: int) -> list[int]:
+    """Tensor-parallel sizes ≤ limit that split the heads evenly (KV heads split, or replicated when fewer)."""
+    heads = ctx.model.attention_heads if ctx.model else None
+    kv_heads = ctx.model.kv_heads if ctx.model else None
+    sizes = range(1, limit + 1) if heads else [1 << k for k in range(limit.bit_length())]
+    return [t for t in sizes if (not heads or heads % t == 0) and (not kv_heads or kv_heads % t == 0 or t % kv_heads == 0)]
+
+
+def _activation_and_one_sequence_gib(ctx: Context, tp: int, pp: int = 1) -> float:
+    """Memory besides the weights on one GPU for one full-length request: ~2 GiB activations + its KV share."""
+    per_token = memory.kv_bytes_per_token(ctx.model, tp, ctx.arg("--kv-cache-dtype")) if ctx.model else None
+    length = ctx.max_model_len()
+    if per_token and length:
+        return 2.0 + per_token * length / memory.GIB / pp
+    return 4.0

@@ -101,12 +101,39 @@ def weights_gib(model: ModelInfo, tp: int = 1, dtype: str | None = None, bits: i
     return round(model.params_b * 1e9 * bits / 8 / GIB / max(tp, 1), 2)
 
 
-def tokens_for(kv_gib: float, per_token_bytes: int) -> int:
-    """Whole blocks of `BLOCK_SIZE` tokens that fit in `kv_gib`."""
+def tokens_for(kv_gib: float, per_token_bytes: int, version: str | None = None) -> int:
+    """Whole blocks of `BLOCK_SIZE` tokens that fit in `kv_gib`, as vLLM counts them.
+
+    From 0.29 vLLM holds one block back (the block pool's null block) before it checks that a sequence fits, so its
+    estimate, and a value it accepts, is one block lower.
+    >>> tokens_for(1.0, 131072), tokens_for(1.0, 131072, "0.29.0"), tokens_for(1.0, 131072, "0.28.0")
+    (8192, 8176, 8192)
+    """
     if kv_gib <= 0 or per_token_bytes <= 0:
         return 0
-    blocks = int(kv_gib * GIB // (per_token_bytes * BLOCK_SIZE))
-    return blocks * BLOCK_SIZE
+    blocks = int(kv_gib * GIB // (per_token_bytes * BLOCK_SIZE)) - reserved_blocks(version)
+    return max(blocks, 0) * BLOCK_SIZE
+
+
+def reserved_blocks(version: str | None) -> int:
+    """Blocks vLLM keeps out of the KV check: the null block, from 0.29 (unknown release: none)."""
+    release = parse_version(version)
+    return 1 if release is not None and release >= (0, 29, 0) else 0
+
+
+def tokens_for_fraction(max_model_len: int, fraction_available: float, version: str | None = None) -> int:
+    """Tokens that fit when the log says a sequence of `max_model_len` needs X GiB and Y GiB are there (Y/X given).
+
+    The KV a sequence needs grows in whole blocks, so the tokens that fit are the blocks of the longest sequence scaled
+    by the fraction, rounded down (one block fewer from 0.29).
+    >>> tokens_for_fraction(262144, 6.94 / 36.0), tokens_for_fraction(262144, 6.94 / 36.0, "0.29.0")
+    (50528, 50512)
+    """
+    if max_model_len <= 0 or fraction_available <= 0:
+        return 0
+    blocks = math.ceil(max_model_len / BLOCK_SIZE)
+    fitting = int(blocks * fraction_available + 1e-9) - reserved_blocks(version)
+    return max(fitting, 0) * BLOCK_SIZE
 
 
 def round_down_len(tokens: int) -> int:

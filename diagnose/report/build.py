@@ -46,6 +46,11 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
     }
     if outcome.rule_problems:
         report["rule_problems"] = list(outcome.rule_problems)
+    if report["diagnoses"] and report["diagnoses"][0]["fixes"]:
+        from .memory_after import memory_after_fix
+
+        if after := memory_after_fix(memory, report["diagnoses"][0]["fixes"][0], ctx.utilization()):
+            memory["after_fix"] = after  # the memory bar after the rank-1 fix (predicted)
     return report
 
 

@@ -1,7 +1,7 @@
 """Where the GPU memory went: one bar across the card, from the figures the report already holds.
 
 Segments, left to right: other processes, weights, activation peak, non-torch memory, CUDA graphs, KV cache, and
-what is left; a `|` marks the utilization budget. Only figures from the log (or the snapshot) are drawn; an
+what is left; a `|` marks the utilization budget. After it, the same bar after the rank-1 fix (`memory_after`). Only figures from the log (or the snapshot) are drawn; an
 unknown part is not guessed, and without the card's size there is no bar. Text that reads without colour.
 
 >>> print("\\n".join(memory_bar({"total_gpu_gib": 80.0, "weights_gib": 40.0, "activation_gib": 4.0,
@@ -25,7 +25,16 @@ SEGMENTS = [  # (facts.memory key, letter, label)
 ]
 
 
-def memory_bar(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 60) -> list[str]:
+def memory_bars(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 60) -> list[str]:
+    """The bar of the log's figures and, when the report has them, the same bar after the rank-1 fix (predicted)."""
+    lines = memory_bar(memory, gpus, width)
+    after = memory.get("after_fix")
+    if isinstance(after, dict):
+        lines += memory_bar(after, gpus, width, title="After fix 1 (predicted)")
+    return lines
+
+
+def memory_bar(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 60, title: str = "GPU memory") -> list[str]:
     """Lines of the bar, or [] when the card's size or every segment is unknown."""
     total = _number(memory.get("total_gpu_gib")) or _number(memory.get("oom_total_gib")) or _smallest_gpu(gpus)
     parts = [(letter, label, _number(memory.get(key))) for key, letter, label in SEGMENTS]
@@ -44,11 +53,14 @@ def memory_bar(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 
         bar = bar[:mark] + "|" + bar[mark:]
         budget = f" (budget {total * utilization:.1f} GiB at {utilization:g})"
     legend = [f"{letter} {label} {gib:.1f} GiB" for letter, label, gib in parts]
+    kv = _number(memory.get("kv_cache_gib"))
+    if kv is not None and kv < 0:  # vLLM's own negative figure: the budget is short by that much before any KV
+        legend.append(f"KV cache short by {-kv:.2f} GiB")
     if used < total:
         legend.append(f". unused {total - used:.1f} GiB")
     elif used > total:
         legend.append(f"over the card by {used - total:.1f} GiB")
-    return [f"GPU memory, {total:.1f} GiB{budget}:", f"[{bar}]", " " + " · ".join(legend)]
+    return [f"{title}, {total:.1f} GiB{budget}:", f"[{bar}]", " " + " · ".join(legend)]
 
 
 def _number(value: Any) -> float | None:

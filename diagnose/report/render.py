@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from ..util.redact import redact, redact_tree
-from .memory_bar import memory_bar
+from .memory_bar import memory_bars
 
 
 def to_json(report: dict[str, Any], emails: bool = True) -> str:
@@ -79,7 +79,7 @@ def _fact_rows(facts: dict[str, Any], markdown: bool) -> list[str]:
 
 def _facts_markdown(facts: dict[str, Any]) -> str:
     rows = [f"- {row}" for row in _fact_rows(facts, markdown=True)]
-    bar = memory_bar(facts.get("memory") or {}, facts.get("gpus") or [])
+    bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [])
     if bar:
         rows.append("\n```\n" + "\n".join(bar) + "\n```")
     return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
@@ -154,9 +154,9 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
         say("\nFacts:", "bold")
         for line in facts_lines:
             say(f"  {line}", "dim")
-    bar = memory_bar(facts.get("memory") or {}, facts.get("gpus") or [], width=50) if report["diagnoses"] else []
+    bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [], width=50) if report["diagnoses"] else []
     for index, line in enumerate(bar):
-        say(("\n" if index == 0 else "") + f"  {line}", "bold" if index == 0 else None, hang=3)
+        say(("\n" if index % 3 == 0 else "") + f"  {line}", "bold" if index % 3 == 0 else None, hang=3)
     if report["unexplained"]:
         say("\nError lines no rule explains:", "bold yellow")
         for u in report["unexplained"]:

@@ -1,0 +1,98 @@
+"""vLLM's memory accounting of every era read into facts.memory, the values computed from it, and the bar after the fix."""
+
+from diagnose.facts.memory_eras import derive, read_era_line
+from diagnose.model import memory
+from diagnose.report.memory_after import memory_after_fix
+from diagnose.report.memory_bar import memory_bars
+
+from .conftest import FIXTURES
+
+LOGS = FIXTURES / "memory"
+
+
+def read(name: str) -> str:
+    return (LOGS / name).read_text(encoding="utf-8")
+
+
+def test_the_0_6_4_one_line_profiling_results_give_budget_activation_and_a_negative_kv_as_a_shortfall(diagnose_text):
+    report = diagnose_text(read("profiling-results-negative-kv-0.6.4.log"))
+    figures = report["facts"]["memory"]
+    assert (figures["total_gpu_gib"], figures["gpu_memory_utilization"], figures["budget_gib"]) == (79.15, 0.2, 15.83)
+    assert figures["activation_gib"] == 1.2  # peak_torch_memory 16.19 less the 14.99 GiB of weights
+    assert figures["kv_cache_gib"] == -0.95 and figures["kv_shortfall_gib"] == 0.95
+
+
+def test_the_v1_profiler_summary_gives_weights_activation_and_non_torch():
+    figures: dict = {}
+    assert read_era_line("Memory profiling takes 5.66 seconds. Total non KV cache memory: 17.41GiB; torch peak memory "
+                         "increase: 1.19GiB; non-torch forward increase memory: 0.04GiB; weights memory: 14.99GiB.", figures)
+    assert figures == {"weights_gib": 14.99, "activation_gib": 1.19, "non_torch_gib": 0.04, "non_kv_cache_gib": 17.41}
+
+
+def test_vllms_suggested_utilization_is_kept_only_when_it_is_a_share():
+    figures: dict = {}
+    read_era_line("To maintain the same effective KV cache size as before, increase --gpu-memory-utilization to 0.9312.", figures)
+    assert figures["suggested_utilization"] == 0.9312
+    figures = {}
+    read_era_line("increase --gpu-memory-utilization to 2.5.", figures)
+    assert "suggested_utilization" not in figures
+
+
+def test_needs_x_has_y_gives_the_fraction_and_the_shortfall():
+    figures = {"kv_needed_gib": 16.0, "kv_cache_gib": 4.0}
+    derive(figures)
+    assert figures["kv_shortfall_gib"] == 12.0 and figures["kv_fraction_available"] == 0.25
+
+
+def test_without_vllms_estimate_the_context_cap_comes_from_needs_and_has_in_whole_blocks(diagnose_text):
+    fix = diagnose_text(read("kv-needed-without-estimate-0.8.log"))["diagnoses"][0]["fixes"][0]
+    assert fix["changes"] == {"--max-model-len": "32768"}  # 131,072 tokens need 16 GiB; 4 GiB hold a quarter
+    assert "16.0 GiB needed for 131,072 tokens against 4.0 GiB available" in fix["why"]
+
+
+def test_from_0_29_a_computed_capacity_is_one_block_lower():
+    assert memory.tokens_for(1.0, 131072, "0.28.0") == 8192
+    assert memory.tokens_for(1.0, 131072, "0.29.0") == 8192 - memory.BLOCK_SIZE
+    assert memory.tokens_for_fraction(262144, 0.25, "0.33.0") == 65536 - memory.BLOCK_SIZE
+    assert memory.tokens_for(1.0, 131072, None) % memory.BLOCK_SIZE == 0
+
+
+def test_vllms_own_at_most_n_is_the_max_num_seqs_proposed(diagnose_text):
+    report = diagnose_text("ValueError: max_num_seqs (1024) exceeds available Mamba cache blocks (614). Each decode sequence "
+                           "requires one Mamba cache block, so CUDA graph capture cannot proceed. Please lower max_num_seqs "
+                           "to at most 614 or increase gpu_memory_utilization.\n")
+    assert report["diagnoses"][0]["fixes"][0]["changes"] == {"--max-num-seqs": "614"}
+
+
+def test_weights_that_do_not_fit_use_pipeline_stages_when_tensor_parallelism_cannot_divide_the_heads(diagnose_text):
+    fixes = diagnose_text(read("weights-oom-three-gpus.log"))["diagnoses"][0]["fixes"]
+    shard = next(f for f in fixes if "Shard" in f["title"])
+    assert shard["changes"] == {"--pipeline-parallel-size": "3"}  # 40 heads: no tensor-parallel size of 3; 2 GPUs too few
+    assert shard["predicted"]["starts"] is True and "not_evaluable" not in shard
+
+
+def test_with_the_gpu_count_unknown_the_shard_size_is_not_predicted_to_start(diagnose_text):
+    fixes = diagnose_text(read("weights-oom-gpu-count-unknown.log"))["diagnoses"][0]["fixes"]
+    shard = next(f for f in fixes if "Shard" in f["title"])
+    assert shard["changes"] == {"--tensor-parallel-size": "4"}
+    assert shard["predicted"]["starts"] is None and "GPU count" in shard["not_evaluable"]
+
+
+def test_the_bar_after_the_fix_moves_the_kv_cache_by_the_budget_it_adds(diagnose_text):
+    report = diagnose_text(read("profiling-results-negative-kv-0.6.4.log"))
+    after = report["facts"]["memory"]["after_fix"]
+    fix = report["diagnoses"][0]["fixes"][0]
+    assert after["gpu_memory_utilization"] == float(fix["changes"]["--gpu-memory-utilization"])
+    assert after["kv_cache_gib"] == fix["predicted"]["kv_cache_gib"]
+    lines = memory_bars(report["facts"]["memory"], report["facts"]["gpus"], width=50)
+    assert lines[0].startswith("GPU memory, 79.2 GiB") and "KV cache short by 0.95 GiB" in lines[2]
+    assert lines[3].startswith("After fix 1 (predicted), 79.2 GiB (budget 34.8 GiB at 0.44)")
+    assert "K KV cache 18.1 GiB" in lines[5]
+
+
+def test_a_fix_that_moves_no_figure_has_no_bar_after_it():
+    figures = {"total_gpu_gib": 80.0, "gpu_memory_utilization": 0.9, "weights_gib": 60.0, "kv_cache_gib": 8.0}
+    assert memory_after_fix(figures, {"changes": {"--max-model-len": "8192"}, "predicted": {}}) is None
+    assert memory_after_fix(figures, {"changes": {"--enforce-eager": True}, "predicted": {}}) is None  # graphs unknown
+    smaller = memory_after_fix(figures, {"changes": {"--quantization": "fp8"}, "predicted": {"weights_gib": 30.0}})
+    assert smaller["weights_gib"] == 30.0 and smaller["kv_cache_gib"] == 38.0
