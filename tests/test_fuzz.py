@@ -1,13 +1,14 @@
 """Property-based tests: no input crashes a parser, and parse → render → parse keeps a launch.
 
-CI runs a short deterministic profile (thousands of inputs per parser);
-`VDIAG_FUZZ=long pytest tests/test_fuzz.py` runs the long one by hand.
+CI runs a short deterministic profile (a few hundred inputs per property, the same ones every run, so the
+suite stays fast); `VDIAG_FUZZ=long pytest tests/test_fuzz.py` runs the long one by hand.
 """
 
 import gzip
 import os
 import string
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from diagnose.report.render import to_json, to_markdown
 from diagnose.util.errors import VdiagError
 
 LONG = os.environ.get("VDIAG_FUZZ") == "long"
-settings.register_profile("ci", max_examples=1500, derandomize=True, deadline=None,
+settings.register_profile("ci", max_examples=300, derandomize=True, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 settings.register_profile("long", max_examples=50000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -35,10 +36,16 @@ VLLM_WORDS = ["INFO 05-22 10:00:00 llm_engine.py:150] ", "(EngineCore_DP0 pid=1)
 log_text = st.lists(st.one_of(st.sampled_from(VLLM_WORDS), st.text(max_size=20)), max_size=40).map("".join)
 
 
-@settings(max_examples=1500 if not LONG else 50000)
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    """One folder for every example's file: each example overwrites it (a folder per example cost more than the test)."""
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@settings(max_examples=600 if not LONG else 50000)
 @given(st.binary(max_size=3000))
-def test_ingest_never_crashes_on_arbitrary_bytes(tmp_path_factory, data):
-    path = tmp_path_factory.mktemp("fuzz") / "input"
+def test_ingest_never_crashes_on_arbitrary_bytes(scratch, data):
+    path = scratch / "input"
     path.write_bytes(data)
     try:
         text = "".join(Source(str(path)).blocks())
@@ -47,11 +54,11 @@ def test_ingest_never_crashes_on_arbitrary_bytes(tmp_path_factory, data):
     assert "\x00" not in text and "\r" not in text
 
 
-@settings(max_examples=1000 if not LONG else 20000)
+@settings(max_examples=300 if not LONG else 20000)
 @given(st.binary(min_size=1, max_size=2000), st.integers(min_value=0, max_value=100))
-def test_truncated_gzip_is_a_partial_answer(tmp_path_factory, data, cut_percent):
+def test_truncated_gzip_is_a_partial_answer(scratch, data, cut_percent):
     compressed = gzip.compress(data)
-    path = tmp_path_factory.mktemp("gz") / "input.gz"
+    path = scratch / "input.gz"
     path.write_bytes(compressed[: max(2, len(compressed) * cut_percent // 100)])
     try:
         "".join(Source(str(path)).blocks())
@@ -136,17 +143,17 @@ def test_launch_parsing_never_crashes_on_any_text(text):
         render(launch)
 
 
-@settings(max_examples=1000 if not LONG else 20000)
+@settings(max_examples=300 if not LONG else 20000)
 @given(st.recursive(st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
                     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=10), inner, max_size=4)),
                     max_leaves=20))
-def test_rules_loader_reports_random_yaml_as_problems(tmp_path_factory, document):
+def test_rules_loader_reports_random_yaml_as_problems(scratch, document):
     import yaml
 
     from diagnose.knowledge.loader import load_rule_files
 
     # only the random file is checked: load_rules([folder]) re-validated every bundled rule per example (minutes)
-    path = tmp_path_factory.mktemp("rules") / "random.yaml"
+    path = scratch / "random.yaml"
     path.write_text(yaml.safe_dump(document))
     ruleset = load_rule_files([path])
     # a random document is either a whole rule (nothing to report) or refused with a reason; never both, never neither

@@ -53,12 +53,21 @@ def outcome(text, ruleset):
     return categories[:1], [f["changes"] for f in first]
 
 
-@pytest.mark.parametrize("form", sorted(FORMS))
-def test_every_corpus_log_diagnoses_the_same_however_it_was_pasted(form, ruleset):
-    differences = []
+@pytest.fixture(scope="module")
+def originals(ruleset):
+    """Each corpus log's lines and its outcome as stored, diagnosed once for all the forms."""
+    out = {}
     for log in LOGS:
         lines = log.read_text(errors="replace").splitlines()
-        original = outcome("\n".join(lines) + "\n", ruleset)
+        out[log] = (lines, outcome("\n".join(lines) + "\n", ruleset))
+    return out
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_corpus_log_diagnoses_the_same_however_it_was_pasted(form, ruleset, originals):
+    differences = []
+    for log in LOGS:
+        lines, original = originals[log]
         pasted = outcome("\n".join(FORMS[form](lines)) + "\n", ruleset)
         if original != pasted:
             differences.append(f"{log.stem}: {original} -> {pasted}")

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from diagnose.knowledge.loader import load_rules
+from diagnose.knowledge.loader import load_rule_files, rule_files
 from diagnose.knowledge.rule_safety import regex_problem
 from diagnose.knowledge.rules import Signature
 from diagnose.knowledge.signatures import signature_problems
@@ -71,8 +71,8 @@ def test_safe_patterns_pass(pattern):
     assert signature_problems(Signature("s", ("x",), pattern)) == []
 
 
-def test_every_bundled_signature_passes_the_load_time_lint():
-    ruleset = load_rules(use_cache=False)
+def test_every_bundled_signature_passes_the_load_time_lint(ruleset):
+    """`ruleset` is the session's `load_rules(use_cache=False)`: the bundled rules checked afresh, not a cache."""
     assert ruleset.problems == [] and len(ruleset.rules) >= 50
     assert [s.regex for r in ruleset.rules for s in r.signatures if regex_problem(s.regex)] == []
 
@@ -81,7 +81,7 @@ def test_every_bundled_signature_passes_the_load_time_lint():
                                             ("'(a+)+b'", "unbounded repeat"), ("'x*'", "empty string")])
 def test_user_rules_are_linted_at_load_with_file_and_line(tmp_path, pattern, words):
     (tmp_path / "user.yaml").write_text(RULE.format(regex=pattern))
-    ruleset = load_rules([tmp_path], use_cache=False)
+    ruleset = load_rule_files(rule_files([tmp_path]))  # the checks of load_rules([tmp_path]), without the bundled rules
     assert "user-rule" not in ruleset.by_id()
     assert [str(p) for p in ruleset.problems if words in p.message] == \
         [f"{tmp_path / 'user.yaml'}:14: " + next(p.message for p in ruleset.problems if words in p.message)]
@@ -112,7 +112,7 @@ def test_billion_laughs_is_refused_quickly(tmp_path):
 def test_recursive_and_modest_aliases(tmp_path):
     (tmp_path / "loop.yaml").write_text("a: &a [1, *a]\nid: x\n")
     (tmp_path / "fine.yaml").write_text(RULE.format(regex="'boom'").replace("fixes: []", "fixes: &f []\nverify: *f"))
-    ruleset = load_rules([tmp_path], use_cache=False)
+    ruleset = load_rule_files(rule_files([tmp_path]))
     assert any("recursive" in p.message for p in ruleset.problems)
     assert "user-rule" in ruleset.by_id()
 

@@ -126,25 +126,25 @@ def test_lint_is_clean_on_the_bundled_rules(ruleset):
 
 def test_lint_reports_a_catastrophic_regex_and_an_empty_match(tmp_path):
     from diagnose.authoring.lint import lint
-    from diagnose.knowledge.loader import load_rules
+    from diagnose.knowledge.loader import load_rule_files, rule_files
 
     (tmp_path / "bad.yaml").write_text(
         "id: bad-rule\ncategory: port-in-use\ntitle: A bad rule\nseverity: fatal\nsummary: summary text here\n"
         "why: why text goes here\nfixes: []\nsignatures:\n"
         "  - {name: nested, literals: [boom], regex: '(a+)+b'}\n"
         "  - {name: empty, literals: [boom], regex: 'x*'}\n")
-    problems = lint(load_rules([tmp_path], use_cache=False), None)
+    problems = lint(load_rule_files(rule_files([tmp_path])), None)  # the user rule alone: linting the bundled ones costs seconds
     text = "\n".join(problems)
     assert "backtrack" in text and "empty string" in text
 
 
 def test_lint_reports_conditions_and_strategies_that_do_not_exist(tmp_path):
     from diagnose.authoring.lint import lint
-    from diagnose.knowledge.loader import load_rules
+    from diagnose.knowledge.loader import load_rule_files, rule_files
 
     (tmp_path / "typo.yaml").write_text(
         "id: typo-rule\ncategory: port-in-use\ntitle: A rule with typos\nseverity: fatal\nsummary: summary text here\n"
         "why: why text goes here\nconditions: [dockr-launch]\nsignatures:\n  - {name: s, literals: [boom], regex: 'boom'}\n"
         "fixes:\n  - {strategy: change-prot}\n")
-    text = "\n".join(lint(load_rules([tmp_path], use_cache=False), None))
+    text = "\n".join(lint(load_rule_files(rule_files([tmp_path])), None))
     assert "unknown condition 'dockr-launch'" in text and "unknown fix strategy 'change-prot'" in text

@@ -68,9 +68,22 @@ def on_pty(args: list[str], columns: int, env: dict[str, str] | None = None, tim
     return code, b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
 
 
+@pytest.fixture(scope="module")
+def example_on_pty():
+    """The bundled example on a terminal of N columns (with NO_COLOR or not), run once per width for all the tests."""
+    screens: dict[tuple[int, bool], tuple[int, str]] = {}
+
+    def run(columns: int, no_color: bool = False) -> tuple[int, str]:
+        if (columns, no_color) not in screens:
+            screens[columns, no_color] = on_pty(["--no-gpu", str(EXAMPLE)], columns, env={"NO_COLOR": "1"} if no_color else None)
+        return screens[columns, no_color]
+
+    return run
+
+
 @pytest.mark.parametrize("columns", [60, 120])
-def test_prose_wraps_to_the_terminal_with_hanging_indents(columns):
-    code, screen = on_pty(["--no-gpu", str(EXAMPLE)], columns)
+def test_prose_wraps_to_the_terminal_with_hanging_indents(columns, example_on_pty):
+    code, screen = example_on_pty(columns)
     assert code == 1
     lines = ANSI.sub("", screen).splitlines()
     prose = [line for line in lines if not line.lstrip().startswith(("$", "line ", "launch (", "vLLM ")) and "/" not in line]
@@ -82,10 +95,10 @@ def test_prose_wraps_to_the_terminal_with_hanging_indents(columns):
     assert commands and any(len(line) > columns for line in commands)  # a command stays whole: copyable
 
 
-def test_colour_on_a_terminal_and_none_with_no_color():
-    _, coloured = on_pty(["--no-gpu", str(EXAMPLE)], 120)
+def test_colour_on_a_terminal_and_none_with_no_color(example_on_pty):
+    _, coloured = example_on_pty(120)
     assert "\x1b[1" in coloured and "\x1b[31" in coloured or "\x1b[1;31" in coloured
-    _, plain = on_pty(["--no-gpu", str(EXAMPLE)], 120, env={"NO_COLOR": "1"})
+    _, plain = example_on_pty(120, no_color=True)
     assert not ANSI.search(plain), ANSI.findall(plain)[:5]  # no colour, and no bold or dim either
     assert "Fixes, best first" in plain
 
@@ -270,7 +283,9 @@ def _outside_quotes(line: str) -> str:
     return re.sub(r"`[^`]*`", "", line)
 
 
-def test_every_rule_show_reads_as_text(ruleset):
+def test_every_rule_show_reads_as_text(ruleset, monkeypatch):
+    # `rules show` loads the rules afresh on each call; the session's `ruleset` is that same fresh load, done once
+    monkeypatch.setattr("diagnose.cli.rules._load", lambda rules_dirs: ruleset)
     runner = CliRunner()
     found = []
     for rule in ruleset.rules:
@@ -354,7 +369,7 @@ def split_flags(lines: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("columns", [40, 60])
-def test_a_flag_and_its_value_stay_on_one_line_when_prose_wraps(columns, tmp_path):
+def test_a_flag_and_its_value_stay_on_one_line_when_prose_wraps(columns, tmp_path, example_on_pty):
     rules = tmp_path / "rules"
     rules.mkdir()
     (rules / "acme-batch-limit.yaml").write_text(FLAG_RULE)
@@ -369,7 +384,7 @@ def test_a_flag_and_its_value_stay_on_one_line_when_prose_wraps(columns, tmp_pat
     # each pair whole on a line as often as the rule names it: title, why, cost, the fix's why
     counts = {"--max-num-batched-tokens 8192": 4, "--max-num-seqs 64": 3, "--max-num-batched-tokens 16384": 1}
     assert {pair: sum(line.count(pair) for line in prose) for pair in counts} == counts, lines
-    _, example = on_pty(["--no-gpu", str(EXAMPLE)], columns)
+    _, example = example_on_pty(columns)
     example_lines = ANSI.sub("", example).splitlines()
     assert not split_flags(example_lines), split_flags(example_lines)
     assert any("--max-model-len 33792" in line for line in example_lines if not line.lstrip().startswith("$"))
