@@ -63,10 +63,21 @@ def test_docker_other_image_keeps_its_vllm_serve():
     assert out == "docker run --gpus all myorg/vllm-custom:1 vllm serve m --port 8001"
 
 
-def test_systemd_execstart_line():
+def test_systemd_execstart_line_is_fixed_by_a_drop_in_that_replaces_it():
     launch = parse_launch("ExecStart=/opt/venv/bin/vllm serve m --max-model-len 32768")
-    assert launch.form == "vllm-serve"
-    assert render(apply_changes(launch, {"--max-model-len": "8192"})) == "/opt/venv/bin/vllm serve m --max-model-len 8192"
+    assert launch.form == "vllm-serve" and launch.frame == "systemd"
+    assert render(launch) == "/opt/venv/bin/vllm serve m --max-model-len 32768"
+    assert render(apply_changes(launch, {"--max-model-len": "8192"})) == (
+        "# systemctl edit <unit>\n[Service]\nExecStart=\nExecStart=/opt/venv/bin/vllm serve m --max-model-len 8192")
+
+
+def test_a_unit_gets_its_environment_in_environment_lines_not_a_prefix_systemd_would_run():
+    unit = "# /etc/systemd/system/vllm.service\n[Service]\nEnvironment=VLLM_PORT=29600\nExecStart=/opt/vllm/bin/vllm serve m"
+    fixed_unit = render(apply_changes(parse_launch(unit), {"env:VLLM_PORT": None, "env:VLLM_NIXL_SIDE_CHANNEL_PORT": "5700"}))
+    assert fixed_unit == ("# systemctl edit vllm.service\n[Service]\nEnvironment=VLLM_NIXL_SIDE_CHANNEL_PORT=5700\n"
+                          "ExecStart=\nExecStart=/opt/vllm/bin/vllm serve m")
+    line = render(apply_changes(parse_launch("ExecStart=/opt/vllm/bin/vllm serve m"), {"env:VLLM_PORT": None}))
+    assert "\nUnsetEnvironment=VLLM_PORT\n" in line  # set by the unit where the log does not show it
 
 
 def test_llm_python_call_gets_keyword_arguments():

@@ -40,7 +40,8 @@ PAIRS = _pairs()
 def canonical(launch: Launch) -> tuple:
     """What the program receives: the form, env, model, vLLM flags and docker options with their values."""
     return (launch.form, sorted(launch.env), launch.model, [(a.flag, a.value) for a in launch.args],
-            [(o.flag, o.value) for o in launch.docker_opts], (launch.image or "").strip("'\""), launch.tail)
+            [(o.flag, o.value) for o in launch.docker_opts], (launch.image or "").strip("'\""), launch.tail,
+            launch.frame, launch.unit, sorted(launch.unset_env))
 
 
 def test_the_reports_hold_enough_fix_commands_to_mean_something():
@@ -63,6 +64,12 @@ def test_fix_command_parses_back_into_the_launch_plus_its_changes(case_id, comma
     "export CUDA_VISIBLE_DEVICES=3\nvllm serve Qwen/Qwen3-8B --max_model_len=32768",
     "docker run --gpus all -e HF_TOKEN=x vllm/vllm-openai:v0.9.2 vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2",
     "python -m vllm.entrypoints.openai.api_server --model m --hf-overrides '{\"rope_scaling\": {\"factor\": 4}}'",
+    "ExecStart=/opt/vllm/bin/vllm serve Qwen/Qwen3-8B \\\n  --max-model-len 32768",
+    "# /etc/systemd/system/vllm.service\n[Service]\nEnvironment=\"HF_HOME=/srv/hf cache\" CUDA_VISIBLE_DEVICES=0,1\n"
+    "ExecStart=/opt/vllm/bin/python -m vllm.entrypoints.openai.api_server --model m -tp 2",
+    "containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  args: [Qwen/Qwen3-8B, --max_model_len=32768, --enforce-eager]\n"
+    "  env:\n  - name: HF_TOKEN\n    valueFrom:\n      secretKeyRef: {name: hf, key: token}\n  - {name: VLLM_PORT, value: '29600'}",
+    'command: ["python3", "-m", "vllm.entrypoints.openai.api_server"]\nargs: ["--model", "my model", "--port", "8000"]',
 ])
 def test_hand_made_forms_round_trip(command):
     launch = parse_launch(command)

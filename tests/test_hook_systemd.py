@@ -127,8 +127,9 @@ def test_exec_start_is_read_from_the_unit_file_and_the_fix_is_a_drop_in(tmp_path
     report = json.loads(outcome.reports[0].read_text())
     assert report["facts"]["launch"] == {"form": "vllm-serve", "command": UNIT_FILE_COMMAND, "source": f"ExecStart= of {unit_file}"}
     fix = report["diagnoses"][0]["fixes"][0]
-    assert fix["command"].startswith("/opt/vllm/bin/vllm serve Qwen/Qwen2.5-7B-Instruct")
-    assert report["systemd"]["drop_in"] == (f"# systemctl edit vllm.service\n[Service]\nExecStart=\nExecStart={fix['command']}\n")
+    assert fix["command"].startswith("# systemctl edit <unit>\n[Service]\n")  # a unit's launch is fixed by a drop-in
+    assert "\nExecStart=\nExecStart=/opt/vllm/bin/vllm serve Qwen/Qwen2.5-7B-Instruct" in fix["command"]
+    assert report["systemd"]["drop_in"] == fix["command"].replace("<unit>", "vllm.service") + "\n"
     assert "drop_in" in report["systemd"] and "systemctl edit" in outcome.reports[1].read_text()
 
 

@@ -13,7 +13,7 @@ from .record import MAX_LAUNCH_CANDIDATES, LaunchCandidate
 
 
 class LaunchExtractor(ExtractorBase):
-    literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "execstart=")
+    literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "execstart=", "containers:")
     window = 30
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
@@ -21,6 +21,8 @@ class LaunchExtractor(ExtractorBase):
             return
         if re.search(r"\bLLM\s*\(", message) and "vllm serve" not in message:
             text = _balanced_call(message, following)
+        elif message.strip() == "containers:":
+            text = _yaml_block(message, following)
         else:
             text = _continued_command(message, following)
         try:
@@ -36,6 +38,19 @@ def _continued_command(message: str, following: list[str]) -> str:
     lines = [message]
     for nxt in following:
         if not lines[-1].rstrip().endswith("\\"):
+            break
+        lines.append(nxt)
+    return "\n".join(lines)
+
+
+def _yaml_block(message: str, following: list[str]) -> str:
+    """A pod spec's `containers:` and the YAML lines under it, up to a blank line or a line that is not YAML
+    (the lines may have lost their indentation on the way: the reader does not need it)."""
+    indent = len(message) - len(message.lstrip())
+    lines = [message.strip()]
+    for nxt in following:
+        depth = len(nxt) - len(nxt.lstrip())
+        if not nxt.strip() or depth < indent or not re.match(r"\s*(?:-\s|-$|[\w.-]+:(?:\s|$))", nxt):
             break
         lines.append(nxt)
     return "\n".join(lines)

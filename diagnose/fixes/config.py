@@ -143,13 +143,34 @@ def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("change-port")
 def change_port(ctx: Context, params: dict) -> Fix | None:
-    """The HTTP port is --port; any other taken port is one of vLLM's internal ones (torch.distributed, ZMQ), which
-    vLLM numbers from VLLM_PORT: two instances on one host need their own."""
-    http = parse_int(ctx.arg("--port")) or 8000
-    port = parse_int(ctx.captures.get("port")) or http
+    """A collision is fixed on the port that collided: the HTTP port is --port; an internal one is moved by the
+    setting that numbers it (NIXL's side channel, the data-parallel RPC port, the multi-node master port, …), or,
+    for the ports vLLM numbers from VLLM_PORT, by giving this instance its own VLLM_PORT (never by --port)."""
+    from ..launch.ports import port_owner
+
+    port = parse_int(ctx.captures.get("port"))
+    # uvicorn's "error while attempting to bind on address (host, port)" is the HTTP server's own bind
+    http = (port if ctx.captures.get("host") is not None else None) or parse_int(ctx.arg("--port")) or 8000
+    vllm_port = ctx.launch.env_value("VLLM_PORT") if ctx.launch is not None else None
+    if port is None and (ctx.captures.get("vllm_port") or vllm_port is not None):
+        return _unset_vllm_port(ctx.captures.get("vllm_port") or vllm_port, "")
+    port = port or http
     holder = ctx.captures.get("holder")
     taken = f"Port {port} is taken" + (f" by {holder}" if holder else "") + f" (find it with `ss -ltnp 'sport = :{port}'`)"
+    owner = port_owner(ctx.launch, port) if ctx.captures.get("host") is None else None
+    if owner is not None and owner.setting != "--port":
+        free = _free_port_near(owner.base + 100)
+        name = owner.setting[4:] if owner.setting.startswith("env:") else owner.setting
+        shown = f"{name}={free}" if owner.setting.startswith("env:") else f"{name} {free}"
+        source = "set in the launch" if owner.given else "vLLM's default"
+        return Fix(title=f"Move {owner.what} off the taken port: {shown}", changes={owner.setting: str(free)},
+                   why=f"{taken}. It is {owner.what}, numbered from {name} ({owner.base}, {source}), not the HTTP "
+                       f"port ({http}); another process on this host holds it.",
+                   cost="config", cost_note="none for clients: the HTTP port stays; peers that connect to this port "
+                                            "must use the new one", will_start=True)
     if port != http:
+        if vllm_port is not None:
+            return _unset_vllm_port(vllm_port, f"{taken}. It is not the HTTP port ({http}) but one of vLLM's internal ones. ")
         free = _free_port_near(port + 100)
         return Fix(title=f"Give this instance its own internal ports: VLLM_PORT={free}", changes={"env:VLLM_PORT": str(free)},
                    why=f"{taken}. It is not the HTTP port ({http}) but one of vLLM's internal ones (torch.distributed, "
@@ -158,6 +179,13 @@ def change_port(ctx: Context, params: dict) -> Fix | None:
     free = _free_port_near(port + 1)
     return Fix(title=f"Use a free port: --port {free}", changes={"--port": str(free)}, why=f"{taken}.",
                cost="config", cost_note="clients must use the new port", will_start=True)
+
+
+def _unset_vllm_port(value: str | None, taken: str) -> Fix:
+    return Fix(title="Give each instance its own VLLM_PORT, or unset it", changes={"env:VLLM_PORT": None},
+               why=f"{taken}vLLM numbers its internal ports (torch.distributed, ZMQ) from VLLM_PORT (here {value!r}), so "
+                   "two instances on one host with the same value collide; unset, vLLM picks free ports itself.",
+               cost="config", cost_note="none for clients: the HTTP port stays", will_start=True)
 
 
 def _free_port_near(start: int) -> int:

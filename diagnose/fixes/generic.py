@@ -49,6 +49,50 @@ def remove_flag(ctx: Context, params: dict) -> Fix | None:
                cost="config", cost_note=fill(params.get("cost", "none"), ctx), will_start=True)
 
 
+@strategy("correct-or-remove-flag")
+def correct_or_remove_flag(ctx: Context, params: dict) -> Fix | None:
+    """A misspelled flag (`--gpu-memory-utilisation 0.5`) is respelled with the user's value kept; a flag that no
+    spelling of this vLLM matches (a removed one, one that never existed) is removed."""
+    flag = fill(params.get("flag", "{flag}"), ctx)
+    if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", flag):
+        flag = "--" + flag.replace("_", "-")  # an `LLM(...)` keyword: gpu_memory_utilisation
+    return _spelling_correction(ctx, flag) or remove_flag(ctx, params)
+
+
+def _spelling_correction(ctx: Context, flag: str) -> Fix | None:
+    from ..launch.launch import flag_table
+    from ..launch.releases import did_you_mean, flag_entry
+
+    if "{" in flag or not flag.startswith("--") or flag_entry(flag) or flag in flag_table()["removed"]:
+        return None  # a flag some release had was removed or renamed, not misspelled: remove-flag says what instead
+    usage_flags = re.findall(r"--[\w-]+", ctx.captures.get("usage") or "")
+    target = did_you_mean(flag, ctx.version, usage_flags)
+    entry = flag_entry(target) if target else None
+    if target is None:
+        return None
+    value = _given_value(ctx, flag)
+    if entry and entry.get("switch"):
+        value = True
+    elif value is None:
+        return None  # a flag that takes a value, with none to keep: not a correction vdiag can write
+    where = ("the usage text in the log" if target in usage_flags
+             else f"vLLM {ctx.version}'s flag table" if ctx.version else "the flag table of the vLLM releases read")
+    shown = target if value is True else f"{target} {value}"
+    return Fix(title=f"Correct the misspelled flag: {shown}", changes={flag: None, target: value},
+               why=f"vLLM has no {flag}; the flag spelled nearly the same is {target} ({where})"
+                   + ("." if value is True else f", and your value {value} is kept."),
+               cost="config", cost_note="none", will_start=True)
+
+
+def _given_value(ctx: Context, flag: str) -> str | None:
+    """The value the user gave a rejected flag: in the launch, else after it in vLLM's error line."""
+    given = ctx.launch.get(flag) if ctx.launch is not None else None
+    if given is not None and given != "true":
+        return given
+    value = ctx.captures.get("value")
+    return value if value and not re.match(r"-(?!\d)", value) else None
+
+
 @strategy("valid-choice")
 def valid_choice(ctx: Context, params: dict) -> Fix | None:
     flag = fill(params.get("flag", "{flag}"), ctx)
@@ -83,6 +127,8 @@ def docker_option(ctx: Context, params: dict) -> Fix | None:
     """A `docker run` option. Not proposed when the launch already has it with that value; `--shm-size` is sized
     by the GPUs it serves (`per_gpu_gib`) and, since Docker ignores it under `--ipc host`, drops that option."""
     option, value = params["option"], fill(params.get("value", True), ctx)
+    if _in_kubernetes(ctx):
+        return _as_pod_spec(ctx, option, params)
     current = _docker_value(ctx, option)
     changes: dict[str, Any] = {}
     why = fill(params.get("why", ""), ctx)
@@ -98,6 +144,27 @@ def docker_option(ctx: Context, params: dict) -> Fix | None:
     changes[f"docker:{option}"] = value
     return Fix(title=fill(params.get("title", f"Start the container with {option} {value}"), ctx),
                changes=changes, why=why, will_start=True, cost_note=fill(params.get("cost", ""), ctx))
+
+
+def _in_kubernetes(ctx: Context) -> bool:
+    launch = ctx.launch
+    return (launch is not None and launch.frame == "kubernetes") or (
+        "kubernetes" in ctx.text_hints and (launch is None or launch.form != "docker"))
+
+
+def _as_pod_spec(ctx: Context, option: str, params: dict) -> Fix | None:
+    """The pod-spec equivalent of a `docker run` option (`docker_in_kubernetes` in flags.yaml); None when it has none."""
+    from ..launch.launch import flag_table
+
+    equivalent = (flag_table().get("docker_in_kubernetes") or {}).get(option)
+    if equivalent is None:
+        return None
+    gpus = ctx.tp() * ctx.pp()
+    shm_gib = max(int(params.get("min_gib", 10)), int(params.get("per_gpu_gib") or 0) * gpus)
+    values = {"gpus": gpus, "shm_gib": shm_gib}
+    return Fix(title=equivalent["title"].format(**values), step_command=equivalent["snippet"].format(**values),
+               why=fill(params.get("why", ""), ctx) + " In Kubernetes this belongs in the pod spec.",
+               cost="config", cost_note="the pod restarts with the new spec", will_start=True)
 
 
 def _docker_value(ctx: Context, option: str) -> Any:

@@ -6,8 +6,8 @@ the log has no figures to re-evaluate, the category's curing settings in
 `data/retrigger_settings.yaml` decide: a launch change that touches none of
 them leaves the failure where it was. Every category has one or the other.
 
->>> settings_unchanged("port-in-use", {"--max-model-len": "4096"})
-'changes none of the settings that cure port-in-use (--port, --host, env:VLLM_PORT)'
+>>> settings_unchanged("cuda-fork-reinit", {"--max-model-len": "4096"})
+'changes none of the settings that cure cuda-fork-reinit (env:VLLM_WORKER_MULTIPROC_METHOD, --distributed-executor-backend)'
 >>> settings_unchanged("port-in-use", {"--port": "8001"}) is None
 True
 """

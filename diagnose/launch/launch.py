@@ -62,6 +62,11 @@ class Launch:
     tail: list[str] = field(default_factory=list)
     python_kwargs: dict[str, Any] = field(default_factory=dict)
     origin: str = "log"
+    frame: str | None = None  # "systemd": a unit's ExecStart= (launch.frames); "kubernetes": a container (launch.kubernetes)
+    unit: str | None = None
+    env_from_elsewhere: list[dict] = field(default_factory=list)  # a container's `valueFrom:` env entries, kept as written
+    unset_env: list[str] = field(default_factory=list)  # UnsetEnvironment= of a unit
+    fixed: bool = False  # a fix's changes applied: a unit's command is then rendered as the drop-in that deploys it
 
     def get(self, flag: str) -> str | None:
         """The value of a flag (canonical name), `"true"` for a present switch, else None."""

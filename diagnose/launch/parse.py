@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 
 from ..util.lazy_pattern import lazy
+from .frames import is_unit_text, split_unit
+from .kubernetes import container_of, looks_like_container
 from .launch import SHELL_OPERATORS, Arg, Launch, Token, is_switch
 from .python_forms import parse_llm_call
 
@@ -36,6 +38,7 @@ _DOCKER_VALUE_OPTS = {
 }
 _LAUNCH_HINT = lazy(
     r"(?:^|[\s/])vllm\s+serve\b|-m\s+vllm\.entrypoints\.|\b(?:docker|podman|nerdctl)\s+run\b|\bLLM\s*\(|^\s*ExecStart="
+    r"|^\s*containers:\s*$"
 )
 
 
@@ -53,7 +56,39 @@ def parse_launch(text: str) -> Launch | None:
     stripped = text.strip()
     if re.search(r"\bLLM\s*\(", stripped) and not re.search(r"vllm\s+serve|-m\s+vllm\.", stripped):
         return parse_llm_call(stripped)
+    if is_unit_text(stripped):
+        return _parse_unit(stripped)
+    if looks_like_container(stripped):
+        return _parse_container(stripped) or _parse_shell(stripped)
     return _parse_shell(stripped)
+
+
+def _parse_container(text: str) -> Launch | None:
+    """A Kubernetes container: its command (else the image's entrypoint) and args as one launch, env: as env."""
+    import shlex
+
+    spec = container_of(text, _entrypoint_serves)
+    launch = _parse_shell(shlex.join(spec.argv)) if spec is not None else None
+    if launch is None:
+        return None
+    launch.frame, launch.image = "kubernetes", spec.image
+    launch.env = [*spec.env, *launch.env]
+    launch.env_from_elsewhere = spec.env_from_elsewhere
+    if not spec.command_given:
+        launch.head = []  # the image's entrypoint runs `vllm serve`
+    return launch
+
+
+def _parse_unit(text: str) -> Launch | None:
+    """A unit's `ExecStart=` (a line, a unit file, the drop-in a fix renders): its command, Environment= as env."""
+    unit = split_unit(text)
+    launch = _parse_shell(unit.command) if unit is not None else None
+    if launch is None:
+        return None
+    launch.frame, launch.unit = "systemd", unit.unit
+    launch.env = [*unit.env, *launch.env]
+    launch.unset_env = list(unit.unset)
+    return launch
 
 
 def _join_continuations(text: str) -> str:

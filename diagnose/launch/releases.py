@@ -133,18 +133,41 @@ def release_flags(version: str | None) -> list[str]:
 
 
 def did_you_mean(flag: str, version: str | None, usage_flags: list[str] | None = None) -> str | None:
-    """The flag an unrecognised `flag` most likely meant: from the usage text in the log, else the release's table.
+    """The flag a misspelled `flag` meant: from the usage text in the log and the release's table.
 
+    Only a near spelling counts (at most 2 edits, 3 in a name of 20 characters or more): `--enable-metrics` is not a
+    misspelled `--enable-mfu-metrics`.
     >>> did_you_mean("--gpu-memory-utilisation", "0.9.2"), did_you_mean("--max_model_len", None)
     ('--gpu-memory-utilization', '--max-model-len')
-    >>> did_you_mean("--frobnicate", "0.9.2") is None
-    True
+    >>> did_you_mean("--frobnicate", "0.9.2"), did_you_mean("--enable-metrics", None)
+    (None, None)
     """
     import difflib
 
     name = "--" + flag.lstrip("-").replace("_", "-")
-    pool = list(usage_flags or []) or release_flags(version)
-    if name in pool and name != flag:
-        return name
-    matches = difflib.get_close_matches(name, pool, n=1, cutoff=0.85)
-    return matches[0] if matches and matches[0] != flag else None
+    usage = [f for f in usage_flags or [] if f.startswith("--")]
+    pool = list(dict.fromkeys(usage + release_flags(version)))
+    if name in pool:
+        return name if name != flag else None
+    for match in difflib.get_close_matches(name, pool, n=3, cutoff=0.8):
+        if match != flag and edit_distance(name, match) <= (2 if max(len(name), len(match)) < 20 else 3):
+            return match
+    return None
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) that turn `a` into `b`.
+
+    >>> edit_distance("--max-modle-len", "--max-model-len"), edit_distance("--quantisation", "--quantization")
+    (1, 1)
+    """
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]

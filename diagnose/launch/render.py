@@ -9,18 +9,33 @@ from typing import Any
 
 from ..util.lazy_pattern import lazy
 from ..util.redact import MASK, masked_launch
+from .frames import render_drop_in
+from .kubernetes import render_container
 from .launch import Arg, Launch, canonical_flag
 
 # ---------------------------------------------------------------- changes and rendering
 
 
 def apply_changes(launch: Launch, changes: dict[str, Any]) -> Launch:
-    """A copy of `launch` with a fix's changes applied (`--flag`, `env:NAME`, `docker:--opt`)."""
+    """A copy of `launch` with a fix's changes applied (`--flag`, `env:NAME`, `docker:--opt`).
+
+    A flag added right after one is removed takes its place (a respelled flag stays where the user wrote it).
+    >>> from diagnose.launch.parse import parse_launch
+    >>> render(apply_changes(parse_launch("vllm serve m --gpu-memory-utilisation 0.5 --port 8001"),
+    ...                      {"--gpu-memory-utilisation": None, "--gpu-memory-utilization": "0.5"}))
+    'vllm serve m --gpu-memory-utilization 0.5 --port 8001'
+    """
     new = replace(launch, env=list(launch.env), args=list(launch.args), docker_opts=list(launch.docker_opts),
-                  python_kwargs=dict(launch.python_kwargs))
+                  python_kwargs=dict(launch.python_kwargs), unset_env=list(launch.unset_env), fixed=True)
+    vacated: int | None = None
     for key, value in changes.items():
         if value == "(remove)":
             value = None
+        flag = canonical_flag(key) if key.startswith("-") else None
+        if flag and flag != "--model" and value not in (None, False) and vacated is not None \
+                and not any(a.flag == flag for a in new.args):
+            new.args.insert(vacated, Arg(key, None if value is True else str(value)))  # set in place below
+        vacated = next((i for i, a in enumerate(new.args) if a.flag == flag), None) if flag and value is None else None
         if key.startswith("env:"):
             _set_env(new, key[4:], None if value is None else str(value))
         elif key.startswith("docker:"):
@@ -53,9 +68,13 @@ def _set_env(launch: Launch, name: str, value: str | None) -> None:
         if value is not None:
             launch.docker_opts.append(Arg("-e", f"{name}={value}"))
         return
+    set_here = any(k == name for k, _v in launch.env)
     launch.env = [(k, v) for k, v in launch.env if k != name]
+    launch.unset_env = [n for n in launch.unset_env if n != name]
     if value is not None:
         launch.env.append((name, value))
+    elif launch.frame == "systemd" and not set_here:  # set by the unit's own Environment=, which the log does not show
+        launch.unset_env.append(name)
 
 
 def _set_arg(args: list[Arg], flag: str, value: Any) -> None:
@@ -117,6 +136,15 @@ def render(launch: Launch) -> str:
     launch = masked_launch(launch)
     if launch.form == "llm-python":
         return _render_python(launch)
+    if launch.frame == "kubernetes":
+        return _render_container(launch)
+    if launch.frame == "systemd":
+        command = _render_command(replace(launch, env=[]))
+        return render_drop_in(command, launch.env, launch.unset_env, launch.unit) if launch.fixed else command
+    return _render_command(launch)
+
+
+def _render_command(launch: Launch) -> str:
     parts: list[str] = [f"{k}={_quote(v)}" for k, v in launch.env]
     parts += launch.head[:2] if launch.form == "docker" else launch.head
     if launch.form == "docker":
@@ -129,6 +157,18 @@ def render(launch: Launch) -> str:
     parts += [_render_arg(a) for a in launch.args]
     parts += launch.tail
     return " ".join(p for p in parts if p)
+
+
+def _render_container(launch: Launch) -> str:
+    """The container's `command:` (when it has its own), `args:` as a list of words, and `env:`."""
+    args = [launch.model] if launch.model and launch.model_positional else []
+    for arg in launch.args:
+        if arg.value is None:
+            args.append(arg.spelled)
+        else:
+            args += [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
+    command = [word for raw in launch.head for word in shlex.split(raw)] or None
+    return render_container(launch.image, command, args, launch.env, launch.env_from_elsewhere, launch.fixed)
 
 
 def _render_python(launch: Launch) -> str:

@@ -1,0 +1,159 @@
+"""A launch written as a Kubernetes container (`image:`, `command:`, `args:`, `env:`), answered in the same terms.
+
+A pod is not changed with `docker run`: a fix is the container's `args:` and `env:` as they must read, to paste
+into the manifest (or `kubectl edit`). Environment entries that come from elsewhere (`valueFrom:`) are kept as
+written.
+
+>>> spec = container_of("containers:\\n- name: vllm\\n  image: vllm/vllm-openai:v0.9.2\\n  args: [--model, m]")
+>>> spec.image, spec.argv
+('vllm/vllm-openai:v0.9.2', ['vllm', 'serve', '--model', 'm'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..util.lazy_pattern import lazy
+
+_CONTAINER_KEYS = ("image", "command", "args", "env")
+_KEY = lazy(r"[A-Za-z_][\w.-]*")
+_YAML_REFERENCE = lazy(r"(?:^|[\s\[{,:])[&*][^\s]")  # anchors and aliases: a pasted spec has none, a hostile one may
+MAX_SPEC_CHARS = 16384
+HEADER = "# the vLLM container's args: and env: (in the manifest, or kubectl edit)"
+
+
+@dataclass
+class ContainerSpec:
+    image: str | None
+    argv: list[str]  # the command the container runs, the image's entrypoint (`vllm serve`) spelled out
+    command_given: bool  # the spec has its own `command:` (else the image's entrypoint runs)
+    env: list[tuple[str, str]] = field(default_factory=list)
+    env_from_elsewhere: list[dict] = field(default_factory=list)
+
+
+def looks_like_container(text: str) -> bool:
+    head = text.lstrip()[:200]
+    return head.startswith(("containers:", "- name:", "image:", "args:", "command:", HEADER, "{")) and (
+        "args" in text or "command" in text)
+
+
+def container_of(text: str, entrypoint_serves=lambda image: True) -> ContainerSpec | None:
+    """The first container of a pod spec (or a bare container) that runs vLLM; None when there is none.
+
+    Read line by line, not by indentation: a log or a ticket often keeps a spec's words but not its indentation.
+    """
+    if len(text) > MAX_SPEC_CHARS or _YAML_REFERENCE.search(text):
+        return None
+    if text.lstrip().startswith("{"):
+        parsed = _scalar(text.strip())
+        containers = [parsed] if isinstance(parsed, dict) else []
+    else:
+        containers = _read_containers(text)
+    for container in containers:
+        spec = _spec(container, entrypoint_serves)
+        if spec is not None:
+            return spec
+    return None
+
+
+def _read_containers(text: str) -> list[dict]:
+    containers: list[dict] = [{}]
+    section: str | None = None
+    entry: dict | None = None
+    ref: dict | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        item = line.startswith("- ") or line == "-"
+        body = line[1:].strip() if item else line
+        key, sep, value = body.partition(":")
+        is_key = bool(sep) and _KEY.fullmatch(key) is not None and (not value or value.startswith(" "))
+        value = value.strip()
+        current = containers[-1]
+        if item and is_key and key == "name" and section != "env":
+            if current.get("args") or current.get("command"):
+                containers.append({})
+                section = None
+            continue
+        if item and section in ("args", "command"):
+            current.setdefault(section, []).append(_word(body))
+        elif item and section == "env" and body.startswith("{"):
+            entry, ref = _scalar(body), None  # a flow entry: {name: X, value: Y}
+            if isinstance(entry, dict):
+                current.setdefault("env", []).append(entry)
+        elif section == "env" and (item or key in ("value", "valueFrom") or ref is not None) and is_key:
+            if item:
+                entry = {key: _word(value)}
+                current.setdefault("env", []).append(entry)
+                ref = None
+            elif entry is not None and key == "valueFrom" and not value:
+                ref = entry["valueFrom"] = {}
+            elif entry is not None and ref is not None and ref is entry.get("valueFrom") and not value:
+                ref[key] = {}
+                ref = ref[key]
+            elif entry is not None and ref is not None:
+                ref[key] = _scalar(value)
+            elif entry is not None:
+                entry[key] = _scalar(value) if key == "valueFrom" else _word(value)
+        elif is_key and not item:
+            section, entry, ref = key if key in _CONTAINER_KEYS else None, None, None
+            if key in _CONTAINER_KEYS and value:
+                current[key] = _scalar(value)
+                section = None
+    return [c for c in containers if c]
+
+
+def _scalar(value: str):
+    import yaml
+
+    try:
+        return yaml.safe_load(value)
+    except (yaml.YAMLError, RecursionError, ValueError):  # a hostile value nested thousands deep is no spec
+        return value
+
+
+def _word(value: str) -> str:
+    parsed = _scalar(value)
+    return value if isinstance(parsed, (dict, list)) or parsed is None else str(parsed)
+
+
+def _spec(container: dict, entrypoint_serves) -> ContainerSpec | None:
+    command, args = container.get("command"), container.get("args")
+    if not all(v is None or isinstance(v, list) for v in (command, args)):
+        return None
+    image = container.get("image") if isinstance(container.get("image"), str) else None
+    words = [str(w) for w in (command or []) + (args or [])]
+    if not command:
+        if image is None or not entrypoint_serves(image):
+            return None
+        words = ["vllm", "serve", *words]
+    if not any("vllm" in w for w in words[:4]):
+        return None
+    spec = ContainerSpec(image, words, bool(command))
+    for entry in container.get("env") or []:
+        if isinstance(entry, dict) and "name" in entry and "value" in entry:
+            spec.env.append((str(entry["name"]), str(entry["value"])))
+        elif isinstance(entry, dict) and "name" in entry:
+            spec.env_from_elsewhere.append(entry)
+    return spec
+
+
+def render_container(image: str | None, command: list[str] | None, args: list[str], env: list[tuple[str, str]],
+                     env_from_elsewhere: list[dict], fixed: bool) -> str:
+    """The container as YAML: one flow line for the launch as found, the block to paste for a fix."""
+    import yaml
+
+    container: dict[str, Any] = {}
+    if image:
+        container["image"] = image
+    if command:
+        container["command"] = command
+    container["args"] = args
+    entries = [{"name": k, "value": v} for k, v in env] + env_from_elsewhere
+    if entries:
+        container["env"] = entries
+    if not fixed:
+        return yaml.safe_dump(container, default_flow_style=True, sort_keys=False, width=10**6).strip()
+    return HEADER + "\n" + yaml.safe_dump(container, default_flow_style=False, sort_keys=False, width=10**6).rstrip()

@@ -1,0 +1,75 @@
+"""Which setting of a launch owns a port: the HTTP `--port`, or one of vLLM's internal ports (`internal_ports` in
+flags.yaml), so that a collision is fixed on the port that collided.
+
+>>> from diagnose.launch.parse import parse_launch
+>>> owner = port_owner(parse_launch("VLLM_NIXL_SIDE_CHANNEL_PORT=5700 vllm serve m -tp 2"), 5701)
+>>> owner.setting, owner.base
+('env:VLLM_NIXL_SIDE_CHANNEL_PORT', 5700)
+>>> port_owner(parse_launch("vllm serve m --port 9000"), 9000).setting
+'--port'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .launch import Launch, flag_table
+
+HTTP_DEFAULT_PORT = 8000
+
+
+@dataclass(frozen=True)
+class PortOwner:
+    setting: str  # `--flag` or `env:NAME`
+    what: str
+    base: int
+    given: bool  # the launch sets it (else vLLM's default base)
+
+
+def port_owner(launch: Launch | None, port: int) -> PortOwner | None:
+    """The setting that gave vLLM `port`; None for an internal port no setting names (VLLM_PORT's range or random)."""
+    http = _int(launch.get("--port")) if launch is not None else None
+    if port == (http or HTTP_DEFAULT_PORT):
+        return PortOwner("--port", "the HTTP port", port, http is not None)
+    for entry in flag_table().get("internal_ports") or []:
+        setting = entry["setting"]
+        given = _int(_setting_value(launch, setting)) if launch is not None else None
+        base = given if given is not None else (entry.get("default") if _feature_on(launch, entry) else None)
+        if base is None:
+            continue
+        span = _ranks(launch) if entry.get("ranks") else 1
+        if base <= port < base + span:
+            return PortOwner(setting, entry["what"], base, given is not None)
+    return None
+
+
+def _setting_value(launch: Launch, setting: str) -> str | None:
+    return launch.env_value(setting[4:]) if setting.startswith("env:") else launch.get(setting)
+
+
+def _feature_on(launch: Launch | None, entry: dict) -> bool:
+    for flag, marker in (entry.get("used_when") or {}).items():
+        value = launch.get(flag) if launch is not None else None
+        if value is None:
+            continue
+        if isinstance(marker, int):
+            if (_int(value) or 0) > marker:
+                return True
+        elif str(marker).lower() in value.lower():
+            return True
+    return False
+
+
+def _ranks(launch: Launch | None) -> int:
+    """GPUs of one instance (tensor × pipeline × data parallel): one side-channel port each."""
+    if launch is None:
+        return 1
+    sizes = [_int(launch.get(flag)) or 1 for flag in ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size")]
+    return max(1, sizes[0] * sizes[1] * sizes[2])
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
