@@ -96,3 +96,10 @@ def test_a_fix_that_moves_no_figure_has_no_bar_after_it():
     assert memory_after_fix(figures, {"changes": {"--enforce-eager": True}, "predicted": {}}) is None  # graphs unknown
     smaller = memory_after_fix(figures, {"changes": {"--quantization": "fp8"}, "predicted": {"weights_gib": 30.0}})
     assert smaller["weights_gib"] == 30.0 and smaller["kv_cache_gib"] == 38.0
+
+
+def test_the_cuda_graph_pool_and_the_kv_cache_in_use_of_recent_releases_are_read():
+    figures: dict = {}
+    read_era_line("CUDA graph pool memory: 0.61 GiB (actual), 0.58 GiB (estimated), difference: 0.03 GiB (5.2%).", figures)
+    read_era_line("... to fully utilize gpu memory. Current kv cache memory in use is 54.1 GiB.", figures)
+    assert figures == {"cudagraph_gib": 0.61, "kv_cache_gib": 54.1}

@@ -8,7 +8,9 @@ The wordings, from each release's source (one mechanism per wording, not per log
 - 0.8–0.10 and later, the profiler's own summary (debug level in V1):
   ``Memory profiling takes 5.66 seconds. Total non KV cache memory: 17.41GiB; torch peak memory increase: 1.19GiB;
   non-torch forward increase memory: 0.04GiB; weights memory: 14.99GiB.``
-- 0.21 and later, CUDA graph profiling: ``... increase --gpu-memory-utilization to 0.9312 ...`` (vLLM's own figure).
+- 0.21 and later, CUDA graph profiling: ``... increase --gpu-memory-utilization to 0.9312 ...`` (vLLM's own figure),
+  ``CUDA graph pool memory: 0.61 GiB (actual), 0.58 GiB (estimated), ...`` and, after the "Actual usage is ..."
+  breakdown, ``Current kv cache memory in use is 54.1 GiB.``
 - "needs X GiB, has Y GiB" (the KV check of V1) and negative KV figures: kept as `kv_shortfall_gib`, the memory
   the KV cache lacks, by `derive`.
 
@@ -42,6 +44,8 @@ ERA_PATTERNS = [
         rf"Total non KV cache memory: (?P<non_kv>{_SIZE}); torch peak memory increase: (?P<activation>{_SIZE});"
         rf"(?: non-torch forward increase memory: (?P<non_torch>{_SIZE});)?(?: total consumed \(from mem_get_info\): "
         rf"{_SIZE};)? weights memory: (?P<weights>{_SIZE})"), "profile_summary"),
+    ("CUDA graph pool memory: ", lazy(rf"CUDA graph pool memory: (?P<graphs>{_NUMBER}) GiB \(actual\)"), "graph_pool"),
+    ("Current kv cache memory in use is ", lazy(rf"Current kv cache memory in use is (?P<kv>{_NUMBER}) GiB"), "kv_in_use"),
     ("increase --gpu-memory-utilization to ", lazy(
         r"increase --gpu-memory-utilization to (?P<util>\d{1,3}(?:\.\d{1,16})?)"), "suggested_util"),
     ("--gpu-memory-utilization from ", lazy(
@@ -49,7 +53,7 @@ ERA_PATTERNS = [
 ]
 
 LITERALS = ("memory profiling results", "total non kv cache memory", "increase --gpu-memory-utilization to",
-            "--gpu-memory-utilization from ")
+            "--gpu-memory-utilization from ", "cuda graph pool memory", "current kv cache memory in use")
 
 
 def read_era_line(message: str, memory: dict[str, Any]) -> bool:
@@ -72,6 +76,10 @@ def read_era_line(message: str, memory: dict[str, Any]) -> bool:
             if g["non_torch"] is not None and memory.get("non_torch_gib") is None:
                 memory["non_torch_gib"] = size_gib(g["non_torch"])
             memory["non_kv_cache_gib"] = size_gib(g["non_kv"])
+        elif kind == "graph_pool":
+            memory["cudagraph_gib"] = parse_float(g["graphs"])
+        elif kind == "kv_in_use":
+            memory["kv_cache_gib"] = parse_float(g["kv"])
         elif kind == "suggested_util":
             value = parse_float(g["util"])
             if value is not None and 0 < value <= 1:

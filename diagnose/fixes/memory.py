@@ -276,7 +276,8 @@ def raise_kv_bytes(ctx: Context, params: dict) -> Fix | None:
         value = math.ceil(current * wanted / estimate)
         basis = f"{current:,} bytes hold {estimate:,} tokens, so {wanted:,} tokens need {value:,} bytes"
     elif per_token and wanted:
-        value = per_token * math.ceil(wanted / memory.BLOCK_SIZE) * memory.BLOCK_SIZE
+        blocks = math.ceil(wanted / memory.BLOCK_SIZE) + memory.reserved_blocks(ctx.version)  # 0.29+: the null block
+        value = per_token * blocks * memory.BLOCK_SIZE
         basis = f"{wanted:,} tokens × {per_token:,} bytes per token ({ctx.model.source})"
     else:
         value = max(64 * 2**20, 2 * (current or 0))
