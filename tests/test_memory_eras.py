@@ -103,3 +103,14 @@ def test_the_cuda_graph_pool_and_the_kv_cache_in_use_of_recent_releases_are_read
     read_era_line("CUDA graph pool memory: 0.61 GiB (actual), 0.58 GiB (estimated), difference: 0.03 GiB (5.2%).", figures)
     read_era_line("... to fully utilize gpu memory. Current kv cache memory in use is 54.1 GiB.", figures)
     assert figures == {"cudagraph_gib": 0.61, "kv_cache_gib": 54.1}
+
+
+def test_the_fewest_gpus_that_hold_the_weights_and_one_sequence_in_tensor_parallel_when_it_divides(diagnose_text):
+    log = ("$ CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve meta-llama/Llama-3.1-70B-Instruct --max-model-len {len}\n"
+           "INFO 01-10 10:00:05 [gpu_model_runner.py:1329] Starting to load model meta-llama/Llama-3.1-70B-Instruct...\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 896.00 MiB. GPU 0 has a total capacity of "
+           "79.19 GiB of which 405.56 MiB is free. Including non-PyTorch memory, this process has 78.78 GiB memory in use.\n")
+    for length, size in ((8192, "2"), (131072, "4")):  # a full-length sequence of 128k needs 20 GiB more at size 2
+        fixes = diagnose_text(log.format(len=length))["diagnoses"][0]["fixes"]
+        shard = next(f for f in fixes if "Shard" in f["title"])
+        assert shard["changes"] == {"--tensor-parallel-size": size} and shard["predicted"]["starts"] is True

@@ -125,9 +125,9 @@ def cpu_offload(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("tensor-parallel-to-fit")
 def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
-    """The fewest GPUs whose share of the weights (and one full-length sequence) fits: tensor parallelism where the
-    size divides the heads and KV heads, else pipeline parallelism over the GPUs the log shows. Sized from a known
-    GPU count; with the count unknown, the size the weights need is named and the start left open."""
+    """The fewest GPUs whose share of the weights (and one full-length sequence) fits: tensor parallelism where a
+    size that divides the heads and KV heads fits, else pipeline stages, within the GPUs the log shows. Sized from a
+    known GPU count; with the count unknown, the size the weights need is named and the start left open."""
     from .parallel import MAX_PARALLEL
 
     gpus = ctx.gpu_count()
@@ -137,7 +137,8 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
     limit = min(gpus, MAX_PARALLEL) if gpus else 16
     layouts = [(t, p) for t in _tp_sizes(ctx, limit) for p in (range(1, limit // t + 1) if gpus else (1,))
                if layout_now < t * p <= limit]
-    layouts.sort(key=lambda tp_pp: (tp_pp[0] * tp_pp[1], -tp_pp[0]))
+    # tensor parallelism first (it serves faster within a node), then pipeline stages, each by the fewest GPUs
+    layouts.sort(key=lambda tp_pp: (tp_pp[1] != ctx.pp(), tp_pp[0] * tp_pp[1], -tp_pp[0]))
     if not layouts:
         return None
     choice, basis = None, ""
@@ -191,8 +192,10 @@ def _tp_sizes(ctx: Context, limit: int) -> list[int]:
     """Tensor-parallel sizes ≤ limit that split the heads evenly (KV heads split, or replicated when fewer)."""
     heads = ctx.model.attention_heads if ctx.model else None
     kv_heads = ctx.model.kv_heads if ctx.model else None
-    sizes = range(1, limit + 1) if heads else [1 << k for k in range(limit.bit_length())]
-    return [t for t in sizes if (not heads or heads % t == 0) and (not kv_heads or kv_heads % t == 0 or t % kv_heads == 0)]
+    from .parallel import divisors
+
+    sizes = sorted(divisors(heads, limit)) if heads else [1 << k for k in range(limit.bit_length())]
+    return [t for t in sizes if not kv_heads or kv_heads % t == 0 or t % kv_heads == 0]
 
 
 def _activation_and_one_sequence_gib(ctx: Context, tp: int, pp: int = 1) -> float:
