@@ -101,3 +101,12 @@ def test_an_oom_kill_under_systemd_is_answered_as_a_drop_in():
     command = diagnosis["fixes"][0]["command"]
     assert command.startswith("systemctl show -p MemoryMax -p MemoryHigh -p MemoryPeak vllm.service; systemctl edit vllm.service")
     assert "docker run" not in command
+
+
+def test_docker_logs_are_answered_as_a_docker_run_of_the_image_they_name():
+    report = report_for("docker-logs-after-pull.log")
+    first = top(report)["fixes"][0]
+    value = int(first["changes"]["--max-model-len"])
+    assert 0.9 * 51456 <= value <= 51456, value
+    assert first["command"] == f"docker run --gpus all vllm/vllm-openai:v0.9.2 Qwen/Qwen2.5-7B-Instruct --max-model-len {value}"
+    assert "docker run options are not in the log" in report["facts"]["launch"]["source"]

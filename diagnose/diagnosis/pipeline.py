@@ -12,6 +12,7 @@ from ..facts.args import ArgsExtractor
 from ..facts.era import EraExtractor
 from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hints import HintExtractor
+from ..facts.image import ImageExtractor
 from ..facts.launch import LaunchExtractor
 from ..facts.memory import MemoryExtractor
 from ..facts.phases import PhaseExtractor, PhaseLog
@@ -23,6 +24,7 @@ from ..ingest.pasted import unwrap_blocks
 from ..ingest.source import Source
 from ..knowledge.loader import load_rules
 from ..knowledge.rules import RuleSet
+from ..launch.container import in_container
 from ..launch.launch import Launch
 from ..launch.parse import parse_launch
 from ..launch.python_forms import from_engine_args
@@ -73,7 +75,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     progress = PhaseExtractor()
     advice = AdviceLines()
     extractors = [EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), progress, unexplained, ValidationErrorExtractor(unexplained)]
+                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), progress, unexplained, ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
     notes: list[str] = []
@@ -150,6 +152,16 @@ def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> 
         candidate = before[-1] if before else facts.launches[0]
         candidate.launch.origin = "log"
         return candidate.launch, f"command line in the input (line {candidate.line})"
+    launch, source = _rebuilt_launch(facts)
+    if launch is not None and facts.container_image:
+        return in_container(launch, facts.container_image), (
+            f"{source}, run in the image {facts.container_image} named in the input "
+            "(its other docker run options are not in the log)")
+    return launch, source
+
+
+def _rebuilt_launch(facts: Facts) -> tuple[Launch | None, str | None]:
+    """No command line in the input: the launch as vLLM's own lines state its arguments."""
     if facts.non_default_args:
         return from_engine_args(facts.non_default_args), "vLLM's non-default args line"
     if facts.namespace_args:

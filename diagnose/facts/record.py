@@ -63,6 +63,7 @@ class Facts:
     served: bool = False
     engine_v1: bool | None = None
     max_model_len: int | None = None
+    container_image: str | None = None  # named in the input without a `docker run` line (facts/image.py)
     processes_dropped: int = 0  # processes named after MAX_PROCESSES others were
     gpus_dropped: int = 0
 
