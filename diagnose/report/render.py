@@ -145,7 +145,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
                     if command:
                         say(f"     $ {command}", "green")
                     elif fix["changes"]:
-                        say("     change: " + " ".join(_change_text(k, v) for k, v in fix["changes"].items()), "green")
+                        say("     change: " + changes_text(fix["changes"]), "green")
         else:
             say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "
                 f"{d['evidence'][0]['line'] if d['evidence'] else '?'})", hang=4)
@@ -169,9 +169,23 @@ def _where(entry: dict) -> str:
     return f"{entry['source']}:{entry['line']}" if entry.get("source") else str(entry["line"])
 
 
+def changes_text(changes: dict) -> str:
+    """A fix's changes as one line: what it sets, then what it drops.
+
+    >>> changes_text({"--gpu-memory-utilisation": None, "--gpu-memory-utilization": "0.5"})
+    '--gpu-memory-utilization 0.5, instead of --gpu-memory-utilisation'
+    >>> changes_text({"--enforce-eager": None}), changes_text({"env:VLLM_PORT": None, "--port": "8001"})
+    ('remove --enforce-eager', '--port 8001, unset VLLM_PORT')
+    """
+    sets = [_change_text(k, v) for k, v in changes.items() if v is not None]
+    unsets = [f"unset {k[4:]}" for k, v in changes.items() if v is None and k.startswith("env:")]
+    drops = [k for k, v in changes.items() if v is None and not k.startswith("env:")]
+    if not sets:
+        return ", ".join(([f"remove {', '.join(drops)}"] if drops else []) + unsets)
+    return ", ".join(sets + ([f"instead of {', '.join(drops)}"] if drops else []) + unsets)
+
+
 def _change_text(key: str, value) -> str:
-    if value is None:
-        return f"remove {key}"
     if value is True:
         return key
     if key.startswith("env:"):
