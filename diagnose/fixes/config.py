@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 
 from ..context.context import Context
@@ -21,7 +22,12 @@ def cap_to_derived(ctx: Context, params: dict) -> Fix | None:
                predicted={"max_model_len": derived})
 
 
-_YARN_FAMILIES = {"qwen2.5": 4.0, "qwen2_5": 4.0, "qwen3": 4.0, "qwq": 4.0}
+@lru_cache(maxsize=1)
+def yarn_families() -> dict[str, float]:
+    """Model families whose card enables static YaRN, with its factor (data/model_cards.yaml)."""
+    from ..util.datafiles import load_yaml
+
+    return {str(k): float(v) for k, v in ((load_yaml("model_cards.yaml") or {}).get("yarn") or {}).items()}
 
 
 @strategy("enable-yarn")
@@ -29,7 +35,7 @@ def enable_yarn(ctx: Context, params: dict) -> Fix | None:
     name = (ctx.model_name() or "").lower()
     derived = parse_int(ctx.captures.get("derived"))
     wanted = parse_int(ctx.captures.get("requested")) or ctx.max_model_len()
-    factor = next((f for family, f in _YARN_FAMILIES.items() if family in name), None)
+    factor = next((f for family, f in yarn_families().items() if family in name), None)
     if not factor or not derived or not wanted or "vl" in name.split("/")[-1].split("-"):
         return None
     factor = max(factor, float(-(-wanted // derived)))
