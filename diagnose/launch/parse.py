@@ -118,6 +118,8 @@ def tokenize(text: str) -> list[Token]:
     user's quoting survives; the value is what the program receives (`$VAR` and `$(…)` left as written).
     >>> [(t.raw, t.value) for t in tokenize('LD=$HOME/lib vllm serve "my model" --x=1|tee log')]
     [('LD=$HOME/lib', 'LD=$HOME/lib'), ('vllm', 'vllm'), ('serve', 'serve'), ('"my model"', 'my model'), ('--x=1', '--x=1'), ('|', '|'), ('tee', 'tee'), ('log', 'log')]
+    >>> [t.raw for t in tokenize("docker run -v <my_local_model_path>:/mnt/model/ vllm:latest")]
+    ['docker', 'run', '-v', '<my_local_model_path>:/mnt/model/', 'vllm:latest']
     """
     import shlex
 
@@ -127,23 +129,31 @@ def tokenize(text: str) -> list[Token]:
         if text[i].isspace():
             i += 1
             continue
-        placeholder = _PLACEHOLDER.match(text, i) if text[i] == "<" else None
-        operator = _OPERATOR.match(text, i)
-        if placeholder or operator:
-            raw = (placeholder or operator).group(0)
-            tokens.append(Token(raw, raw))
-            i += len(raw)
+        operator = None if _placeholder_at(text, i) else _OPERATOR.match(text, i)
+        if operator:
+            tokens.append(Token(operator.group(0), operator.group(0)))
+            i += len(operator.group(0))
             continue
         start = i
-        while i < n and not text[i].isspace() and not _OPERATOR.match(text, i):
-            i = _word_char_end(text, i)
+        while i < n and not text[i].isspace() and (_placeholder_at(text, i) or not _OPERATOR.match(text, i)):
+            placeholder = _placeholder_at(text, i)
+            i = i + len(placeholder) if placeholder else _word_char_end(text, i)
         raw = text[start:i]
+        if "<" in raw and not raw.startswith(("'", '"')) and _PLACEHOLDER.search(raw):
+            tokens.append(Token(raw, raw))  # a pasted `<your path>:/mnt` is the user's placeholder, not a redirection
+            continue
         try:
             value = " ".join(shlex.split(raw, posix=True))  # only a `$(…)` holds unquoted spaces in one word
         except ValueError:
             value = raw.strip("'\"")
         tokens.append(Token(raw, value))
     return tokens
+
+
+def _placeholder_at(text: str, i: int) -> str | None:
+    """A `<my_path>`-style placeholder starting at i (what docs and tickets write for a value to fill in)."""
+    match = _PLACEHOLDER.match(text, i) if text[i] == "<" else None
+    return match.group(0) if match else None
 
 
 def _word_char_end(text: str, i: int) -> int:
