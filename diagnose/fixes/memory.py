@@ -37,8 +37,8 @@ def predict_kv(ctx: Context, budget_gib: float) -> dict[str, Any]:
     """KV capacity and concurrency at a new total budget, when the log's figures and the model allow it."""
     figures = ctx.facts.memory
     overhead = None
-    if figures.get("weights_gib") is not None:
-        overhead = figures["weights_gib"] + (figures.get("activation_gib") or 0) + (figures.get("non_torch_gib") or 0)
+    if figures.get("weights_gib") is not None and figures.get("activation_gib") is not None:  # else the peak is unknown
+        overhead = figures["weights_gib"] + figures["activation_gib"] + (figures.get("non_torch_gib") or 0)
     elif figures.get("budget_gib") is not None and figures.get("kv_cache_gib") is not None:
         overhead = figures["budget_gib"] - figures["kv_cache_gib"]
     per_token = _kv_per_token(ctx)
