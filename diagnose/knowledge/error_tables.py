@@ -87,6 +87,7 @@ def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
     return literals, rf"(?i)(?P<error>{'|'.join(patterns)})"
 
 
+@lru_cache(maxsize=None)  # asked twice per category; escaping word by word is most of a cold rule load
 def _template_pattern(template: str) -> str | None:
     """A template's fixed parts in order, any short text between them; None when too little is fixed.
 
