@@ -211,6 +211,8 @@ def _free_port_near(start: int) -> int:
 
 @strategy("attention-backend")
 def attention_backend(ctx: Context, params: dict) -> Fix | None:
+    if params.get("needs") and not ctx.captures.get(params["needs"]):
+        return None  # a fix for one wording of the rule (the head size it names), not for the others
     value = params.get("value", "XFORMERS")
     return Fix(title=f"Choose a backend this GPU supports: VLLM_ATTENTION_BACKEND={value}",
                changes={"env:VLLM_ATTENTION_BACKEND": value}, why=fill(params.get("why", ""), ctx),

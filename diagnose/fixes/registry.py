@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import capacity, choices, config, generic, memory, parallel, weights  # noqa: F401  (each registers its strategies)
+from . import backends, capacity, choices, config, generic, memory, parallel, weights  # noqa: F401  (each registers its strategies)
 from .base import STRATEGIES
 
 __all__ = ["STRATEGIES"]
