@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..facts.phases import parse_phase_condition, phase_order
+from ..gpu.table import unknown_gpu_limit_gib
 from ..launch.releases import release_default
 from ..launch.settings import also_from_checkpoint, flag_for_setting
 from ..model import memory
@@ -73,8 +74,8 @@ def _weights_exceed(ctx: Context) -> bool:
     if ctx.model is None or ctx.tp() * ctx.pp() > 1:
         return False
     weights = memory.weights_gib(ctx.model, 1)
-    total = ctx.gpu_total_gib() or 141.0
-    return weights is not None and weights > total * 0.95
+    total = ctx.gpu_total_gib() or unknown_gpu_limit_gib()  # no GPU named: too big for the largest common one
+    return weights is not None and total is not None and weights > total * 0.95
 
 
 @predicate("explicit-kv-cache-bytes")
