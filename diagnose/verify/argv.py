@@ -24,7 +24,7 @@ import subprocess
 from typing import Any, Iterable
 
 from ..launch.launch import Arg, Launch
-from ..launch.parse import tokenize
+from ..launch.shell_words import tokenize
 from ..launch.render import apply_changes
 from ..util.errors import ExitCode, VdiagError
 from .policy import LaunchRefused, filter_env, policy, sanitize
