@@ -170,6 +170,19 @@ def _setting_flag(ctx: Context) -> bool:
     return ctx.arg(flag) is not None or (ctx.launch is None and not also_from_checkpoint(flag))
 
 
+@predicate("quantized-checkpoint-read-unquantized")
+def _quant_hidden(ctx: Context) -> bool:
+    """The model is quantized (its name or config says AWQ, GPTQ, int4…) but vLLM's engine config says
+    quantization=None: what vLLM read as the config is not the checkpoint's own (--hf-config-path, a config format)."""
+    engine = ctx.facts.engine_config.get("quantization")
+    return bool(ctx.model and ctx.model.quantization) and engine in ("None", "none")
+
+
+@predicate("hf-config-path-given")
+def _hf_config_path(ctx: Context) -> bool:
+    return ctx.arg("--hf-config-path") is not None
+
+
 @predicate("container-evidence")
 def _container(ctx: Context) -> bool:
     """A docker launch, or signs in the log that vLLM ran in a container (the official image's paths, docker commands)."""

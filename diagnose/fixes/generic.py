@@ -46,7 +46,7 @@ def remove_flag(ctx: Context, params: dict) -> Fix | None:
     note = f" Instead: {removed['instead']}." if removed and removed.get("instead") else ""
     return Fix(title=f"Remove {flag}", changes={flag: None},
                why=fill(params.get("why", f"This vLLM does not accept {flag}."), ctx) + note,
-               cost="config", cost_note=fill(params.get("cost", "none"), ctx), will_start=True)
+               cost="config", cost_note=fill(params.get("cost", "none"), ctx), will_start=params.get("will_start", True))
 
 
 @strategy("correct-or-remove-flag")
