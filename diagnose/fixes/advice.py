@@ -50,13 +50,17 @@ _BOUND = lazy(
     + r"\s{1,3}(?:to|=|below|under)\s{1,3}(?P<bound>at most|at least|no more than|<=|>=)?\s{0,3}" + _NUMBER.format("value")
     + r"(?![\d.]|\s?(?:GiB|GB|MiB|MB|%))")
 _ASSIGN = lazy(
-    r"(?:set|setting|export|use|pass|add|with|requires?|needs?)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|flag\s{1,3})?`?"
+    r"(?<![\w-])(?:set|setting|export|use|pass|add|with|requires?|needs?)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|flag\s{1,3})?`?"
     r"(?P<name>--?[a-z][a-z0-9-]{2,60}|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)`?(?:\s{0,2}[= ]\s{0,2}`?(?P<value>[\w.:/-]{1,80})`?)?"
     r"(?:\s{1,3}(?P<envword>environment variable|env var))?", re.IGNORECASE)
+_UNSET = lazy(
+    r"(?<![\w-])(?:unset|remove|clear)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|env var\s{1,3})?`?"
+    r"(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`?", re.IGNORECASE)
 _DIRECTION = lazy(
     r"(?P<verb>increas|rais|lower|decreas|reduc)\w{0,4}\s{1,3}(?:the\s{1,3})?(?:value of\s{1,3})?" + _NAME.format("name"))
 _DOWN = ("lower", "decreas", "reduc", "limit", "cap")
-_NOT_VALUES = {"true", "false", "none", "to", "the", "a", "an", "it", "this", "that", "and", "or", "in", "if"}
+_NOT_VALUES = {"true", "false", "none", "to", "the", "a", "an", "it", "this", "that", "and", "or", "in", "if",
+               "environment", "variable", "env", "flag", "option", "argument"}
 
 
 @lru_cache(maxsize=1)
@@ -108,7 +112,7 @@ def advice_fixes(lines: list[str], current: dict[str, Any]) -> list[Fix]:
     fixes: list[Fix] = []
     for raw in lines:
         line = raw[:MAX_LINE_CHARS]
-        fix = _constraint(line) or _bound(line) or _assignment(line) or _direction(line, current)
+        fix = _constraint(line) or _bound(line) or _unset(line) or _assignment(line) or _direction(line, current)
         if fix is not None and all(f.changes != fix.changes for f in fixes):
             fixes.append(fix)
     return fixes
@@ -147,6 +151,21 @@ def _bound(line: str) -> Fix | None:
     return Fix(title=f"As vLLM's message says: {flag} {value}", changes={flag: value},
                why=f"The message names the setting and its limit: \"{match.group(0).strip()}\".", cost="config",
                will_start=None, not_evaluable="only the message's own limit is known", strategy="log-advice")
+
+
+def _unset(line: str) -> Fix | None:
+    """`please unset the HF_HUB_OFFLINE environment variable` names a variable to take away, not one to set.
+
+    >>> _unset("To use the HF hub, please unset the `HF_HUB_OFFLINE` environment variable.").changes
+    {'env:HF_HUB_OFFLINE': None}
+    """
+    match = _UNSET.search(line)
+    if match is None or not match.group("name").isupper() or not is_env_name(match.group("name")):
+        return None
+    name = match.group("name")
+    return Fix(title=f"As vLLM's message says: unset {name}", changes={f"env:{name}": None},
+               why=f"The message names the environment variable to remove: \"{match.group(0).strip()}\".",
+               cost="config", will_start=None, strategy="log-advice")
 
 
 def _assignment(line: str) -> Fix | None:
