@@ -118,7 +118,7 @@ def set_env(ctx: Context, params: dict) -> Fix | None:
 @strategy("unset-env")
 def unset_env(ctx: Context, params: dict) -> Fix | None:
     name = params["name"]
-    return Fix(title=f"Give each instance its own {name}, or unset it", changes={f"env:{name}": None},
+    return Fix(title=fill(params.get("title", f"Unset {name}"), ctx), changes={f"env:{name}": None},
                why=fill(params.get("why", f"{name} is shared with another vLLM on this host."), ctx), will_start=True)
 
 
