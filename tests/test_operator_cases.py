@@ -110,3 +110,18 @@ def test_docker_logs_are_answered_as_a_docker_run_of_the_image_they_name():
     assert 0.9 * 51456 <= value <= 51456, value
     assert first["command"] == f"docker run --gpus all vllm/vllm-openai:v0.9.2 Qwen/Qwen2.5-7B-Instruct --max-model-len {value}"
     assert "docker run options are not in the log" in report["facts"]["launch"]["source"]
+
+
+def test_float32_weights_on_a_22_gib_card_are_loaded_in_16_bits_and_never_quantized_in_float32():
+    report = report_for("weights-float32-22gib.log", launch="vllm serve Qwen/Qwen2.5-7B-Instruct --dtype float32")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "cuda-oom-weights"
+    first = diagnosis["fixes"][0]
+    # the GPU's compute capability is unknown: float16, which every GPU vLLM runs on has, not bfloat16
+    assert first["command"] == "vllm serve Qwen/Qwen2.5-7B-Instruct --dtype half"
+    assert first["predicted"]["starts"] is True
+    for fix in diagnosis["fixes"]:
+        if fix["changes"].get("--quantization") or "--model" in fix["changes"]:
+            assert "--dtype float32" not in (fix["command"] or ""), fix["command"]
+    shard = next(f for f in diagnosis["fixes"] if "--tensor-parallel-size" in f["changes"])
+    assert "28.4 GiB of weights" in shard["why"], shard["why"]

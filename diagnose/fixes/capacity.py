@@ -87,11 +87,11 @@ def quantized_variant(ctx: Context, params: dict) -> Fix | None:
         return None
     variant = ctx.model.quantized_variants[0]
     bits = 8 if re.search(r"fp8|int8|w8a8", variant, re.IGNORECASE) else 4
-    from .weights import fits
+    from .weights import fits, sixteen_bit_activations
 
     weights = memory.weights_gib(ctx.model, ctx.tp() * ctx.pp(), bits=bits)
     starts, basis, missing = fits(ctx, weights)
-    return Fix(title=f"Serve a quantized variant: {variant}", changes={"--model": variant},
+    return Fix(title=f"Serve a quantized variant: {variant}", changes={"--model": variant, **sixteen_bit_activations(ctx)},
                why=f"{variant} stores the same model in about {bits} bits per weight" + (f"; {basis}." if basis else "."),
                cost="quality", cost_note="some accuracy loss from quantization", will_start=starts,
                predicted={"weights_gib": weights} if weights else {}, not_evaluable=missing)
@@ -111,5 +111,7 @@ def bigger_gpu(ctx: Context, params: dict) -> Fix | None:
         return None
     gpu = fitting[0]
     return Fix(title=f"Use a GPU with ≥ {math.ceil(need)} GiB (e.g. {gpu['name']})", changes={},
-               why=f"Weights ≈ {weights:.1f} GiB need about {need:.0f} GiB with a KV cache beside them.",
+               why=f"Weights ≈ {weights:.1f} GiB"
+                   + (f" (at --dtype {ctx.arg('--dtype')})" if ctx.arg("--dtype") not in (None, "auto") else "")
+                   + f" need about {need:.0f} GiB with a KV cache beside them.",
                cost="hardware", cost_note="different hardware", will_start=None)

@@ -22,6 +22,12 @@ def _reserve_gib(ctx: Context) -> tuple[float, str]:
     return ACTIVATION_RESERVE_GIB, "estimated"
 
 
+def sixteen_bit_activations(ctx: Context) -> dict:
+    """The change a quantized load needs on a float32 launch: quantized kernels compute in 16 bits, so a
+    `--dtype float32` left in place is refused (AWQ/GPTQ) or wasted; without it vLLM picks the checkpoint's 16 bits."""
+    return {"--dtype": None} if (ctx.arg("--dtype") or "").lower() in ("float", "float32", "fp32") else {}
+
+
 def _weights_now_gib(ctx: Context) -> float | None:
     if ctx.model is None:
         return None
@@ -73,7 +79,8 @@ def online_fp8(ctx: Context, params: dict) -> Fix | None:
     starts, basis, missing = fits(ctx, weights)
     if cc is None:
         starts, missing = None, missing or "GPU compute capability unknown (online fp8 needs ≥ 8.9: Ada, Hopper or newer)"
-    return Fix(title="Quantize the weights to fp8 while loading: --quantization fp8", changes={"--quantization": "fp8"},
+    return Fix(title="Quantize the weights to fp8 while loading: --quantization fp8",
+               changes={"--quantization": "fp8", **sixteen_bit_activations(ctx)},
                why=("vLLM quantizes a 16-bit checkpoint to 8 bits per weight as it loads. " + (basis + "." if basis else "")).strip(),
                cost="quality", cost_note="small accuracy loss from 8-bit weights", will_start=starts,
                predicted={"weights_gib": weights} if weights else {}, not_evaluable=missing)
@@ -87,7 +94,7 @@ def bitsandbytes(ctx: Context, params: dict) -> Fix | None:
     from ..launch.releases import parse_release
 
     release = parse_release(ctx.version)
-    changes = {"--quantization": "bitsandbytes"}
+    changes = {"--quantization": "bitsandbytes", **sixteen_bit_activations(ctx)}
     if release is None or release < (0, 7, 0):  # before 0.7 the loader had to be named too (harmless after)
         changes["--load-format"] = "bitsandbytes"
     weights = memory.weights_gib(ctx.model, ctx.tp() * ctx.pp(), bits=4)

@@ -92,11 +92,13 @@ def weights_gib(model: ModelInfo, tp: int = 1, dtype: str | None = None, bits: i
     >>> m = ModelInfo("llama-2-13b", "test", params_b=13.0, dtype="float16")
     >>> weights_gib(m), weights_gib(m, dtype="float"), weights_gib(m, bits=8), weights_gib(m, tp=2)
     (24.21, 48.43, 12.11, 12.11)
+    >>> weights_gib(ModelInfo("qwen2.5-7b", "test", params_b=7.6, weight_bits=16), dtype="float32")  # 16-bit checkpoint
+    28.31
     """
     if model.params_b is None:
         return None
-    if bits is None and model.weight_bits is None and dtype and dtype != "auto":
-        bits = 8 * dtype_bytes(dtype)
+    if bits is None and not model.quantization and (model.weight_bits or 16) >= 16 and dtype and dtype != "auto":
+        bits = 8 * dtype_bytes(dtype)  # an unquantized checkpoint is loaded at the launch's --dtype
     bits = bits or model.weight_bits or (8 * dtype_bytes(model.dtype))
     return round(model.params_b * 1e9 * bits / 8 / GIB / max(tp, 1), 2)
 
