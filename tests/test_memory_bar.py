@@ -18,6 +18,11 @@ def test_the_bar_is_proportional_and_marks_the_budget():
     assert "unused 20.0 GiB" in lines[2]
 
 
+def test_the_rest_is_unused_only_when_the_log_accounts_for_the_weights():
+    lines = memory_bar({"total_gpu_gib": 79.2, "kv_cache_gib": 52.1}, [], width=40)
+    assert "not in the log 27.1 GiB" in lines[2] and "unused" not in lines[2]
+
+
 def test_no_bar_without_the_cards_size_and_no_guessed_segment():
     assert memory_bar({"weights_gib": 20.0, "kv_cache_gib": 40.0}, []) == []
     assert memory_bar({"weights_gib": 20.0}, [{"total_gib": 24.0}, {"total_gib": 80.0}]) == []  # which card?

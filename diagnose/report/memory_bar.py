@@ -57,7 +57,9 @@ def memory_bar(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 
     if kv is not None and kv < 0:  # vLLM's own negative figure: the budget is short by that much before any KV
         legend.append(f"KV cache short by {-kv:.2f} GiB")
     if used < total:
-        legend.append(f". unused {total - used:.1f} GiB")
+        # free only when the log accounts for weights and KV cache; else it holds what the log did not say
+        accounted = all(_number(memory.get(key)) is not None for key in ("weights_gib", "kv_cache_gib"))
+        legend.append(f". {'unused' if accounted else 'not in the log'} {total - used:.1f} GiB")
     elif used > total:
         legend.append(f"over the card by {used - total:.1f} GiB")
     return [f"{title}, {total:.1f} GiB{budget}:", f"[{bar}]", " " + " · ".join(legend)]
