@@ -26,9 +26,14 @@ class AdviceLines:
 
     def __init__(self) -> None:
         self.lines: dict[int, str] = {}
+        self.dropped = 0  # advice lines seen once MAX_LINES were kept
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
-        if len(self.lines) < MAX_LINES and _ADVICE.search(message[:400]):
+        if not _ADVICE.search(message[:400]):
+            return
+        if len(self.lines) >= MAX_LINES:
+            self.dropped += 1
+        else:
             self.lines[line_no] = message[:1000]
 
     def near(self, evidence_lines: list[int], before: int = 2, after: int = 5) -> list[str]:

@@ -23,6 +23,7 @@ _DICT_PAIR = lazy(r"'(?P<key>\w{1,64})':\s*(?P<value>'[^']{0,1024}'|\"[^\"]{0,10
 # literals that only tell what is still unknown: once the fact is known, a line holding nothing else is not needed
 _ENGINE_LITERALS = frozenset(("/vllm/v1/", "enginecore", "/vllm/worker/", "model_runner.py", "gpu_executor.py"))
 _PLATFORM_LITERALS = frozenset(("doesn't include cpu backend", "cpu_worker.py"))
+MAX_REMEMBERED_ECHOES = 16  # distinct argument echoes whose parse is kept
 
 
 class ArgsExtractor(ExtractorBase):
@@ -45,6 +46,16 @@ class ArgsExtractor(ExtractorBase):
     def __init__(self, facts):
         super().__init__(facts)
         self._literal_set = frozenset(self.literals)
+        self._parses: dict[tuple[str, str], dict[str, Any]] = {}  # every rank and restart prints the same echo
+
+    def _parsed(self, kind: str, body: str) -> dict[str, Any]:
+        """The pairs of an echo (a copy: each line's facts are its own), parsed once per distinct text."""
+        parsed = self._parses.get((kind, body))
+        if parsed is None:
+            if len(self._parses) >= MAX_REMEMBERED_ECHOES:
+                self._parses.clear()
+            parsed = self._parses[(kind, body)] = _PARSERS[kind](body)
+        return dict(parsed)
 
     def feed(self, line_no: int, message: str, following: Sequence[str]) -> None:
         facts = self.facts
@@ -52,21 +63,20 @@ class ArgsExtractor(ExtractorBase):
         if cut:  # a partial answer from the first pairs; the one the cut splits is dropped
             message = message[:MAX_FACT_LINE_CHARS]
         if match := _NON_DEFAULT.search(message):
-            facts.non_default_args = _parse_dict(_whole_pairs(match.group("body"), cut))
+            facts.non_default_args = self._parsed("dict", _whole_pairs(match.group("body"), cut))
         elif match := _NAMESPACE.search(message):
-            body = _whole_pairs(match.group("body"), cut)
-            facts.namespace_args = {m.group("key"): _python_literal(m.group("value")) for m in _PAIR.finditer(body)}
+            facts.namespace_args = self._parsed("namespace", _whole_pairs(match.group("body"), cut))
         elif match := _ENGINE_CONFIG.search(message):
-            facts.engine_config = {m.group("key"): m.group("value").strip().strip("'\"") for m in _PAIR.finditer(match.group("body"))}
+            facts.engine_config = self._parsed("config", match.group("body"))
             if "max_seq_len" in facts.engine_config:
                 facts.max_model_len = parse_int(facts.engine_config["max_seq_len"])
             if "V1 LLM engine" in message:
                 facts.engine_v1 = True
             elif "V0 LLM engine" in message:
                 facts.engine_v1 = False
-        if match := re.search(r"Using max model len (\d+)", message):
+        if "max model len" in message and (match := re.search(r"Using max model len (\d+)", message)):
             facts.max_model_len = int(match.group(1))
-        if match := re.search(r"detected platform (\w+)", message):
+        if "detected platform" in message and (match := re.search(r"detected platform (\w+)", message)):
             facts.platform = match.group(1)
         elif "No platform detected" in message:
             facts.platform = "unspecified"
@@ -79,6 +89,14 @@ class ArgsExtractor(ExtractorBase):
                 facts.engine_v1 = False
         if "Application startup complete" in message or "Uvicorn running on" in message:
             facts.served = True
+
+
+def _namespace_pairs(body: str) -> dict[str, Any]:
+    return {m.group("key"): _python_literal(m.group("value")) for m in _PAIR.finditer(body)}
+
+
+def _config_pairs(body: str) -> dict[str, str]:
+    return {m.group("key"): m.group("value").strip().strip("'\"") for m in _PAIR.finditer(body)}
 
 
 def _whole_pairs(body: str, cut: bool) -> str:
@@ -116,3 +134,6 @@ def _python_literal(text: str) -> Any:
         return _literal(text)
     except Exception:  # not a literal: keep the text
         return text
+
+
+_PARSERS = {"dict": _parse_dict, "namespace": _namespace_pairs, "config": _config_pairs}

@@ -6,7 +6,7 @@ import re
 
 from ..util.lazy_pattern import lazy
 from ..util.units import parse_float, parse_int, size_gib
-from .base import SIZE_PATTERN, ExtractorBase
+from .base import SIZE_PATTERN, SIZE_PATTERN_MAX_CHARS, ExtractorBase, search_near
 from .memory_eras import LITERALS as ERA_LITERALS
 from .memory_eras import derive, read_era_line
 from .record import GpuProcess
@@ -122,22 +122,24 @@ class MemoryExtractor(ExtractorBase):
         if match := _OOM_TRIED.search(message):
             memory["oom_tried_gib"] = size_gib(match.group("size"))
         gpu_index = None
-        if match := _OOM_TOTAL.search(message):
+        if match := search_near(_OOM_TOTAL, message, (" total capaci",), SIZE_PATTERN_MAX_CHARS):
             total = size_gib(match.group("total") or match.group("total2"))
             gpu_index = parse_int(match.group("gpu")) if match.group("gpu") else None
             memory["oom_total_gib"] = total
             gpu = self.facts.gpu(gpu_index)
             gpu.total_gib = gpu.total_gib or total
-        if match := _OOM_FREE.search(message):
+        if match := search_near(_OOM_FREE, message, ("of which ", " free;"), SIZE_PATTERN_MAX_CHARS):
             free = size_gib(match.group("free") or match.group("free2"))
             memory["oom_free_gib"] = free
             self.facts.gpu(gpu_index).free_gib = free
         for match in _OOM_PROCESS.finditer(message):
             pid = int(match.group("pid"))
+            if self.facts.drops_process(pid):
+                continue
             self.facts.add_process(GpuProcess(pid, size_gib(match.group("used")), gpu_index=gpu_index))
         if match := _OOM_SELF.search(message):
             memory["oom_self_gib"] = size_gib(match.group("used"))
-        if match := _OOM_PYTORCH.search(message):
+        if match := search_near(_OOM_PYTORCH, message, (" is allocated by PyTorch", " already allocated"), SIZE_PATTERN_MAX_CHARS):
             memory["oom_pytorch_gib"] = size_gib(match.group("alloc") or match.group("alloc2"))
 
 

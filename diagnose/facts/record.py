@@ -77,6 +77,13 @@ class Facts:
             self.gpus[key] = GpuFact(index=key)
         return self.gpus[key]
 
+    def drops_process(self, pid: int) -> bool:
+        """Whether a process with this pid would not be kept (and count it dropped): its figures need no parsing."""
+        if pid in self.processes or len(self.processes) < MAX_PROCESSES:
+            return False
+        self.processes_dropped += 1
+        return True
+
     def add_process(self, process: GpuProcess) -> None:
         """Record a process on a GPU (a later line about the same pid replaces it), up to MAX_PROCESSES.
 

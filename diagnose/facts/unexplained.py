@@ -22,8 +22,19 @@ _ERROR_LINE = lazy(
 )
 
 
+MAX_ERROR_LINES = 200  # distinct error lines kept (and as many echoes); past it they are only counted
+
+
 class UnexplainedExtractor:
-    """Error-looking lines; whatever no rule explains is reported, never dropped."""
+    """Error-looking lines; whatever no rule explains is reported, never dropped silently: past MAX_ERROR_LINES
+    they are counted in `dropped`.
+
+    >>> errors = UnexplainedExtractor()
+    >>> for n in range(MAX_ERROR_LINES + 3):
+    ...     errors.feed(n, f"RuntimeError: worker {n} failed", [])
+    >>> len(errors.lines), errors.dropped
+    (200, 3)
+    """
 
     literals = ("error", "exception", "cuda failure", "fatal")
     window = 0
@@ -31,13 +42,17 @@ class UnexplainedExtractor:
     def __init__(self) -> None:
         self.lines: dict[str, int] = {}
         self.echo_lines: dict[str, int] = {}
+        self.dropped = 0  # error-looking lines seen once MAX_ERROR_LINES were kept
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
-        if len(self.lines) >= 200 or not _ERROR_LINE.search(message):
+        if not _ERROR_LINE.search(message):
+            return
+        if len(self.lines) >= MAX_ERROR_LINES:
+            self.dropped += 1
             return
         key = message[:ERROR_LINE_CHARS]
         target = self.echo_lines if any(echo in message for echo in echoes()) else self.lines
-        if key not in target and len(target) < 200:
+        if key not in target and len(target) < MAX_ERROR_LINES:
             target[key] = line_no
 
 
@@ -62,6 +77,6 @@ class ValidationErrorExtractor:
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         for offset, text in enumerate(following[: self.window], start=1):
-            if not text or text.startswith(("For further information", "http")) or len(self.errors.lines) >= 200:
+            if not text or text.startswith(("For further information", "http")) or len(self.errors.lines) >= MAX_ERROR_LINES:
                 continue
             self.errors.lines.setdefault(text[:ERROR_LINE_CHARS], line_no + offset)

@@ -28,6 +28,9 @@ from .window import MAX_LOOKAHEAD_LINES, MAX_WINDOW_LINE_CHARS, LineMessages, Wi
 MAX_EVIDENCE_PER_SIGNATURE = 4
 MAX_EXTRACTOR_LINE_CHARS = 16384
 REGEX_BUDGET_S = 8.0  # all rule regexes on one input together
+MAX_REMEMBERED_ANSWERS = 8192  # (pattern, text) answers kept for repeated messages; forgotten all at once past this
+_UNSEEN = object()
+_TIMED_OUT = object()
 
 
 class Extractor(Protocol):
@@ -97,6 +100,7 @@ class Scanner:
                 self._targets.setdefault(literal.lower(), []).append(extractor)
         self._finder = make_finder(self._targets)
         self._by_literals: dict[frozenset[str], list] = {}  # a line's literals → its targets (lines repeat their sets)
+        self._answers: dict[tuple[str, str], dict[str, str] | None] = {}  # (pattern, text) → the captures, or None
         self._lookahead = min(MAX_LOOKAHEAD_LINES, max([t.window for ts in self._targets.values() for t in ts] + [1]))
 
     @property
@@ -140,10 +144,10 @@ class Scanner:
                 if isinstance(target, Signature):
                     if target.family and not target.any_level:
                         if quiet is None:
-                            quiet = below_error_level(data[start:min(end, start + 400)].decode("utf-8", "replace"))
+                            quiet = _below_error_level(data[start:min(end, start + 400)])
                         if quiet:
                             continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
-                    self._match(target, line_no, message, following, result)
+                    self._match_once(target, line_no, message, following, result)
                 elif getattr(target, "reads_header", False):  # the line as logged, header included
                     target.feed(line_no, data[start:min(end, start + MAX_EXTRACTOR_LINE_CHARS)].decode("utf-8", "replace"),
                                 following.first(target.window))
@@ -162,29 +166,60 @@ class Scanner:
             targets = self._by_literals[key] = [(t, getattr(t, "needs", None)) for t in unique.values()]
         return [target for target, needs in targets if needs is None or needs(literals)]
 
+    def _match_once(self, sig: Signature, line_no: int, message: str, following: Sequence[str], result: ScanResult) -> None:
+        """`_match`, with the answer for a pattern and text already matched reused: logs repeat their messages (every
+        rank, every retry) under headers that differ only by time and pid, and rules share patterns (the CUDA OOM
+        wordings)."""
+        text = " ".join([message, *following[: sig.window]]) if sig.window else message
+        key = (sig.regex, text)  # every signature compiles with the same flags: the pattern text is the pattern
+        captures = self._answers.get(key, _UNSEEN)
+        if captures is _UNSEEN:
+            if len(self._answers) >= MAX_REMEMBERED_ANSWERS:
+                self._answers.clear()
+            captures = _search(sig, text, result)
+            if captures is _TIMED_OUT:
+                return
+            self._answers[key] = captures
+        if captures is not None:
+            _record(sig, line_no, message, captures, result)
+
     @staticmethod
     def _match(sig: Signature, line_no: int, message: str, following: Sequence[str], result: ScanResult) -> None:
-        text = message
-        if sig.window:
-            text = " ".join([message, *following[: sig.window]])
-        remaining = result.regex_budget_s - result.regex_seconds
-        if remaining <= 0:
-            result.regex_timeouts += 1
-            return
-        began = time.perf_counter()
-        try:
-            found = sig.compiled().search(text, timeout=min(REGEX_TIMEOUT_S, remaining))
-        except TimeoutError:
-            result.regex_timeouts += 1
-            return
-        finally:
-            result.regex_seconds += time.perf_counter() - began
-        if not found:
-            return
-        hits = result.hits.get(sig.key)
-        if hits is None:
-            hits = result.hits[sig.key] = SignatureHits(sig)
-        hits.add(Match(line_no, message[:MAX_WINDOW_LINE_CHARS], {k: v for k, v in found.groupdict().items() if v is not None}))
+        text = " ".join([message, *following[: sig.window]]) if sig.window else message
+        captures = _search(sig, text, result)
+        if captures is not None and captures is not _TIMED_OUT:
+            _record(sig, line_no, message, captures, result)
+
+
+def _search(sig: Signature, text: str, result: ScanResult):
+    """The named captures of the signature's match in `text`, None for no match, `_TIMED_OUT` when not run to the end."""
+    remaining = result.regex_budget_s - result.regex_seconds
+    if remaining <= 0:
+        result.regex_timeouts += 1
+        return _TIMED_OUT
+    began = time.perf_counter()
+    try:
+        found = sig.compiled().search(text, timeout=min(REGEX_TIMEOUT_S, remaining))
+    except TimeoutError:
+        result.regex_timeouts += 1
+        return _TIMED_OUT
+    finally:
+        result.regex_seconds += time.perf_counter() - began
+    return None if found is None else {k: v for k, v in found.groupdict().items() if v is not None}
+
+
+def _record(sig: Signature, line_no: int, message: str, captures: dict[str, str], result: ScanResult) -> None:
+    hits = result.hits.get(sig.key)
+    if hits is None:
+        hits = result.hits[sig.key] = SignatureHits(sig)
+    hits.add(Match(line_no, message[:MAX_WINDOW_LINE_CHARS], dict(captures)))
+
+
+def _below_error_level(head: bytes) -> bool:
+    """`below_error_level` of a raw line's first bytes; a line naming no quiet level is answered without a regex."""
+    if b"INFO" not in head and b"WARN" not in head and b"DEBUG" not in head:
+        return False
+    return below_error_level(head.decode("utf-8", "replace"))
 
 
 def match_error_lines(signatures: Iterable[Signature], lines: dict[str, int], result: ScanResult) -> None:
@@ -196,13 +231,22 @@ def match_error_lines(signatures: Iterable[Signature], lines: dict[str, int], re
     """
     taken = {m.line for h in result.hits.values() if not h.signature.family for m in [*h.first, h.last] if m}
     wanted = [sig for sig in signatures if sig.scope == "error-lines"]
+    owners: dict[str, set[int]] = {}  # literal → the wanted signatures (by position) that hold it
+    for index, sig in enumerate(wanted):
+        for literal in sig.literals:
+            owners.setdefault(literal, set()).add(index)
+    finder = make_finder(owners) if owners else None
     for message, line_no in sorted(lines.items(), key=lambda item: item[1]):
-        if line_no in taken:
+        if line_no in taken or finder is None:
             continue
-        low = message.lower()
-        for sig in wanted:
-            if any(literal in low for literal in sig.literals):
-                Scanner._match(sig, line_no, message, [], result)
+        if message.isascii():  # one pass for all literals; str.lower() folds a few non-ASCII letters into ASCII ones
+            encoded = message.encode()
+            found = {i for literals in finder.candidates(encoded, len(encoded)).values() for lit in literals for i in owners[lit]}
+        else:
+            low = message.lower()
+            found = {i for literal, indexes in owners.items() if literal in low for i in indexes}
+        for index in sorted(found):
+            Scanner._match(wanted[index], line_no, message, [], result)
 
 
 def _with_lookahead(blocks: Iterable) -> Iterator[tuple]:

@@ -1,0 +1,118 @@
+"""Work done once: repeated messages, shared patterns, anchored figure patterns and capped facts give the answers
+the plain way gives."""
+
+import random
+import re
+
+import pytest
+
+from diagnose.facts.base import SIZE_PATTERN, SIZE_PATTERN_MAX_CHARS, search_near
+from diagnose.facts.memory import MemoryExtractor
+from diagnose.facts.record import MAX_PROCESSES, Facts
+from diagnose.facts.unexplained import MAX_ERROR_LINES, UnexplainedExtractor
+from diagnose.knowledge.rules import Signature
+from diagnose.scan.scanner import MAX_REMEMBERED_ANSWERS, Scanner, ScanResult, match_error_lines
+
+OOM = ("(EngineCore_DP0 pid=1) ERROR 11-29 10:00:00 [core.py:700] torch.OutOfMemoryError: CUDA out of memory. "
+       "Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB is free. "
+       "Process {a} has 40.00 GiB memory in use. Process {b} has 39.10 GiB memory in use. "
+       "Of the allocated memory 38.50 GiB is allocated by PyTorch")
+
+
+def _sig(name, regex, literals, **extra):
+    return Signature(name=name, literals=literals, regex=regex, rule_id="r", **extra)
+
+
+def test_a_repeated_message_counts_every_time_with_its_own_line():
+    sig = _sig("oom", r"out of memory\. Tried to allocate (?P<tried>[\d.]+ MiB)", ("tried to allocate",))
+    log = "".join(f"INFO 11-29 10:00:{i:02d} [x.py:1] ok\n" + OOM.format(a=1, b=2) + "\n" for i in range(10))
+    hits = Scanner([sig]).scan([log.encode()]).hits["r/oom"]
+    assert hits.count == 10
+    assert [m.line for m in hits.first] == [2, 4, 6, 8] and hits.last.line == 20
+    assert hits.captures() == {"tried": "20.00 MiB"}
+
+
+def test_signatures_sharing_a_pattern_each_record_their_hit():
+    pattern = r"CUDA out of memory"
+    sigs = [_sig("a", pattern, ("out of memory",)), _sig("b", pattern, ("cuda out",)), _sig("c", r"never", ("cuda",))]
+    result = Scanner(sigs).scan([(OOM.format(a=1, b=2) + "\n").encode() * 3])
+    assert {key: hits.count for key, hits in result.hits.items()} == {"r/a": 3, "r/b": 3}
+
+
+def test_a_window_signature_is_answered_for_its_own_following_lines():
+    sig = _sig("w", r"failed to start.*port (?P<port>\d+)", ("failed to start",), window=1)
+    log = "ERROR failed to start\nport 8000\nERROR failed to start\nno port here\nERROR failed to start\nport 9000\n"
+    hits = Scanner([sig]).scan([log.encode()]).hits["r/w"]
+    assert hits.count == 2 and [m.captures["port"] for m in hits.first] == ["8000", "9000"]
+
+
+def test_the_remembered_answers_stay_bounded():
+    sig = _sig("oom", r"Process (?P<pid>\d+) has", ("memory in use",))
+    scanner = Scanner([sig])
+    lines = "".join(OOM.format(a=n, b=n + 1) + "\n" for n in range(MAX_REMEMBERED_ANSWERS + 100))
+    result = scanner.scan([lines.encode()])
+    assert result.hits["r/oom"].count == MAX_REMEMBERED_ANSWERS + 100
+    assert len(scanner._answers) <= MAX_REMEMBERED_ANSWERS
+
+
+@pytest.mark.parametrize("level, counted", [("INFO", False), ("WARNING", False), ("ERROR", True), ("", True)])
+def test_a_family_pattern_counts_only_on_error_lines(level, counted):
+    sig = _sig("fam", r"Address already in use", ("address already in use",), family=True)
+    header = f"{level} 07-01 10:00:00 [parallel.py:746] " if level else ""
+    result = Scanner([sig]).scan([f"{header}Address already in use\n".encode()])
+    assert ("r/fam" in result.hits) is counted
+
+
+def test_error_lines_are_matched_against_the_signatures_that_hold_their_literals():
+    sigs = [_sig("one", r"Unknown quantization method: (?P<m>\w+)", ("unknown quantization",), scope="error-lines"),
+            _sig("two", r"Invalid tokenizer mode", ("invalid tokenizer", "tokenizer mode"), scope="error-lines"),
+            _sig("kelvin", r"\u212aV cache", ("kv cache",), scope="error-lines")]
+    lines = {"ValueError: Unknown quantization method: fp9": 3, "ValueError: Invalid tokenizer mode: mistal": 7,
+             "ValueError: \u212aV cache is too small": 9, "ValueError: nothing known": 11}
+    result = ScanResult()
+    match_error_lines(sigs, lines, result)
+    assert {key: [m.line for m in h.first] for key, h in result.hits.items()} == {"r/one": [3], "r/two": [7], "r/kelvin": [9]}
+
+
+_OOM_LIKE = [
+    re.compile(r"(?:GPU (?P<gpu>\d{1,20}) has a total capacit?y of (?P<total>" + SIZE_PATTERN + r"))|(?:(?P<total2>"
+               + SIZE_PATTERN + r") total capacit?y)"),
+    re.compile(r"of which (?P<free>" + SIZE_PATTERN + r") is free|(?P<free2>" + SIZE_PATTERN + r") free;"),
+    re.compile(r"(?P<alloc>" + SIZE_PATTERN + r") is allocated by PyTorch|(?P<alloc2>" + SIZE_PATTERN + r") already allocated"),
+]
+_ANCHORS = [(" total capaci",), ("of which ", " free;"), (" is allocated by PyTorch", " already allocated")]
+_PIECES = ["GPU 0 has a total capacity of ", " total capacity", "of which ", " is free", " free;", " is allocated by PyTorch",
+           " already allocated", "1,234.5 GiB", "20.00 MiB", "-3 GB", ".5 KiB", "12345678901234567890123456 bytes",
+           "99999999999999999999999999.123456789012 GiB", "    ", "x", "7", ",", ".", " "]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_a_search_started_near_its_anchor_finds_what_a_whole_search_finds(seed):
+    rng = random.Random(seed)
+    text = "".join(rng.choice(_PIECES) for _ in range(rng.randint(1, 40)))
+    for pattern, anchors in zip(_OOM_LIKE, _ANCHORS):
+        near, whole = search_near(pattern, text, anchors, SIZE_PATTERN_MAX_CHARS), pattern.search(text)
+        assert (near and (near.span(), near.groupdict())) == (whole and (whole.span(), whole.groupdict())), text
+
+
+def test_the_size_pattern_matches_no_more_than_its_stated_longest_text():
+    longest = "-" + "1" * 25 + "." + "2" * 12 + "    " + "bytes"
+    assert re.fullmatch(SIZE_PATTERN, longest) and len(longest) == SIZE_PATTERN_MAX_CHARS
+
+
+def test_an_oom_log_naming_thousands_of_pids_keeps_a_bounded_list_and_counts_the_rest():
+    facts = Facts()
+    memory = MemoryExtractor(facts)
+    for n in range(1000):
+        memory.feed(n, OOM.format(a=2 * n, b=2 * n + 1).split("] ", 1)[1], [])
+    assert len(facts.processes) == MAX_PROCESSES and facts.processes_dropped == 2000 - MAX_PROCESSES
+    assert facts.processes[0].used_gib == 40.0 and facts.memory["oom_pytorch_gib"] == 38.5
+    assert facts.memory["oom_total_gib"] == 79.19 and facts.gpus[0].free_gib == round(3.06 / 1024, 3)
+
+
+def test_error_lines_past_the_cap_are_counted_not_kept():
+    errors = UnexplainedExtractor()
+    for n in range(MAX_ERROR_LINES + 50):
+        errors.feed(n, f"RuntimeError: rank {n} failed", [])
+        errors.feed(n, "just a line that says error", [])
+    assert len(errors.lines) == MAX_ERROR_LINES and errors.dropped == 50
