@@ -61,7 +61,7 @@ def test_a_well_formed_user_rule_loads(tmp_path):
     ({"condition": "docker-lanuch"}, ("my-rule.yaml:11", "unknown condition 'docker-lanuch'")),
     ({"condition": "'phase>=servng'"}, ("my-rule.yaml:11", "unknown start-up phase 'servng'")),
     ({"strategy": "unset-evn"}, ("my-rule.yaml:13", "unknown fix strategy 'unset-evn'")),
-    ({"param": "nmae"}, ("my-rule.yaml:15", "unknown parameter 'nmae' (it takes: name, why)")),
+    ({"param": "nmae"}, ("my-rule.yaml:15", "unknown parameter 'nmae' (it takes: name, title, why)")),
 ])
 def test_a_misspelled_name_is_refused_with_file_and_line(tmp_path, spelling, expected):
     ruleset = load_rule_files([user_rule(tmp_path, **spelling) / "my-rule.yaml"])
@@ -75,7 +75,7 @@ def test_rules_lint_reports_a_misspelled_parameter_with_file_and_line(tmp_path):
     from diagnose.authoring.lint import lint
 
     problems = lint(load_rule_files([user_rule(tmp_path, param="nmae") / "my-rule.yaml"]))
-    assert any(p.endswith("my-rule.yaml:15: fix 'unset-env': unknown parameter 'nmae' (it takes: name, why)") for p in problems), problems
+    assert any(p.endswith("my-rule.yaml:15: fix 'unset-env': unknown parameter 'nmae' (it takes: name, title, why)") for p in problems), problems
     assert any("my-rule.yaml:15: fix 'unset-env': missing required parameter 'name'" in p for p in problems), problems
 
 

@@ -1,4 +1,4 @@
-"""Trade throughput, precision, context or hardware for memory: fewer sequences, eager mode, fp8 KV, a quantized variant, a bigger GPU."""
+"""Trade throughput, precision, context or hardware for memory: fewer sequences, eager mode, fp8 KV, a quantized variant, a bigger GPU, headroom outside the KV cache."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ..context.context import Context, kv_capacity_tokens
 from ..model import memory
 from ..util.units import parse_int
 from .base import Fix, strategy
+from .memory import predict_kv
 
 
 @strategy("lower-max-num-seqs")
@@ -115,3 +116,26 @@ def bigger_gpu(ctx: Context, params: dict) -> Fix | None:
                    + (f" (at --dtype {ctx.arg('--dtype')})" if ctx.arg("--dtype") not in (None, "auto") else "")
                    + f" need about {need:.0f} GiB with a KV cache beside them.",
                cost="hardware", cost_note="different hardware", will_start=None)
+
+
+@strategy("lower-gpu-memory-utilization")
+def lower_utilization(ctx: Context, params: dict) -> Fix | None:
+    current = ctx.utilization()
+    total = ctx.gpu_total_gib()
+    figures = ctx.facts.memory
+    tried, free = figures.get("oom_tried_gib"), figures.get("oom_free_gib")
+    why = f"At {current} the KV cache takes all the budget; CUDA graphs and other allocations need room beyond it."
+    if total and tried and free is not None and tried > free:
+        # the allocation that failed, less what was free, is the headroom missing outside the budget (plus 1 %)
+        value = memory.floor2(current - (tried - free) / total - 0.01)
+        why = (f"The failed allocation asked {tried:.2f} GiB with {free:.2f} GiB free: {tried - free:.2f} GiB more "
+               f"headroom is {(tried - free) / total:.3f} of the {total:.2f} GiB card, so {value} instead of {current}.")
+    else:
+        value = memory.floor2(current - float(params.get("by", 0.05)))
+    if value <= 0.3:
+        return None
+    return Fix(title=f"Leave headroom outside the KV cache: --gpu-memory-utilization {value}",
+               changes={"--gpu-memory-utilization": f"{value}"}, why=why,
+               cost="throughput", cost_note="a slightly smaller KV cache", will_start=None,
+               predicted=predict_kv(ctx, value * total) if total else {},
+               not_evaluable=params.get("unknown", "whether a later peak needs more than the allocation that failed"))

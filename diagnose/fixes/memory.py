@@ -184,21 +184,6 @@ def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
     )
 
 
-@strategy("lower-gpu-memory-utilization")
-def lower_utilization(ctx: Context, params: dict) -> Fix | None:
-    current = ctx.utilization()
-    value = memory.floor2(current - float(params.get("by", 0.05)))
-    if value <= 0.3:
-        return None
-    total = ctx.gpu_total_gib()
-    return Fix(title=f"Leave headroom outside the KV cache: --gpu-memory-utilization {value}",
-               changes={"--gpu-memory-utilization": f"{value}"},
-               why=f"At {current} the KV cache takes all the budget; CUDA graphs and other allocations need room beyond it.",
-               cost="throughput", cost_note="a slightly smaller KV cache", will_start=None,
-               predicted=predict_kv(ctx, value * total) if total else {},
-               not_evaluable="the memory CUDA graph capture needs is not in the log")
-
-
 @strategy("cpu-kvcache-space")
 def cpu_kvcache_space(ctx: Context, params: dict) -> Fix | None:
     free = parse_float(ctx.captures.get("free"))
