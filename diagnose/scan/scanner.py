@@ -54,13 +54,23 @@ class SignatureHits:
     signature: Signature
     count: int = 0
     first: list[Match] = field(default_factory=list)
-    last: Match | None = None
+    _latest: Match | tuple | None = field(default=None, repr=False)  # (line, message, captures) until read
 
-    def add(self, match: Match) -> None:
+    def add(self, line: int, message: str, captures: dict[str, str]) -> None:
+        """Count a match; past the first few only the latest is kept, and made a `Match` only if it is read."""
         self.count += 1
         if len(self.first) < MAX_EVIDENCE_PER_SIGNATURE:
-            self.first.append(match)
-        self.last = match
+            self._latest = Match(line, message[:MAX_WINDOW_LINE_CHARS], dict(captures))
+            self.first.append(self._latest)
+        else:
+            self._latest = (line, message, captures)
+
+    @property
+    def last(self) -> Match | None:
+        if isinstance(self._latest, tuple):
+            line, message, captures = self._latest
+            self._latest = Match(line, message[:MAX_WINDOW_LINE_CHARS], dict(captures))
+        return self._latest
 
     def captures(self) -> dict[str, str]:
         """Named captures, the latest non-empty value of each."""
@@ -212,7 +222,7 @@ def _record(sig: Signature, line_no: int, message: str, captures: dict[str, str]
     hits = result.hits.get(sig.key)
     if hits is None:
         hits = result.hits[sig.key] = SignatureHits(sig)
-    hits.add(Match(line_no, message[:MAX_WINDOW_LINE_CHARS], dict(captures)))
+    hits.add(line_no, message, captures)
 
 
 def _below_error_level(head: bytes) -> bool:
