@@ -134,6 +134,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         if fix is None:
             continue
         fix.strategy = spec.strategy
+        _say_what_is_missing(fix)
         key = repr(sorted(fix.changes.items(), key=str)) + (fix.step_command or "") + (fix.title if not fix.changes else "")
         if key in seen:
             continue
@@ -157,6 +158,22 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     meaning = cuda_error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"
+
+
+_UNFILLED = re.compile(r"\{([a-z_]+)\}")
+
+
+def _say_what_is_missing(fix: Fix) -> None:
+    """A placeholder no capture or fact filled reads as what it stands for, said to be missing, never `{x}`.
+
+    >>> fix = Fix(title="t", why="check the supported-models list for {architectures}.")
+    >>> _say_what_is_missing(fix); fix.why
+    'check the supported-models list for the architectures (not in the log).'
+    """
+    def said(match: re.Match) -> str:
+        return f"the {match.group(1).replace('_', ' ')} (not in the log)"
+
+    fix.title, fix.why, fix.cost_note = (_UNFILLED.sub(said, text or "") for text in (fix.title, fix.why, fix.cost_note))
 
 
 def _rank_key(fix: Fix, position: int) -> tuple:
