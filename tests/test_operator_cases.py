@@ -125,3 +125,24 @@ def test_float32_weights_on_a_22_gib_card_are_loaded_in_16_bits_and_never_quanti
             assert "--dtype float32" not in (fix["command"] or ""), fix["command"]
     shard = next(f for f in diagnosis["fixes"] if "--tensor-parallel-size" in f["changes"])
     assert "28.4 GiB of weights" in shard["why"], shard["why"]
+
+
+def test_a_doubled_entrypoint_is_answered_with_the_users_own_docker_run_minus_the_repeat():
+    first = top(report_for("docker-doubled-entrypoint.log"))["fixes"][0]
+    assert first["command"] == ("docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.9.2 Qwen/Qwen2.5-7B-Instruct "
+                                "--max-model-len 8192")
+
+
+def test_compose_prefixes_with_a_terminal_wrapped_oom_read_as_one_oom_line():
+    diagnosis = top(report_for("compose-wrapped-oom.log"))
+    assert diagnosis["category"] == "cuda-oom-weights"
+    oom = next(e for e in diagnosis["evidence"] if "OutOfMemoryError" in e["text"])
+    assert "total capacity of 47.37 GiB of which 201.44 MiB is free" in oom["text"]
+
+
+def test_an_oom_after_serving_is_a_runtime_oom_with_headroom_from_the_failed_allocation():
+    report = report_for("oom-after-serving.log")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "cuda-oom-runtime" and report["facts"]["phase"] in ("serving", "traffic")
+    # 3.82 GiB asked, 1.20 GiB free, 79.19 GiB card: 0.9 − 2.62/79.19 − 0.01 = 0.857 → 0.85
+    assert diagnosis["fixes"][0]["changes"] == {"--gpu-memory-utilization": "0.85"}

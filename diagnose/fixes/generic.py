@@ -122,6 +122,19 @@ def unset_env(ctx: Context, params: dict) -> Fix | None:
                why=fill(params.get("why", f"{name} is shared with another vLLM on this host."), ctx), will_start=True)
 
 
+@strategy("launch-as-read")
+def launch_as_read(ctx: Context, params: dict) -> Fix | None:
+    """The user's own docker launch as vdiag reads it, where reading it already undoes the mistake: a `vllm serve`
+    repeated after an image whose entrypoint runs it is dropped, the model put right after the image."""
+    if ctx.launch is None or ctx.launch.form != "docker":
+        return None
+    from ..launch.render import render
+
+    return Fix(title=fill(params.get("title", "Run the container with vLLM's arguments only"), ctx),
+               step_command=render(ctx.launch), why=fill(params.get("why", ""), ctx), cost="config", cost_note="none",
+               will_start=None)
+
+
 @strategy("docker-option")
 def docker_option(ctx: Context, params: dict) -> Fix | None:
     """A `docker run` option. Not proposed when the launch already has it with that value; `--shm-size` is sized
