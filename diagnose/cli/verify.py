@@ -108,7 +108,7 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
         click.echo(to_markdown(result.as_json()), nl=False)
     else:
         printer = Printer()
-        shown = progress.live_capable and printer.console.is_terminal  # the attempts are on this same screen
+        shown = progress.live_capable and printer.is_terminal  # the attempts are on this same screen
         for text, style, hang in text_lines(result.as_json(), attempts_shown=shown):
             printer.say(text, style, hang)
     return result.exit_code()
@@ -120,7 +120,7 @@ class _Progress:
 
     def __init__(self, printer):
         self.printer = printer
-        self.live_capable = printer.console.is_terminal
+        self.live_capable = printer.is_terminal
         self._live = None
         self._status = None
 

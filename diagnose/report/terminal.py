@@ -10,8 +10,9 @@ Off a terminal (a pipe, a file) the text is plain and unwrapped, one line per it
 
 from __future__ import annotations
 
+import builtins
 import os
-import textwrap
+import sys
 
 from ..util.lazy_pattern import lazy
 
@@ -26,6 +27,8 @@ def wrap(text: str, width: int, hang: int = 0) -> str:
     Cap the context at what the KV cache holds:
        --max-model-len 33792
     """
+    import textwrap  # only a terminal wraps
+
     indent = len(text) - len(text.lstrip(" "))
     joined = _FLAG_VALUE.sub(lambda m: m.group(0).replace(" ", _GLUE), text.lstrip(" "))
     filled = textwrap.fill(joined, width=max(width, indent + hang + 20), initial_indent=" " * indent,
@@ -49,18 +52,87 @@ class Printer:
     """Prints lines with an optional style and a hanging indent for prose: `say(text, style, hang=None)`.
 
     `hang=None` leaves a line unwrapped (commands, log lines: they must stay copyable and exact).
+
+    Off a terminal the lines are written as they are, without importing rich (a third of a text report's start-up);
+    rich renders only where it may change something: a terminal (or FORCE_COLOR, TTY_COMPATIBLE, a notebook), or a
+    line that rich would not print verbatim (see `_verbatim_in_rich`).
     """
 
     def __init__(self, stream=None, stderr: bool = False):
-        from rich.console import Console
+        self._stream, self._stderr = stream, stderr
+        self._console = None
+        if _may_be_a_terminal(self._file()):
+            self.is_terminal = self.console.is_terminal
+        else:
+            self.is_terminal = False
+        self.styled = colour_allowed(self.is_terminal)
+        self.width = self.console.width if self.is_terminal else None
 
-        self.console = Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
-        self.styled = colour_allowed(self.console.is_terminal)
-        self.width = self.console.width if self.console.is_terminal else None
+    @property
+    def console(self):
+        """The rich console for this stream (built on first use)."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(file=self._stream, stderr=self._stderr, highlight=False, soft_wrap=True)
+        return self._console
 
     def say(self, text: str = "", style: str | None = None, hang: int | None = None) -> None:
+        stream = self._file()
+        if not self.is_terminal and stream is not None and _verbatim_in_rich(text):
+            try:
+                stream.write(text + "\n")
+            except UnicodeEncodeError as error:  # the hint rich adds, so the message stays the same
+                error.reason = f"{error.reason}\n*** You may need to add PYTHONIOENCODING=utf-8 to your environment ***"
+                raise
+            stream.flush()  # rich flushes each line: stdout and stderr interleave as before
+            return
         from rich.markup import escape
 
         if self.width and hang is not None:
             text = wrap(text, self.width, hang)
         self.console.print(escape(text), style=style if self.styled else None)
+
+    def _file(self):
+        # resolved on each write, as rich does: a caller may swap sys.stdout after the printer is made
+        stream = self._stream or (sys.stderr if self._stderr else sys.stdout)
+        return getattr(stream, "rich_proxied_file", stream)
+
+
+def _may_be_a_terminal(stream) -> bool:
+    """False only where rich's own test would say 'not a terminal' for sure: no tty, no override, no notebook."""
+    if "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ or hasattr(builtins, "get_ipython"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:  # a closed stream: rich says 'not a terminal' too
+        return False
+
+
+# What rich changes in a line it prints off a terminal: control codes and tabs, :emoji: codes, a trailing backslash,
+# escaped brackets, whitespace at the end of a line past the console's width. A line without any of them is printed
+# as is; one with any goes through rich, so the output stays byte for byte what rich printed.
+_NOT_VERBATIM = lazy(r"[\x07\x08\x0b\x0c\r\t\\]|\s(?:\n|$)")
+# every word between two colons, overlapping: a superset of the codes rich's emoji pattern can meet
+_BETWEEN_COLONS = lazy(r"(?=:([^\s:]*):)")
+
+
+def _verbatim_in_rich(text: str) -> bool:
+    """True when rich, off a terminal, would print `text` exactly as it is.
+
+    >>> _verbatim_in_rich("(APIServer pid=1) INFO 11-29 09:36:11 [api_utils.py:286] ok")
+    True
+    >>> [_verbatim_in_rich(text) for text in ("ship it :rocket:", "a :thumbs_up-text:", "a\\ttab", "C:" + chr(92))]
+    [False, False, False, False]
+    """
+    if _NOT_VERBATIM.search(text):
+        return False
+    # numbers between colons (times, ports) name no emoji but these two
+    names = [name.lower() for name in _BETWEEN_COLONS.findall(text)
+             if name and (not name.isdigit() or name in ("100", "1234"))]
+    if not names:
+        return True
+    from rich._emoji_codes import EMOJI
+
+    return not any(name in EMOJI or name.rsplit("-", 1)[0] in EMOJI for name in names)

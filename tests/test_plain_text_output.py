@@ -1,0 +1,56 @@
+"""Off a terminal the text report is written without rich, and reads exactly as rich printed it.
+
+rich changes a few things even in a pipe (control codes, tabs, :emoji: codes, a trailing backslash, escaped
+brackets); the plain writer hands such lines to rich, so every line comes out as it did before.
+"""
+
+import io
+
+import pytest
+
+from diagnose.report import terminal
+
+TRICKY = [
+    "", "plain words", "(APIServer pid=1) INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {'model': 'M'}",
+    "ship it :rocket:", "a :thumbs_up-text: b", ":100: and :1234:", "times 09:36:11 and ports :8000:",
+    "C:\\path\\", "ends in one backslash \\", "\\[bold]not markup", "[bold]looks like markup[/bold]", "\\[1]",
+    "tab\tinside", "carriage\rreturn", "bell\x07 and form\x0cfeed", "trailing space ", "two\nlines \nhere",
+    "ESC \x1b[31mred\x1b[0m", "wide 中文 and é", "\u2028separator", "line\x85next",
+]
+
+
+def rich_prints(text: str) -> str:
+    from rich.console import Console
+    from rich.markup import escape
+
+    stream = io.StringIO()
+    Console(file=stream, highlight=False, soft_wrap=True).print(escape(text), style="bold")
+    return stream.getvalue()
+
+
+@pytest.mark.parametrize("text", TRICKY)
+def test_a_line_off_a_terminal_reads_as_rich_printed_it(text):
+    stream = io.StringIO()
+    printer = terminal.Printer(stream)
+    printer.say(text, "bold", hang=2)
+    assert not printer.is_terminal and not printer.styled
+    assert stream.getvalue() == rich_prints(text)
+
+
+def test_ordinary_lines_do_not_build_a_rich_console():
+    stream = io.StringIO()
+    printer = terminal.Printer(stream)
+    for text in TRICKY[:3] + ["times 09:36:11 and ports :8000:"]:
+        printer.say(text, "dim", hang=4)
+    assert printer._console is None
+    printer.say("ship it :rocket:")
+    assert printer._console is not None and stream.getvalue().endswith("ship it 🚀\n")
+
+
+def test_force_color_still_goes_through_rich(monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    stream = io.StringIO()
+    printer = terminal.Printer(stream)
+    printer.say("Fixes, best first", "bold")
+    assert printer.is_terminal and "\x1b[1m" in stream.getvalue()
