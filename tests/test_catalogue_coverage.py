@@ -1,6 +1,6 @@
 """vLLM's own start-up messages, from every release's source, land in their category.
 
-Each categorised message of data/vllm_messages.yaml is rendered as a log line in its era's format and diagnosed
+Each categorised message of data/vllm_messages.json is rendered as a log line in its era's format and diagnosed
 alone. The floors are set just under what was measured when the catalogue signatures went in (95.7 % diagnosed,
 94.5 % in the catalogue's category), so a change that loses coverage fails here.
 """

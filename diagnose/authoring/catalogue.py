@@ -1,6 +1,6 @@
 """How much of vLLM's own start-up error catalogue vdiag diagnoses, and into which category.
 
-`data/vllm_messages.yaml` holds every error message vLLM's releases raise (generated from their source), each
+`data/vllm_messages.json` holds every error message vLLM's releases raise (generated from their source), each
 with the releases that have it and, for start-up failures, the category it belongs to. Each categorised message is
 rendered as a log line in its era's format (the V0 header before 0.8, the V1 engine-core header after),
 with its placeholders filled, and diagnosed on its own.
@@ -54,11 +54,11 @@ def coverage(limit: int | None = None) -> Coverage:
     from ..ingest.source import TextSource
     from ..knowledge.loader import load_rules
     from ..report.build import build_report
-    from ..util.datafiles import load_yaml
+    from ..util.datafiles import load_json
 
     ruleset = load_rules()
     figures = Coverage()
-    for message in load_yaml("vllm_messages.yaml")["messages"]:
+    for message in load_json("vllm_messages.json")["messages"]:
         if message.get("startup") is not True:
             continue
         figures.startup += 1

@@ -27,7 +27,7 @@ from functools import lru_cache
 from ..util.lazy_pattern import lazy
 
 TABLES = {"cuda_errors": "cuda_errors.yaml", "component_errors": "component_errors.yaml",
-          "vllm_messages": "vllm_messages.yaml"}
+          "vllm_messages": "vllm_messages.json"}
 # vLLM's own messages are templates: their {placeholders} stand for any short text
 _PLACEHOLDER = lazy(r"\{[^{}]{0,200}\}")
 MAX_GAP_CHARS = 160
@@ -38,11 +38,11 @@ MIN_WORDING_CHARS = 12  # shorter wordings ("invalid argument") say too little o
 @lru_cache(maxsize=None)
 def table_entries(table: str) -> tuple[dict, ...]:
     """The entries of a named table; an unknown name is an error in the rule, so it fails loudly."""
-    from ..util.datafiles import load_yaml
+    from ..util.datafiles import load_json, load_yaml
 
     if table not in TABLES:
         raise KeyError(f"unknown error table '{table}' (known: {', '.join(sorted(TABLES))})")
-    data = load_yaml(TABLES[table])
+    data = load_json(TABLES[table]) if TABLES[table].endswith(".json") else load_yaml(TABLES[table])
     if isinstance(data, dict):
         return tuple(entry for section in ("runtime", "driver", "errors", "messages") for entry in data.get(section) or ())
     return tuple(data or ())
@@ -70,7 +70,7 @@ def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
     of spaces standing for one (pasted text often re-spaces words). vLLM's message templates match with any
     short text where the template interpolates a value.
     """
-    entries = [e for e in table_entries(table) if e.get("category") == category]
+    entries = _by_category(table).get(category, [])
     if table == "vllm_messages":
         patterns = sorted({_template_pattern(e["template"]) for e in entries if _template_pattern(e["template"])},
                           key=lambda p: (-len(p), p))
@@ -87,7 +87,16 @@ def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
     return literals, rf"(?i)(?P<error>{'|'.join(patterns)})"
 
 
-@lru_cache(maxsize=None)  # asked twice per category; escaping word by word is most of a cold rule load
+@lru_cache(maxsize=None)
+def _by_category(table: str) -> dict[str, list[dict]]:
+    """A table's entries by category, grouped once (the catalogue has thousands; a cold load asks per category)."""
+    grouped: dict[str, list[dict]] = {}
+    for entry in table_entries(table):
+        grouped.setdefault(entry.get("category"), []).append(entry)
+    return grouped
+
+
+@lru_cache(maxsize=None)  # asked twice per category; escaping is most of a cold rule load
 def _template_pattern(template: str) -> str | None:
     """A template's fixed parts in order, any short text between them; None when too little is fixed.
 
@@ -105,7 +114,8 @@ def _template_pattern(template: str) -> str | None:
         parts.pop(0)
     if sum(len(part) for part in parts) < MIN_TEMPLATE_CHARS or sum(len(part.split()) for part in parts) < 4:
         return None  # "{x} is not supported" says too little to name a category
-    fixed = [r"\s+".join(re.escape(word) for word in part.split()) for part in parts]
+    # each space re.escape leaves as "\ " is one run of whitespace between words: the same as escaping word by word
+    fixed = [re.escape(" ".join(part.split())).replace("\\ ", r"\s+") for part in parts]
     return f".{{0,{MAX_GAP_CHARS}}}?".join(fixed)
 
 

@@ -1,7 +1,9 @@
-"""Bundled data files (YAML), parsed once and cached on disk in a data format.
+"""Bundled data files (YAML, JSON), parsed once and cached on disk in a data format.
 
 Parsing YAML costs more than the rest of a typical diagnosis; a JSON copy in
-the cache directory makes a warm start skip it. The cache never holds code:
+the cache directory makes a warm start skip it. The biggest table (vLLM's
+message catalogue) is JSON in the package already, so even a cold start reads
+it in milliseconds. The cache never holds code:
 values are JSON (or raw bytes for the Hyperscan database, in Hyperscan's own
 serialized form after a sha256 of it), never pickles, so a planted or damaged
 file can at worst make vdiag parse the YAML or compile the database again.
@@ -137,6 +139,12 @@ def load_yaml(name: str) -> Any:
     if _survives_json(value):  # int keys or dates would come back changed: such a file is not cached
         write_cached(key, value)
     return value
+
+
+@lru_cache(maxsize=None)
+def load_json(name: str) -> Any:
+    """A JSON data file from diagnose/data by name, e.g. load_json("vllm_messages.json")."""
+    return json.loads((DATA_DIR / name).read_bytes())
 
 
 def _survives_json(value: Any) -> bool:
