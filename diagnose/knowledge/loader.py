@@ -31,7 +31,14 @@ def rule_files(directories: Iterable[Path]) -> list[Path]:
 
 
 def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleSet:
-    """Load the bundled rules plus any user rule folders."""
+    """Load the bundled rules plus any user rule folders.
+
+    User rules are always checked against the rule schema and linted (regexes that backtrack, match nothing...).
+    The bundled rules get both from the test suite and `vdiag rules lint`, which load without the cache
+    (`use_cache=False`); a diagnosis takes them on trust (jsonschema and compiling every signature to lint it were
+    most of a cold start) and keeps the checks that need the whole rule set: unknown strategies, parameters,
+    predicates, tables and categories, duplicate ids, each with file:line.
+    """
     directories = [bundled_rules_dir(), *[Path(d) for d in extra_dirs]]
     for directory in directories[1:]:
         if not directory.exists():
@@ -50,7 +57,7 @@ def load_rules(extra_dirs: Iterable[Path] = (), use_cache: bool = True) -> RuleS
                 return ruleset_from_data(cached)
             except (KeyError, TypeError, ValueError, AttributeError):
                 pass  # a cache from another layout: parse again
-    ruleset = _load_uncached(contents)
+    ruleset = _load_uncached(contents, schema_for_bundled=not use_cache)
     if use_cache:
         write_cached(key, ruleset_to_data(ruleset))
     return ruleset
@@ -100,7 +107,7 @@ def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
     here = Path(__file__).parent
     for module in ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py", "vocabulary.py"):  # the cached layout, the checks, the expansion
         digest.update((here / module).read_bytes())
-    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.yaml",
+    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.json",
                  "strategy_params.yaml", "predicates.yaml", "phases.yaml"):  # tables expand into signatures; names rules may use
         digest.update((DATA_DIR / name).read_bytes())
     for path, data in contents:
@@ -115,12 +122,11 @@ def _safe_loader():
     return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
-    import jsonschema
+def _load_uncached(contents: list[tuple[Path, bytes]], schema_for_bundled: bool = True) -> RuleSet:
     import yaml
 
-    schema = json.loads((DATA_DIR / "rule.schema.json").read_text(encoding="utf-8"))
-    validator = jsonschema.Draft202012Validator(schema)
+    schema = _Schema()
+    bundled_dir = None if schema_for_bundled else bundled_rules_dir()
     categories = taxonomy()
     rules: list[Rule] = []
     problems: list[LoadProblem] = []
@@ -133,15 +139,19 @@ def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
             continue
         try:
             text = data.decode("utf-8")
-            node = yaml.compose(text, Loader=_safe_loader())
-            if node is None:
-                problems.append(LoadProblem(shown, 0, "empty rule file"))
-                continue
-            aliases = yaml_alias_problem(node)
-            if aliases:
-                problems.append(LoadProblem(shown, *aliases))
-                continue
-            document = yaml.load(text, Loader=_safe_loader())
+            parser = _safe_loader()(text)  # parsed once: the nodes give lines and aliases, then become the document
+            try:
+                node = parser.get_single_node()
+                if node is None:
+                    problems.append(LoadProblem(shown, 0, "empty rule file"))
+                    continue
+                aliases = yaml_alias_problem(node)
+                if aliases:
+                    problems.append(LoadProblem(shown, *aliases))
+                    continue
+                document = parser.construct_document(node)  # what yaml.load builds from the same nodes
+            finally:
+                parser.dispose()
         except UnicodeDecodeError:
             problems.append(LoadProblem(shown, 0, "not UTF-8 text"))
             continue
@@ -150,25 +160,32 @@ def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
             line = mark.line + 1 if mark is not None else 0
             problems.append(LoadProblem(shown, line, f"YAML syntax error: {getattr(exc, 'problem', exc)}"))
             continue
-        errors = sorted(validator.iter_errors(document), key=lambda e: list(e.absolute_path))
-        if errors:
-            for error in errors[:5]:
-                where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-                problems.append(LoadProblem(shown, line_of(node, list(error.absolute_path)), f"{where}: {error.message}"))
-            continue
-        unknown = vocabulary_problems(document.get("conditions") or [], document["fixes"])
-        if unknown:
-            problems += [LoadProblem(shown, line_of(node, path), message) for path, message in unknown]
+        trusted = bundled_dir is not None and is_within(shown, bundled_dir)
+        invalid = [] if trusted else schema.problems(document, node, shown)
+        if invalid:
+            problems += invalid
             continue
         try:
-            rule = _build_rule(document, shown, node.start_mark.line + 1)
-        except KeyError as exc:  # a signature names an error table, or a category, the tables do not have
-            problems.append(LoadProblem(shown, line_of(node, ["signatures"]), str(exc.args[0])))
+            unknown = vocabulary_problems(document.get("conditions") or [], document["fixes"])
+            if unknown:
+                problems += [LoadProblem(shown, line_of(node, path), message) for path, message in unknown]
+                continue
+            try:
+                rule = _build_rule(document, shown, node.start_mark.line + 1)
+            except KeyError as exc:  # a signature names an error table, or a category, the tables do not have
+                problems += (trusted and schema.problems(document, node, shown)
+                             or [LoadProblem(shown, line_of(node, ["signatures"]), str(exc.args[0]))])
+                continue
+        except (KeyError, TypeError, AttributeError, ValueError) as exc:
+            if not trusted:
+                raise
+            # a bundled rule taken on trust is not a rule: the schema says why (as it would have before)
+            problems += schema.problems(document, node, shown) or [_unreadable(shown, exc)]
             continue
         if rule.category not in categories:
             problems.append(LoadProblem(shown, line_of(node, ["category"]), f"unknown category '{rule.category}' (see taxonomy)"))
             continue
-        unsafe = _check_regexes(rule)
+        unsafe = [] if trusted else _check_regexes(rule)
         if unsafe:
             problems += [LoadProblem(shown, line_of(node, ["signatures", i, "regex"]), why) for i, why in unsafe]
             continue
@@ -178,6 +195,28 @@ def _load_uncached(contents: list[tuple[Path, bytes]]) -> RuleSet:
         seen[rule.id] = shown
         rules.append(rule)
     return RuleSet(rules, problems)
+
+
+class _Schema:
+    """The rule schema's validator, built on first use (importing jsonschema is a tenth of a second)."""
+
+    def __init__(self):
+        self._validator = None
+
+    def problems(self, document, node, shown: str) -> list[LoadProblem]:
+        """What the schema says about a rule document (the first five), each at its file:line."""
+        if self._validator is None:
+            import jsonschema
+
+            self._validator = jsonschema.Draft202012Validator(json.loads((DATA_DIR / "rule.schema.json").read_text(encoding="utf-8")))
+        errors = sorted(self._validator.iter_errors(document), key=lambda e: list(e.absolute_path))
+        return [LoadProblem(shown, line_of(node, list(error.absolute_path)),
+                            f"{'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}")
+                for error in errors[:5]]
+
+
+def _unreadable(shown: str, exc: Exception) -> LoadProblem:
+    return LoadProblem(shown, 0, f"not a rule vdiag can read ({type(exc).__name__}: {exc}); run `vdiag rules lint`")
 
 
 def _check_regexes(rule: Rule) -> list[tuple[int, str]]:
