@@ -24,6 +24,7 @@ from ..knowledge.error_tables import cuda_error_meaning
 from ..knowledge.rules import Rule
 from ..launch.render import apply_changes, render
 from ..scan.scanner import Match
+from ..util.lazy_pattern import lazy
 
 MAX_EVIDENCE = 6
 CONTEXT_BONUS = 0.03
@@ -160,7 +161,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         diagnosis.why = f"{diagnosis.why} {meaning}"
 
 
-_UNFILLED = re.compile(r"\{([a-z_]+)\}")
+_UNFILLED = lazy(r"\{([a-z_]+)\}")
 
 
 def _say_what_is_missing(fix: Fix) -> None:
