@@ -114,7 +114,11 @@ class PhaseExtractor:
         if not events:
             return True
         last = events[-1][1]
-        return any(self._by_marker.get(literal, last) != last for literal in literals)
+        by_marker = self._by_marker
+        for literal in literals:  # a loop, not any(<generator>): this runs on every stats line of a long serve
+            if by_marker.get(literal, last) != last:
+                return True
+        return False
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         low = message.lower()
