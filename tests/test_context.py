@@ -52,3 +52,9 @@ def test_same_report_twice():
     first = diagnose_text(KV_LOG)
     second = diagnose_text(KV_LOG)
     assert first.report == second.report
+
+
+def test_a_report_of_a_huge_input_says_what_its_bounded_lists_did_not_keep():
+    log = "".join(f"ERROR 05-22 10:00:00 [core.py:700] RuntimeError: worker {n} failed\n" for n in range(260))
+    notes = diagnose_text(log).report["notes"]
+    assert "60 more error-looking line(s) than the report keeps were counted, not kept" in notes

@@ -98,6 +98,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     if result.budget_spent:
         notes.append(f"the time budget for rule patterns ({result.regex_budget_s:g} s) was spent; later lines were not "
                      "matched against the rules, so this answer may be partial")
+    notes += _dropped_notes(facts, unexplained, advice)
     signatures = [s for rule in ruleset.rules for s in rule.signatures]
     match_error_lines(signatures, unexplained.lines, result)
     snapshot = _snapshot(options)
@@ -120,6 +121,13 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         # the log holds only the echoes of an error cut from the excerpt: they still show that something failed
         leftovers = sorted((line, text) for text, line in unexplained.echo_lines.items())
     return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
+
+
+def _dropped_notes(facts: Facts, unexplained: UnexplainedExtractor, advice: AdviceLines) -> list[str]:
+    """What the bounded lists counted but did not keep, so a report of a huge input says it is a sample."""
+    counted = [(unexplained.dropped, "error-looking line(s)"), (advice.dropped, "advice line(s)"),
+               (facts.processes_dropped, "GPU process(es)"), (facts.gpus_dropped, "GPU(s)")]
+    return [f"{count} more {what} than the report keeps were counted, not kept" for count, what in counted if count]
 
 
 def _reporting(blocks: Iterator[bytes], on_bytes: Callable[[int], None]) -> Iterator[bytes]:
