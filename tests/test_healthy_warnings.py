@@ -34,3 +34,17 @@ def test_a_healthy_start_with_alarming_warnings_fires_nothing(log, ruleset):
     report = build_report(diagnose([TextSource(log.name, text)], Options(gpu_mode="none"), ruleset))
     assert report["diagnoses"] == [] and report["status"] == plain["status"]
     assert report["unexplained"] == [dict(e, line=e["line"] + len(ALARMING) * (e["line"] > middle)) for e in plain["unexplained"]]
+
+
+@pytest.mark.parametrize("log", HEALTHY, ids=lambda p: p.stem)
+def test_a_healthy_start_is_served_even_with_a_traceback_vllm_logged_as_a_warning(log, ruleset):
+    """cpu-ok-no-tokenizer-skip-tokenizer-init logs a WARNING-level traceback (a warm-up it skips) and serves."""
+    report = build_report(diagnose([TextSource(log.name, log.read_text(errors="replace"))], Options(gpu_mode="none"), ruleset))
+    assert report["status"] == "served" and report["unexplained"] == []
+
+
+def test_an_error_logged_as_a_warning_still_counts_when_the_run_never_served(ruleset):
+    text = ("WARNING 06-01 10:00:00 [base.py:380] Traceback (most recent call last):\n"
+            "WARNING 06-01 10:00:00 [base.py:380] ValueError: Tokenizer not available when `skip_tokenizer_init=True`\n")
+    report = build_report(diagnose([TextSource("cut.log", text)], Options(gpu_mode="none"), ruleset))
+    assert report["status"] == "errors-unexplained" and report["unexplained"][0]["line"] == 2

@@ -118,8 +118,9 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     if fired:
         leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
     elif not leftovers and not facts.served:
-        # the log holds only the echoes of an error cut from the excerpt: they still show that something failed
-        leftovers = sorted((line, text) for text, line in unexplained.echo_lines.items())
+        # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:
+        # in a run that never served they still show that something failed (in one that served, it survived them)
+        leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
     return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
 
 

@@ -38,14 +38,20 @@ class UnexplainedExtractor:
 
     literals = ("error", "exception", "cuda failure", "fatal")
     window = 0
+    reads_level = True  # an exception logged at WARNING (a traceback vLLM survived) is kept apart
 
     def __init__(self) -> None:
         self.lines: dict[str, int] = {}
         self.echo_lines: dict[str, int] = {}
+        self.quiet_lines: dict[str, int] = {}  # error-looking lines vLLM itself logged below ERROR
         self.dropped = 0  # error-looking lines seen once MAX_ERROR_LINES were kept
 
-    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+    def feed(self, line_no: int, message: str, following: list[str], quiet: bool = False) -> None:
         if not _ERROR_LINE.search(message):
+            return
+        if quiet:
+            if len(self.quiet_lines) < MAX_ERROR_LINES:
+                self.quiet_lines.setdefault(message[:ERROR_LINE_CHARS], line_no)
             return
         if len(self.lines) >= MAX_ERROR_LINES:
             self.dropped += 1

@@ -148,7 +148,7 @@ class Scanner:
             line_no += data.count(b"\n", previous, start)
             previous = start
             message, end = messages.at(start)
-            quiet: bool | None = None  # an INFO/WARNING/DEBUG line, worked out only when a family signature asks
+            quiet: bool | None = None  # an INFO/WARNING/DEBUG line, worked out only when a target asks
             following = Window(messages, end, self._lookahead)  # decoded line by line, only as far as a target reads
             for target in targets:
                 if isinstance(target, Signature):
@@ -161,6 +161,10 @@ class Scanner:
                 elif getattr(target, "reads_header", False):  # the line as logged, header included
                     target.feed(line_no, data[start:min(end, start + MAX_EXTRACTOR_LINE_CHARS)].decode("utf-8", "replace"),
                                 following.first(target.window))
+                elif getattr(target, "reads_level", False):  # told whether the line was logged below ERROR
+                    if quiet is None:
+                        quiet = _below_error_level(data[start:min(end, start + 400)])
+                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window), quiet=quiet)
                 else:
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
             messages.forget_before(start)
