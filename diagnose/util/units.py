@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 
 from .lazy_pattern import lazy
 
@@ -76,10 +77,18 @@ def size_gib(text: str | None, default_unit: str = "gib") -> float | None:
 
     vLLM and PyTorch compute "GB"/"MB" with powers of two, so both spellings
     are read as binary units.
+    >>> size_gib("193.25 MiB"), size_gib("16933256392 bytes"), size_gib("2", "mib")
+    (0.189, 15.77, 0.002)
     """
     if text is None:
         return None
-    match = _SIZE.match(str(text))
+    return _size_gib(str(text), default_unit)
+
+
+@lru_cache(maxsize=4096)
+def _size_gib(text: str, default_unit: str) -> float | None:
+    """Logs repeat their figures (an OOM line per request names the same sizes): each is parsed once."""
+    match = _SIZE.match(text)
     if not match:
         return None
     number = parse_float(match.group("num"))
