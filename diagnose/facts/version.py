@@ -20,15 +20,22 @@ _VERSION_PATTERNS = [
 ]
 
 
+_AUTHORITATIVE = ("api-server line", "engine config line")
+
+
 class VersionExtractor(ExtractorBase):
     literals = ("server version", "llm engine (v", "version 0.", "version 1.", "vllm version", "vllm ", "vllm:", "vllm==",
                 "vllm-0.", "vllm-1.", "vllm-openai", "vllm `", "vllm\t")
+
+    def needs(self, literals: set[str]) -> bool:
+        """Nothing after vLLM's own statement of its version (the server or engine line) can replace it."""
+        return self.facts.version_source not in _AUTHORITATIVE
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         for pattern, source in _VERSION_PATTERNS:
             match = pattern.search(message)
             if match:
-                if self.facts.vllm_version is None or source in ("api-server line", "engine config line"):
+                if self.facts.vllm_version is None or source in _AUTHORITATIVE:
                     self.facts.vllm_version = match.group("v").rstrip(".,")
                     self.facts.version_source = source
                 return
