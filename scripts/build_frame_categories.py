@@ -42,15 +42,8 @@ def tallies() -> tuple[dict[str, Counter], dict[str, Counter]]:
 
 
 def decided(counts: dict[str, Counter]) -> dict[str, str]:
-    found = {}
-    for path, tally in sorted(counts.items()):
-        if not path:
-            continue
-        total = sum(tally.values())
-        category, count = tally.most_common(1)[0]
-        if total >= MIN_MESSAGES and count / total >= MIN_AGREEMENT:
-            found[path] = category
-    return found
+    found = {path: _decision(tally) for path, tally in sorted(counts.items()) if path}
+    return {path: category for path, category in found.items() if category}
 
 
 def _decision(tally: Counter) -> str | None:

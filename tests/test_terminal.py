@@ -27,19 +27,12 @@ from click.testing import CliRunner
 from diagnose.cli.main import main
 
 from .conftest import FIXTURES, ROOT
+from .test_verify import MAX_LEN_LOG, free_port
 
 VDIAG = str(Path(sys.executable).parent / "vdiag")
 EXAMPLE = ROOT / "examples" / "kv-cache-too-small.log"
 FAKE_VLLM = ROOT / "tests" / "fake_vllm"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-MAX_LEN_LOG = """\
-(APIServer pid=1) INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {'model': 'M', 'max_model_len': 4096}
-Traceback (most recent call last):
-pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig
-  Value error, User-specified max_model_len (4096) is greater than the derived max_model_len (max_position_embeddings=512.0 \
-or model_max_length=None in model's config.json). To allow overriding this maximum, set the env var \
-VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with extreme caution.
-"""
 
 
 def on_pty(args: list[str], columns: int, env: dict[str, str] | None = None, timeout_s: float = 120) -> tuple[int, str]:
@@ -114,9 +107,7 @@ def test_a_pipe_gets_plain_unwrapped_text():
 def test_verify_on_a_terminal_shows_diagnosis_command_live_status_and_summary(tmp_path):
     log = tmp_path / "crash.log"
     log.write_text(MAX_LEN_LOG)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     when = json.dumps({"--max-model-len=512": "hang"})
     launch = f"FAKE_VLLM_WHEN='{when}' vllm serve M --max-model-len 4096 --port {port}"
     code, screen = on_pty(["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable, "--allow-env", "FAKE_VLLM_WHEN",
@@ -136,9 +127,7 @@ def test_verify_summary_shows_the_command_that_ran_and_the_one_to_deploy(tmp_pat
     log = tmp_path / "crash.log"
     log.write_text(MAX_LEN_LOG)
     monkeypatch.setenv("PYTHONPATH", str(FAKE_VLLM))
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable,
                                        "--launch", f"vllm serve M --max-model-len 4096 --port {port}", str(log)])
     assert result.exit_code == 0, result.output
@@ -182,27 +171,22 @@ def test_a_cpu_build_gets_a_kv_cache_bounded_to_the_model_and_says_so(tmp_path, 
     dump = tmp_path / "env.json"
     log = tmp_path / "crash.log"
     log.write_text(MAX_LEN_LOG)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    launch = f"FAKE_VLLM_DUMP={dump} vllm serve M --max-model-len 4096 --port {port}"
-    result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable, "--format", "json",
-                                       "--allow-env", "FAKE_VLLM_DUMP", "--launch", launch, str(log)])
-    report = json.loads(result.stdout)
-    attempt = report["attempts"][0]
+
+    def verify() -> dict:
+        launch = f"FAKE_VLLM_DUMP={dump} vllm serve M --max-model-len 4096 --port {free_port()}"
+        result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable, "--format",
+                                           "json", "--allow-env", "FAKE_VLLM_DUMP", "--launch", launch, str(log)])
+        return json.loads(result.stdout)["attempts"][0]
+
+    attempt = verify()
     seen = json.loads(dump.read_text())["env"]["VLLM_CPU_KVCACHE_SPACE"]
     assert seen == "4"  # the model M is unknown: the bounded default of verify_policy.yaml, not most of the RAM
     assert attempt["ran"].startswith("VLLM_CPU_KVCACHE_SPACE=4 ")
     assert any(n.startswith("CPU build of vLLM: VLLM_CPU_KVCACHE_SPACE=4 bounds") for n in attempt["notes"])
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "2")  # the operator's own value wins
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    launch = f"FAKE_VLLM_DUMP={dump} vllm serve M --max-model-len 4096 --port {port}"
-    result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable, "--format", "json",
-                                       "--allow-env", "FAKE_VLLM_DUMP", "--launch", launch, str(log)])
+    attempt = verify()
     assert json.loads(dump.read_text())["env"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
-    assert not any("CPU build" in n for n in json.loads(result.stdout)["attempts"][0]["notes"])
+    assert not any("CPU build" in n for n in attempt["notes"])
 
 
 def test_a_port_in_time_wait_counts_as_free():

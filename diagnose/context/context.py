@@ -65,13 +65,18 @@ class Context:
         return None
 
     def tp(self) -> int:
-        value = (plausible_int(self.arg("--tensor-parallel-size"), 1, MAX_PARALLEL)
-                 or plausible_int(self.facts.engine_config.get("tensor_parallel_size"), 1, MAX_PARALLEL))
-        return value or 1
+        return self._stated_size("tensor") or 1
 
     def pp(self) -> int:
-        return (plausible_int(self.arg("--pipeline-parallel-size"), 1, MAX_PARALLEL)
-                or plausible_int(self.facts.engine_config.get("pipeline_parallel_size"), 1, MAX_PARALLEL) or 1)
+        return self._stated_size("pipeline") or 1
+
+    def parallel_stated(self) -> bool:
+        """Whether the launch or vLLM's config states a tensor or pipeline size (else tp() and pp() default to 1)."""
+        return bool(self._stated_size("tensor") or self._stated_size("pipeline"))
+
+    def _stated_size(self, kind: str) -> int | None:
+        return (plausible_int(self.arg(f"--{kind}-parallel-size"), 1, MAX_PARALLEL)
+                or plausible_int(self.facts.engine_config.get(f"{kind}_parallel_size"), 1, MAX_PARALLEL))
 
     def max_model_len(self) -> int | None:
         return self.resolved_max_model_len()[0]

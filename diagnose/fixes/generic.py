@@ -148,10 +148,8 @@ def docker_option(ctx: Context, params: dict) -> Fix | None:
     if params.get("per_gpu_gib"):
         gib = max(int(params.get("min_gib", 10)), int(params["per_gpu_gib"]) * ctx.tp() * ctx.pp())
         value = f"{gib}g"
-        known = any(ctx.arg(flag) is not None for flag in ("--tensor-parallel-size", "--pipeline-parallel-size")) or any(
-            ctx.facts.engine_config.get(key) for key in ("tensor_parallel_size", "pipeline_parallel_size"))
         per_gpu, floor = int(params["per_gpu_gib"]), int(params.get("min_gib", 10))
-        counted = (f"for {ctx.tp() * ctx.pp()} GPU(s)" if known else
+        counted = (f"for {ctx.tp() * ctx.pp()} GPU(s)" if ctx.parallel_stated() else
                    f"(the GPU count is not in the log: with more than {floor // per_gpu} GPUs, {per_gpu} GiB for each)")
         why += f" Sized at {params['per_gpu_gib']} GiB per GPU {counted}, at least {params.get('min_gib', 10)} GiB."
         if _docker_value(ctx, "--ipc") == "host":

@@ -12,6 +12,7 @@ from ..context.context import Context
 from ..model import memory
 from .base import Fix, strategy
 
+FLOAT32 = ("float", "float32", "fp32")  # how --dtype spells 32-bit weights
 ACTIVATION_RESERVE_GIB = 2.0  # activation peak and non-torch memory when the log has no figure (estimated)
 
 
@@ -25,7 +26,7 @@ def _reserve_gib(ctx: Context) -> tuple[float, str]:
 def sixteen_bit_activations(ctx: Context) -> dict:
     """The change a quantized load needs on a float32 launch: quantized kernels compute in 16 bits, so a
     `--dtype float32` left in place is refused (AWQ/GPTQ) or wasted; without it vLLM picks the checkpoint's 16 bits."""
-    return {"--dtype": None} if (ctx.arg("--dtype") or "").lower() in ("float", "float32", "fp32") else {}
+    return {"--dtype": None} if (ctx.arg("--dtype") or "").lower() in FLOAT32 else {}
 
 
 def _weights_now_gib(ctx: Context) -> float | None:
@@ -52,7 +53,7 @@ def fits(ctx: Context, weights_gib: float | None) -> tuple[bool | None, str, str
 def narrower_dtype(ctx: Context, params: dict) -> Fix | None:
     """--dtype float32 doubles the weights; bfloat16 from compute capability 8.0, else float16."""
     given = (ctx.arg("--dtype") or "").lower()
-    if given not in ("float", "float32", "fp32") or ctx.model is None:
+    if given not in FLOAT32 or ctx.model is None:
         return None
     cc = ctx.compute_capability()
     value = "bfloat16" if cc is not None and cc >= 8.0 else "half"
