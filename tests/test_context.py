@@ -11,7 +11,7 @@ from diagnose.context.context import Context
 from diagnose.diagnosis.pipeline import Options, diagnose
 from diagnose.facts.record import Facts
 from diagnose.ingest.source import TextSource
-from diagnose.scan.scanner import ScanResult
+from diagnose.scan.hits import ScanResult
 
 KV_LOG = """\
 INFO 05-01 10:00:00 [__init__.py:239] Automatically detected platform cuda.

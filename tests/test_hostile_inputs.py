@@ -78,7 +78,7 @@ def test_repeated_launch_lines_split_each_line_once(monkeypatch):
 
 
 def test_rule_regexes_share_one_budget_per_input(monkeypatch, ruleset):
-    from diagnose.scan import scanner as scan
+    from diagnose.scan import hits as scan
 
     monkeypatch.setattr(scan, "REGEX_BUDGET_S", 0.0)
     outcome = diagnose([TextSource("t", HOSTILE["tp-absurd"])], Options(gpu_mode="none"), ruleset)

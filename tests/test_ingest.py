@@ -5,9 +5,12 @@ import json
 
 import pytest
 
+from diagnose.ingest import lineformat
 from diagnose.ingest.lineformat import message_of
 from diagnose.ingest.source import MAX_LINE_CHARS, Source, TextSource
 from diagnose.util.errors import InputError
+
+from .conftest import FIXTURES
 
 
 def read(source) -> str:
@@ -111,3 +114,27 @@ def test_broken_utf8_and_nuls_do_not_break_reading():
 ])
 def test_every_era_of_line_header_reduces_to_the_message(line, message):
     assert message_of(line) == message
+
+
+
+def _strip_one_pattern_at_a_time(line: str) -> str:
+    """The plain way to strip headers: try each prefix pattern in order, take the first that starts the line, again."""
+    text = line
+    for _ in range(lineformat.MAX_PREFIXES):
+        for pattern in lineformat._PREFIXES:
+            match = pattern.match(text, 0, lineformat.MAX_PREFIX_CHARS)
+            if match:
+                text = text[match.end():]
+                break
+        else:
+            break
+    return text
+
+
+def test_headers_stripped_in_one_match_are_those_the_patterns_strip_one_by_one():
+    lines = [line for path in sorted(FIXTURES.glob("**/*.log")) for line in path.read_text(errors="replace").splitlines()]
+    lines += ["> " * 40 + "x", "vllm-1  | [rank0]: (EngineCore pid=1) ERROR 01-01 00:00:00 [core.py:1] boom", "(" * 3000]
+    assert len(lines) > 3000  # the fixture logs were found
+    for line in lines:
+        assert lineformat.strip_headers(line) == _strip_one_pattern_at_a_time(line), line
+    assert lineformat.strip_headers("> " * 40 + "x") == "> " * (40 - lineformat.MAX_PREFIXES) + "x"  # bounded work

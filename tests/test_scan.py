@@ -11,7 +11,8 @@ from diagnose.facts.record import Facts
 from diagnose.facts.unexplained import UnexplainedExtractor
 from diagnose.knowledge.signatures import ADVERSARIAL
 from diagnose.scan.prefilter import AhoCorasickFinder, HyperscanFinder
-from diagnose.scan.scanner import MAX_EVIDENCE_PER_SIGNATURE, Scanner
+from diagnose.scan.hits import MAX_EVIDENCE_PER_SIGNATURE
+from diagnose.scan.scanner import Scanner
 
 from .conftest import FIXTURES
 

@@ -13,6 +13,8 @@ from diagnose.facts.unexplained import MAX_ERROR_LINES, UnexplainedExtractor
 from diagnose.knowledge.rules import Signature
 from diagnose.scan.scanner import MAX_REMEMBERED_ANSWERS, Scanner, ScanResult, match_error_lines
 
+from .conftest import FIXTURES
+
 OOM = ("(EngineCore_DP0 pid=1) ERROR 11-29 10:00:00 [core.py:700] torch.OutOfMemoryError: CUDA out of memory. "
        "Tried to allocate 20.00 MiB. GPU 0 has a total capacity of 79.19 GiB of which 3.06 MiB is free. "
        "Process {a} has 40.00 GiB memory in use. Process {b} has 39.10 GiB memory in use. "
@@ -116,3 +118,17 @@ def test_error_lines_past_the_cap_are_counted_not_kept():
         errors.feed(n, f"RuntimeError: rank {n} failed", [])
         errors.feed(n, "just a line that says error", [])
     assert len(errors.lines) == MAX_ERROR_LINES and errors.dropped == 50
+
+
+@pytest.mark.parametrize("log", sorted(p.name for p in (FIXTURES / "corpus" / "healthy").glob("*.log"))[:4])
+def test_progress_told_the_markers_a_line_holds_reaches_the_phases_a_search_for_every_marker_reaches(log):
+    from diagnose.facts.phases import PhaseExtractor
+    from diagnose.ingest.lineformat import message_of
+
+    text = (FIXTURES / "corpus" / "healthy" / log).read_text(errors="replace")
+    told = PhaseExtractor()
+    Scanner([], [told]).scan([text.encode()])
+    searched = PhaseExtractor()
+    for number, line in enumerate(text.splitlines(), 1):
+        searched.feed(number, message_of(line), [])  # no `found`: every marker is looked for in every line
+    assert told.phases.events and told.phases.events == searched.phases.events

@@ -15,7 +15,7 @@ from ..facts.record import Facts, GpuFact, GpuProcess
 from ..launch.launch import Launch
 from ..model import memory
 from ..model.info import ModelInfo
-from ..scan.scanner import ScanResult
+from ..scan.hits import ScanResult
 from ..util.units import parse_float, parse_int, plausible_int
 
 MAX_PARALLEL = 1 << 16  # a parallel size above this is not a fact, whatever the text says

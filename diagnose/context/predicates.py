@@ -49,7 +49,7 @@ def phase_condition(expression: str, ctx: Context) -> bool:
     """`phase>=serving` or `phase<weights-loaded`, at the error being evaluated.
 
     >>> from diagnose.facts.record import Facts
-    >>> from diagnose.scan.scanner import ScanResult
+    >>> from diagnose.scan.hits import ScanResult
     >>> ctx = Context(Facts(), ScanResult()).for_rule({}, focus_line=50)
     >>> ctx.phases.add(10, phase_order("serving"))
     >>> phase_condition("phase>=serving", ctx), phase_condition("phase<weights-loaded", ctx)

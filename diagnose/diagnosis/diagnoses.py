@@ -23,7 +23,7 @@ from ..fixes.registry import STRATEGIES
 from ..knowledge.error_tables import cuda_error_meaning
 from ..knowledge.rules import Rule
 from ..launch.render import apply_changes, render
-from ..scan.scanner import Match
+from ..scan.hits import Match
 from ..util.lazy_pattern import lazy
 
 MAX_EVIDENCE = 6

@@ -14,7 +14,7 @@ from functools import lru_cache
 from ..context.context import Context
 from ..facts.frames import FramesExtractor
 from ..knowledge.rules import Rule
-from ..scan.scanner import Match
+from ..scan.hits import Match
 from .diagnoses import Diagnosis
 
 FRAME_CONFIDENCE = 0.5

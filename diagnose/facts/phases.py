@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,7 @@ class PhaseExtractor:
     """Feeds on progress lines only (the scanner hands it lines that hold a marker)."""
 
     window = 0
+    reads_literals = True  # the scanner says which markers the raw line holds: only those are looked for
 
     def __init__(self) -> None:
         self.phases = PhaseLog()
@@ -120,11 +122,13 @@ class PhaseExtractor:
                 return True
         return False
 
-    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+    def feed(self, line_no: int, message: str, following: list[str], found: Iterable[str] | None = None) -> None:
+        """`found`: the markers the raw line holds (a superset of those in its message), else every marker."""
         low = message.lower()
         if _is_traceback_frame(low):
             return
-        orders = [order for marker, order in self._by_marker.items() if marker in low]
+        by_marker = self._by_marker
+        orders = [by_marker[marker] for marker in (by_marker if found is None else found) if marker in by_marker and marker in low]
         if orders:
             self.phases.add(line_no, max(orders))
 

@@ -59,24 +59,26 @@ _PYDANTIC = lazy(r"\s*(?:Value error|Assertion failed),\s*")
 _ESCAPED_ANSI = lazy(r"#033\[[\d;]{0,20}[A-Za-z]")
 _PYDANTIC_TYPE = lazy(r"\[type=\w{1,64},")
 MAX_PREFIX_CHARS = 512  # no header or envelope prefix is longer: the prefix patterns never see more of a line
-# Whether any prefix starts the text, in one match: most passes of message_of find none, and end at this test.
-_ANY_PREFIX = lazy("|".join(f"(?:{p.pattern.replace('(?P<level>', '(')})" for p in _PREFIXES))
+MAX_PREFIXES = 24  # headers stripped from one line at most: real lines carry 1-4 (a gutter, a pod, a process tag, vLLM's)
+# Every prefix in one repeated alternation, in the list's order: at each step the first prefix that starts the rest of
+# the line is taken, as many steps as match, in one call (the continuation is empty, so no step is ever revisited).
+_LEADING_PREFIXES = lazy("(?:" + "|".join(f"(?:{p.pattern.removeprefix('^').replace('(?P<level>', '(')})" for p in _PREFIXES)
+                         + f"){{0,{MAX_PREFIXES}}}")
+
+
+def strip_headers(line: str) -> str:
+    """The line without the headers and envelope prefixes that start it (at most MAX_PREFIXES of them).
+
+    >>> strip_headers("vllm-1  | (APIServer pid=1) INFO 07-01 10:00:00 [api_server.py:1] up")
+    'up'
+    """
+    return line[_LEADING_PREFIXES.match(line, 0, MAX_PREFIX_CHARS).end():]
 
 
 def message_of(line: str) -> str:
     """The log message with every known header and envelope prefix removed."""
-    text = _ESCAPED_ANSI.sub("", line) if "#033[" in line else line
-    for _ in range(6):
-        if not _ANY_PREFIX.match(text, 0, MAX_PREFIX_CHARS):
-            break
-        before = text
-        for pattern in _PREFIXES:
-            match = pattern.match(text, 0, MAX_PREFIX_CHARS)
-            if match and match.end() > 0:
-                text = text[match.end():]
-        if text == before:
-            break
-    pydantic = _PYDANTIC.match(text)
+    text = strip_headers(_ESCAPED_ANSI.sub("", line) if "#033[" in line else line)
+    pydantic = _PYDANTIC.match(text) if "error," in text or "failed," in text else None
     if pydantic:
         rest = text[pydantic.end():]
         cut = _pydantic_type_at(rest)

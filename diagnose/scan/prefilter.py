@@ -75,6 +75,7 @@ class HyperscanFinder:
 
         # Sorted, so the database (and its cache key) does not depend on the order a set of literals came in.
         self.literals = sorted(set(literals))
+        self._lengths = [len(literal.lower().encode("utf-8")) for literal in self.literals]  # in bytes, as matched
         key = "hyperscan-" + hashlib.sha256("\0".join(self.literals).encode() + b"\0" + hyperscan.__version__.encode()).hexdigest()[:24]
         self.db = _load_database(hyperscan, read_cached(key, binary=True))
         if self.db is not None:
@@ -87,12 +88,21 @@ class HyperscanFinder:
 
     def candidates(self, data: bytes, cut: int) -> dict[int, set[str]]:
         found: dict[int, set[str]] = {}
-        literals = self.literals
+        literals, lengths, rfind = self.literals, self._lengths, data.rfind
+        line = [-1, -1, set()]  # the line of the last match (start, end, its literals): most matches share it
 
         def on_match(ident: int, _start: int, end: int, _flags: int, _context) -> None:
-            begin = end - len(literals[ident])
-            if begin < cut:
-                found.setdefault(data.rfind(b"\n", 0, begin) + 1, set()).add(literals[ident])
+            begin = end - lengths[ident]
+            if begin >= cut:
+                return
+            if line[0] <= begin < line[1]:
+                line[2].add(literals[ident])
+                return
+            start = rfind(b"\n", 0, begin) + 1
+            stop = data.find(b"\n", begin)
+            line[0], line[1] = start, len(data) if stop < 0 else stop
+            line[2] = found.get(start) or found.setdefault(start, set())
+            line[2].add(literals[ident])
 
         self.db.scan(data, match_event_handler=on_match)
         return found

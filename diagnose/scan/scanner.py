@@ -10,27 +10,27 @@ so memory does not grow with the input.
 Time is bounded too: each line is split into its message once (look-ahead
 windows reuse it), extractors see at most `MAX_EXTRACTOR_LINE_CHARS` of a
 line, and rule regexes run under a timeout per match and a total budget per
-input (`REGEX_BUDGET_S`); once it is spent the remaining matches are skipped
+input (`hits.REGEX_BUDGET_S`); once it is spent the remaining matches are skipped
 and counted, and the report says so.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Protocol, Sequence
 
 from ..ingest.lineformat import below_error_level
 from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
+from .hits import ScanResult, SignatureHits
 from .prefilter import make_finder
-from .window import MAX_LOOKAHEAD_LINES, MAX_WINDOW_LINE_CHARS, LineMessages, Window
+from .window import MAX_LOOKAHEAD_LINES, LineMessages, Window
 
-MAX_EVIDENCE_PER_SIGNATURE = 4
 MAX_EXTRACTOR_LINE_CHARS = 16384
-REGEX_BUDGET_S = 8.0  # all rule regexes on one input together
 MAX_REMEMBERED_ANSWERS = 8192  # (pattern, text) answers kept for repeated messages; forgotten all at once past this
 _UNSEEN = object()
 _TIMED_OUT = object()
+# how a target is fed a line (worked out once per set of literals, not per line)
+_SIGNATURE, _PLAIN, _WITH_LITERALS, _WITH_HEADER, _WITH_LEVEL = "signature", "plain", "literals", "header", "level"
 
 
 class Extractor(Protocol):
@@ -40,61 +40,6 @@ class Extractor(Protocol):
     window: int
 
     def feed(self, line_no: int, message: str, following: Sequence[str]) -> None: ...
-
-
-@dataclass
-class Match:
-    line: int
-    text: str
-    captures: dict[str, str]
-
-
-@dataclass
-class SignatureHits:
-    signature: Signature
-    count: int = 0
-    first: list[Match] = field(default_factory=list)
-    _latest: Match | tuple | None = field(default=None, repr=False)  # (line, message, captures) until read
-
-    def add(self, line: int, message: str, captures: dict[str, str]) -> None:
-        """Count a match; past the first few only the latest is kept, and made a `Match` only if it is read."""
-        self.count += 1
-        if len(self.first) < MAX_EVIDENCE_PER_SIGNATURE:
-            self._latest = Match(line, message[:MAX_WINDOW_LINE_CHARS], dict(captures))
-            self.first.append(self._latest)
-        else:
-            self._latest = (line, message, captures)
-
-    @property
-    def last(self) -> Match | None:
-        if isinstance(self._latest, tuple):
-            line, message, captures = self._latest
-            self._latest = Match(line, message[:MAX_WINDOW_LINE_CHARS], dict(captures))
-        return self._latest
-
-    def captures(self) -> dict[str, str]:
-        """Named captures, the latest non-empty value of each."""
-        merged: dict[str, str] = {}
-        for match in [*self.first, self.last]:
-            if match is None:
-                continue
-            for key, value in match.captures.items():
-                if value is not None:
-                    merged[key] = value
-        return merged
-
-
-@dataclass
-class ScanResult:
-    hits: dict[str, SignatureHits] = field(default_factory=dict)
-    lines: int = 0
-    regex_timeouts: int = 0
-    regex_seconds: float = 0.0
-    regex_budget_s: float = field(default_factory=lambda: REGEX_BUDGET_S)
-
-    @property
-    def budget_spent(self) -> bool:
-        return self.regex_seconds >= self.regex_budget_s
 
 
 class Scanner:
@@ -140,6 +85,7 @@ class Scanner:
         line_no = first_line
         previous = 0
         messages = LineMessages(data)
+        lookahead = self._lookahead
         for start in sorted(candidates):
             literals = candidates[start]
             targets = self._targets_for(literals)
@@ -149,36 +95,44 @@ class Scanner:
             previous = start
             message, end = messages.at(start)
             quiet: bool | None = None  # an INFO/WARNING/DEBUG line, worked out only when a target asks
-            following = Window(messages, end, self._lookahead)  # decoded line by line, only as far as a target reads
-            for target in targets:
-                if isinstance(target, Signature):
+            following = Window(messages, end, lookahead)  # decoded line by line, only as far as a target reads
+            for kind, target in targets:
+                if kind is _SIGNATURE:
                     if target.family and not target.any_level:
                         if quiet is None:
                             quiet = _below_error_level(data[start:min(end, start + 400)])
                         if quiet:
                             continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
                     self._match_once(target, line_no, message, following, result)
-                elif getattr(target, "reads_header", False):  # the line as logged, header included
+                elif kind is _PLAIN:
+                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
+                elif kind is _WITH_LITERALS:  # told which of its literals the line holds: no search for each of them
+                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window), found=literals)
+                elif kind is _WITH_HEADER:  # the line as logged, header included
                     target.feed(line_no, data[start:min(end, start + MAX_EXTRACTOR_LINE_CHARS)].decode("utf-8", "replace"),
                                 following.first(target.window))
-                elif getattr(target, "reads_level", False):  # told whether the line was logged below ERROR
+                else:  # _WITH_LEVEL: told whether the line was logged below ERROR
                     if quiet is None:
                         quiet = _below_error_level(data[start:min(end, start + 400)])
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window), quiet=quiet)
-                else:
-                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
             messages.forget_before(start)
 
     def _targets_for(self, literals: set[str]) -> list:
-        """The targets of a line's literals, each once; an extractor that says it needs none of them is left out."""
+        """The targets of a line's literals, each once and with how it is fed; an extractor that says it needs none
+        of them is left out."""
         key = frozenset(literals)
-        targets = self._by_literals.get(key)
-        if targets is None:
+        entry = self._by_literals.get(key)
+        if entry is None:
             if len(self._by_literals) > 4096:
                 self._by_literals.clear()
             unique = {id(t): t for literal in key for t in self._targets[literal]}
-            targets = self._by_literals[key] = [(t, getattr(t, "needs", None)) for t in unique.values()]
-        return [target for target, needs in targets if needs is None or needs(literals)]
+            entry = [(_kind(t), t, getattr(t, "needs", None)) for t in unique.values()]
+            if all(needs is None for _, _, needs in entry):
+                entry = [(kind, t) for kind, t, _ in entry]  # the same targets for every line with these literals
+            self._by_literals[key] = entry
+        if len(entry[0]) == 2:
+            return entry
+        return [(kind, t) for kind, t, needs in entry if needs is None or needs(literals)]
 
     def _match_once(self, sig: Signature, line_no: int, message: str, following: Sequence[str], result: ScanResult) -> None:
         """`_match`, with the answer for a pattern and text already matched reused: logs repeat their messages (every
@@ -203,6 +157,16 @@ class Scanner:
         captures = _search(sig, text, result)
         if captures is not None and captures is not _TIMED_OUT:
             _record(sig, line_no, message, captures, result)
+
+
+def _kind(target) -> str:
+    if isinstance(target, Signature):
+        return _SIGNATURE
+    if getattr(target, "reads_header", False):
+        return _WITH_HEADER
+    if getattr(target, "reads_level", False):
+        return _WITH_LEVEL
+    return _WITH_LITERALS if getattr(target, "reads_literals", False) else _PLAIN
 
 
 def _search(sig: Signature, text: str, result: ScanResult):

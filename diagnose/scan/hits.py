@@ -1,0 +1,67 @@
+"""What a scan found: per signature, a count, the first few matches and the latest; the input's line count and
+the time the rule patterns took."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..knowledge.rules import Signature
+from .window import MAX_WINDOW_LINE_CHARS
+
+MAX_EVIDENCE_PER_SIGNATURE = 4
+REGEX_BUDGET_S = 8.0  # all rule regexes on one input together
+
+
+@dataclass
+class Match:
+    line: int
+    text: str
+    captures: dict[str, str]
+
+
+@dataclass
+class SignatureHits:
+    signature: Signature
+    count: int = 0
+    first: list[Match] = field(default_factory=list)
+    _latest: Match | tuple | None = field(default=None, repr=False)  # (line, message, captures) until read
+
+    def add(self, line: int, message: str, captures: dict[str, str]) -> None:
+        """Count a match; past the first few only the latest is kept, and made a `Match` only if it is read."""
+        self.count += 1
+        if len(self.first) < MAX_EVIDENCE_PER_SIGNATURE:
+            self._latest = Match(line, message[:MAX_WINDOW_LINE_CHARS], dict(captures))
+            self.first.append(self._latest)
+        else:
+            self._latest = (line, message, captures)
+
+    @property
+    def last(self) -> Match | None:
+        if isinstance(self._latest, tuple):
+            line, message, captures = self._latest
+            self._latest = Match(line, message[:MAX_WINDOW_LINE_CHARS], dict(captures))
+        return self._latest
+
+    def captures(self) -> dict[str, str]:
+        """Named captures, the latest non-empty value of each."""
+        merged: dict[str, str] = {}
+        for match in [*self.first, self.last]:
+            if match is None:
+                continue
+            for key, value in match.captures.items():
+                if value is not None:
+                    merged[key] = value
+        return merged
+
+
+@dataclass
+class ScanResult:
+    hits: dict[str, SignatureHits] = field(default_factory=dict)
+    lines: int = 0
+    regex_timeouts: int = 0
+    regex_seconds: float = 0.0
+    regex_budget_s: float = field(default_factory=lambda: REGEX_BUDGET_S)
+
+    @property
+    def budget_spent(self) -> bool:
+        return self.regex_seconds >= self.regex_budget_s
