@@ -45,6 +45,8 @@ _OOM_FREE = lazy(r"of which (?P<free>" + SIZE_PATTERN + r") is free|(?P<free2>" 
 _OOM_PROCESS = lazy(r"Process (?P<pid>\d{1,20}) has (?P<used>" + SIZE_PATTERN + r") memory in use")
 _OOM_SELF = lazy(r"this process has (?P<used>" + SIZE_PATTERN + r") memory in use")
 _OOM_PYTORCH = lazy(r"(?P<alloc>" + SIZE_PATTERN + r") is allocated by PyTorch|(?P<alloc2>" + SIZE_PATTERN + r") already allocated")
+MAX_REMEMBERED_OOM_TEXTS = 64  # OOM messages (less their pids) whose figures are kept; forgotten all at once past this
+_ABSENT = object()
 
 
 class MemoryExtractor(ExtractorBase):
@@ -53,6 +55,10 @@ class MemoryExtractor(ExtractorBase):
                 "available memory on node", "explicitly set", "estimated maximum model length", "kv cache is needed",
                 "stored in kv cache", "graph capturing finished", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len",
                 *ERA_LITERALS)
+
+    def __init__(self, facts):
+        super().__init__(facts)
+        self._oom_figures: dict[tuple[str, ...], tuple] = {}  # an OOM message less its pids → `_read_oom` of it
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         memory = self.facts.memory
@@ -118,29 +124,66 @@ class MemoryExtractor(ExtractorBase):
     def _oom(self, message: str) -> None:
         if "allocate" not in message and "capacit" not in message and "memory in use" not in message:
             return
+        processes = list(_OOM_PROCESS.finditer(message)) if "memory in use" in message else []
+        key = _without_pids(message, processes)
+        figures = self._oom_figures.get(key)
+        if figures is None:
+            if len(self._oom_figures) >= MAX_REMEMBERED_OOM_TEXTS:
+                self._oom_figures.clear()
+            figures = self._oom_figures[key] = _read_oom(message)
+        tried, total, gpu_index, free, self_used, pytorch = figures
         memory = self.facts.memory
-        if match := _OOM_TRIED.search(message):
-            memory["oom_tried_gib"] = size_gib(match.group("size"))
-        gpu_index = None
-        if match := search_near(_OOM_TOTAL, message, (" total capaci",), SIZE_PATTERN_MAX_CHARS):
-            total = size_gib(match.group("total") or match.group("total2"))
-            gpu_index = parse_int(match.group("gpu")) if match.group("gpu") else None
+        if tried is not _ABSENT:
+            memory["oom_tried_gib"] = tried
+        if total is not _ABSENT:
             memory["oom_total_gib"] = total
             gpu = self.facts.gpu(gpu_index)
             gpu.total_gib = gpu.total_gib or total
-        if match := search_near(_OOM_FREE, message, ("of which ", " free;"), SIZE_PATTERN_MAX_CHARS):
-            free = size_gib(match.group("free") or match.group("free2"))
+        if free is not _ABSENT:
             memory["oom_free_gib"] = free
             self.facts.gpu(gpu_index).free_gib = free
-        for match in _OOM_PROCESS.finditer(message):
+        for match in processes:
             pid = int(match.group("pid"))
             if self.facts.drops_process(pid):
                 continue
             self.facts.add_process(GpuProcess(pid, size_gib(match.group("used")), gpu_index=gpu_index))
-        if match := _OOM_SELF.search(message):
-            memory["oom_self_gib"] = size_gib(match.group("used"))
-        if match := search_near(_OOM_PYTORCH, message, (" is allocated by PyTorch", " already allocated"), SIZE_PATTERN_MAX_CHARS):
-            memory["oom_pytorch_gib"] = size_gib(match.group("alloc") or match.group("alloc2"))
+        if self_used is not _ABSENT:
+            memory["oom_self_gib"] = self_used
+        if pytorch is not _ABSENT:
+            memory["oom_pytorch_gib"] = pytorch
+
+
+def _without_pids(message: str, processes: list[re.Match]) -> tuple[str, ...]:
+    """The message with the pids its "Process N has" clauses name cut out: what the figures other than theirs depend on.
+
+    A pid sits between "Process " and " has", so no other OOM pattern can match across its digits: two messages that
+    differ only there (an OOM line per request, each naming the pids of that moment) hold the same other figures.
+    """
+    parts, at = [], 0
+    for match in processes:
+        parts.append(message[at:match.start("pid")])
+        at = match.end("pid")
+    parts.append(message[at:])
+    return tuple(parts)
+
+
+def _read_oom(message: str) -> tuple:
+    """The figures of a CUDA OOM message other than its processes' (each `_ABSENT` when not there): tried, total,
+    the GPU index the total names, free, this process's use and PyTorch's allocation."""
+    tried = total = free = self_used = pytorch = _ABSENT
+    gpu_index = None
+    if match := _OOM_TRIED.search(message):
+        tried = size_gib(match.group("size"))
+    if match := search_near(_OOM_TOTAL, message, (" total capaci",), SIZE_PATTERN_MAX_CHARS):
+        total = size_gib(match.group("total") or match.group("total2"))
+        gpu_index = parse_int(match.group("gpu")) if match.group("gpu") else None
+    if match := search_near(_OOM_FREE, message, ("of which ", " free;"), SIZE_PATTERN_MAX_CHARS):
+        free = size_gib(match.group("free") or match.group("free2"))
+    if match := _OOM_SELF.search(message):
+        self_used = size_gib(match.group("used"))
+    if match := search_near(_OOM_PYTORCH, message, (" is allocated by PyTorch", " already allocated"), SIZE_PATTERN_MAX_CHARS):
+        pytorch = size_gib(match.group("alloc") or match.group("alloc2"))
+    return tried, total, gpu_index, free, self_used, pytorch
 
 
 def _min_present(a: float | None, b: float | None) -> float | None:
