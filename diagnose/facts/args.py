@@ -23,7 +23,7 @@ _DICT_PAIR = lazy(r"'(?P<key>\w{1,64})':\s*(?P<value>'[^']{0,1024}'|\"[^\"]{0,10
 # literals that only tell what is still unknown: once the fact is known, a line holding nothing else is not needed
 _ENGINE_LITERALS = frozenset(("/vllm/v1/", "enginecore", "/vllm/worker/", "model_runner.py", "gpu_executor.py"))
 _PLATFORM_LITERALS = frozenset(("doesn't include cpu backend", "cpu_worker.py"))
-MAX_REMEMBERED_ECHOES = 16  # distinct argument echoes whose parse is kept
+MAX_REMEMBERED_ECHOES = 64  # distinct argument echoes whose parse is kept (a crash loop or a merged log repeats dozens)
 
 
 class ArgsExtractor(ExtractorBase):
