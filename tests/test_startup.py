@@ -225,3 +225,36 @@ def test_the_adaptive_engine_stays_pure_without_hyperscan(monkeypatch):
 
 def _no_hyperscan(literals):
     raise ImportError("No module named 'hyperscan'")
+
+
+# ---------------------------------------------------------------- checks that spare compiling a pattern
+
+def _advice_lines() -> list[str]:
+    """The corpus's lines, each also upper-cased, title-cased and with a long s or Kelvin sign in it (letters the
+    regex engine folds into ASCII ones when ignoring case), plus the advice wordings vLLM prints."""
+    lines = ["block_size (2096) must be <= max_num_batched_tokens (2048).", "Please lower max_num_seqs to at most 614",
+             "try setting VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 to skip it", "please unset the `HF_HUB_OFFLINE` variable",
+             "--data-parallel-multi-port-external-lb currently requires --api-server-count=1", "Try lowering --gpu-memory-utilization",
+             "max_num_batched_tokens (2048) should be >= block_size (4096)", "a_b (1) has to be at least c_d (2)",
+             "UNSET HF_HUB_OFFLINE", "uNſet HF_HUB_OFFLINE", "Uſe VLLM_USE_V1=0", "aſſign X", "remove TOKENIZERS_PARALLELISM"]
+    for path in sorted((ROOT / "tests" / "fixtures" / "corpus").rglob("*.log")):
+        lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    variants = []
+    for line in lines:
+        variants += [line, line.upper(), line.title(), line.replace("s", "ſ", 1), line.replace("k", "\u212a", 1)]
+    return variants
+
+
+def test_an_advice_line_skipped_by_its_word_check_is_one_its_pattern_cannot_match():
+    from diagnose.fixes import advice
+
+    checks = [(advice._CONSTRAINT, advice._CONSTRAINT_WORDS, False), (advice._BOUND, advice._BOUND_WORDS, False),
+              (advice._ASSIGN, advice._ASSIGN_WORDS, True), (advice._UNSET, advice._UNSET_WORDS, True),
+              (advice._DIRECTION, advice._DIRECTION_WORDS, False)]
+    matched = 0
+    for line in _advice_lines():
+        for pattern, words, ignore_case in checks:
+            if pattern.compiled().search(line):
+                matched += 1
+                assert advice._names_any(line, words, ignore_case), (pattern, line)
+    assert matched > 100  # the lines exercised every shape, not only lines no pattern matches

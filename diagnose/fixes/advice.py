@@ -58,6 +58,13 @@ _UNSET = lazy(
     r"(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`?", re.IGNORECASE)
 _DIRECTION = lazy(
     r"(?P<verb>increas|rais|lower|decreas|reduc)\w{0,4}\s{1,3}(?:the\s{1,3})?(?:value of\s{1,3})?" + _NAME.format("name"))
+# Words each pattern cannot match without (its verbs and fixed wording): a line with none of them is answered without
+# compiling or running the pattern. Most advice lines name one shape at most, and the patterns cost ~1 ms each to compile.
+_CONSTRAINT_WORDS = ("must be", "should be", "has to be")
+_BOUND_WORDS = ("lower", "decrease", "reduce", "raise", "increase", "set", "limit", "cap")
+_ASSIGN_WORDS = ("set", "export", "use", "pass", "add", "with", "require", "need")  # matched ignoring case
+_UNSET_WORDS = ("unset", "remove", "clear")  # matched ignoring case
+_DIRECTION_WORDS = ("increas", "rais", "lower", "decreas", "reduc")
 _DOWN = ("lower", "decreas", "reduc", "limit", "cap")
 _NOT_VALUES = {"true", "false", "none", "to", "the", "a", "an", "it", "this", "that", "and", "or", "in", "if",
                "environment", "variable", "env", "flag", "option", "argument"}
@@ -118,8 +125,21 @@ def advice_fixes(lines: list[str], current: dict[str, Any]) -> list[Fix]:
     return fixes
 
 
+def _names_any(line: str, words: tuple[str, ...], ignore_case: bool = False) -> bool:
+    """Whether `line` holds one of `words`; False means the pattern they come from cannot match it.
+
+    Ignoring case, only an ASCII line is answered here: the regex engine folds a few other letters into ASCII ones
+    (the long s, the Kelvin sign), which str.lower() does not.
+    """
+    if ignore_case:
+        if not line.isascii():
+            return True
+        line = line.lower()
+    return any(word in line for word in words)
+
+
 def _constraint(line: str) -> Fix | None:
-    match = _CONSTRAINT.search(line)
+    match = _CONSTRAINT.search(line) if _names_any(line, _CONSTRAINT_WORDS) else None
     if not match:
         return None
     op = match.group("op")
@@ -144,7 +164,7 @@ def _constraint(line: str) -> Fix | None:
 
 
 def _bound(line: str) -> Fix | None:
-    match = _BOUND.search(line)
+    match = _BOUND.search(line) if _names_any(line, _BOUND_WORDS) else None
     if not match or (flag := flag_for(match.group("name"))) is None:
         return None
     value = match.group("value")
@@ -159,7 +179,7 @@ def _unset(line: str) -> Fix | None:
     >>> _unset("To use the HF hub, please unset the `HF_HUB_OFFLINE` environment variable.").changes
     {'env:HF_HUB_OFFLINE': None}
     """
-    match = _UNSET.search(line)
+    match = _UNSET.search(line) if _names_any(line, _UNSET_WORDS, ignore_case=True) else None
     if match is None or not match.group("name").isupper() or not is_env_name(match.group("name")):
         return None
     name = match.group("name")
@@ -169,6 +189,8 @@ def _unset(line: str) -> Fix | None:
 
 
 def _assignment(line: str) -> Fix | None:
+    if not _names_any(line, _ASSIGN_WORDS, ignore_case=True):
+        return None
     for match in _ASSIGN.finditer(line):
         name, value = match.group("name"), match.group("value")
         if value and value.lower() in _NOT_VALUES - {"true", "false"}:
@@ -197,7 +219,7 @@ def _assignment(line: str) -> Fix | None:
 
 
 def _direction(line: str, current: dict[str, Any]) -> Fix | None:
-    match = _DIRECTION.search(line)
+    match = _DIRECTION.search(line) if _names_any(line, _DIRECTION_WORDS) else None
     if not match or (flag := flag_for(match.group("name"))) != "--gpu-memory-utilization":
         return None  # only utilization has a natural step; other directions need a computed value (the rules' job)
     down = match.group("verb").startswith(_DOWN)
