@@ -132,3 +132,19 @@ def test_progress_told_the_markers_a_line_holds_reaches_the_phases_a_search_for_
     for number, line in enumerate(text.splitlines(), 1):
         searched.feed(number, message_of(line), [])  # no `found`: every marker is looked for in every line
     assert told.phases.events and told.phases.events == searched.phases.events
+
+
+def test_every_fixture_line_that_reads_as_an_error_holds_one_of_the_error_literals():
+    """The error-line literals are the shapes the error pattern accepts ("error:", "error\\n", ...), not the bare word
+    every ERROR header holds: no error line may be lost for it."""
+    from diagnose.facts.unexplained import _ERROR_LINE
+    from diagnose.ingest.lineformat import message_of
+
+    literals = UnexplainedExtractor.literals
+    errors = 0
+    for path in sorted(FIXTURES.glob("**/*.log")):
+        for line in path.read_text(errors="replace").splitlines():
+            if _ERROR_LINE.search(message_of(line)):
+                errors += 1
+                assert any(literal in line.lower() + "\n" for literal in literals), (path.name, line)
+    assert errors > 50  # the fixture logs were read

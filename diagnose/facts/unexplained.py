@@ -36,7 +36,10 @@ class UnexplainedExtractor:
     (200, 3)
     """
 
-    literals = ("error", "exception", "cuda failure", "fatal")
+    # The shapes _ERROR_LINE accepts, not the bare words: "error" is in every ERROR header (each frame of a logged
+    # traceback), which made a third of a crash log's lines candidates for nothing. A line's end is its "\n".
+    literals = ("error:", "error(", "error\n", "exception:", "exception(", "exception\n", "cuda failure", "fatal",
+                "terminate called", "what():")
     window = 0
     reads_level = True  # an exception logged at WARNING (a traceback vLLM survived) is kept apart
 
