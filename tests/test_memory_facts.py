@@ -5,7 +5,7 @@ from dataclasses import asdict
 
 import pytest
 
-from diagnose.facts.memory import MAX_REMEMBERED_OOM_TEXTS, MemoryExtractor
+from diagnose.facts.memory import _ACCOUNTING_TEXTS, _OOM_PROCESS, MAX_REMEMBERED_OOM_TEXTS, MemoryExtractor, _read_oom
 from diagnose.facts.record import Facts
 
 _PIECES = ["Tried to allocate 20.00 MiB. ", "Tried to allocate 1.5 GiB. ", "GPU 0 has a total capacity of 79.19 GiB ",
@@ -13,15 +13,17 @@ _PIECES = ["Tried to allocate 20.00 MiB. ", "Tried to allocate 1.5 GiB. ", "GPU 
            "12.1 GiB already allocated; ", "20.5 MiB free; ", "Process {pid} has 40.00 GiB memory in use. ",
            "Process {pid} has 1.2 GiB memory in use. ", "Process {pid} has {pid} GiB memory in use. ",
            "Including non-PyTorch memory, this process has 9.9 GiB memory in use. ",
-           "Of the allocated memory 38.50 GiB is allocated by PyTorch", "GPU {pid} ", "Process {pid} has ", " ", "7"]
+           "Of the allocated memory 38.50 GiB is allocated by PyTorch", "GPU {pid} ", "Process {pid} has ", " ", "7",
+           "max seq len (4096) ", "# GPU blocks: 1024 ", "Available KV cache memory: -1.5 GiB "]
 
 
 class _Plain(MemoryExtractor):
-    """Reads every OOM line afresh: the reference the remembered figures must agree with."""
+    """Reads every line afresh and whole: the reference the remembered figures and the skipped texts must agree with."""
 
     def feed(self, line_no, message, following):
-        self._oom_figures.clear()
-        super().feed(line_no, message, following)
+        self._accounting(message)
+        if "allocate" in message or "capacit" in message or "memory in use" in message:
+            self._oom(_read_oom(message), list(_OOM_PROCESS.finditer(message)))
 
 
 def _state(facts: Facts) -> tuple:
@@ -51,3 +53,15 @@ def test_the_remembered_oom_figures_stay_bounded_and_a_changed_figure_is_read():
         memory.feed(n, f"CUDA out of memory. Tried to allocate {n}.00 MiB. Process {n} has 1.00 GiB memory in use.", [])
         assert facts.memory["oom_tried_gib"] == round(n / 1024, 3)
     assert len(memory._oom_figures) <= MAX_REMEMBERED_OOM_TEXTS
+
+
+def test_no_accounting_text_holds_a_digit_so_a_pid_cannot_be_part_of_one():
+    assert _ACCOUNTING_TEXTS and not any(ch.isdigit() for text in _ACCOUNTING_TEXTS for ch in text)
+
+
+def test_an_oom_line_that_also_holds_an_accounting_line_gives_both():
+    facts = Facts()
+    memory = MemoryExtractor(facts)
+    for pid in (7, 8):
+        memory.feed(pid, f"# GPU blocks: 2048 CUDA out of memory. Process {pid} has 2.00 GiB memory in use.", [])
+    assert facts.memory["gpu_blocks"] == 2048 and sorted(facts.processes) == [7, 8]

@@ -8,7 +8,7 @@ from ..util.lazy_pattern import lazy
 from ..util.units import parse_float, parse_int, size_gib
 from .base import SIZE_PATTERN, SIZE_PATTERN_MAX_CHARS, ExtractorBase, search_near
 from .memory_eras import LITERALS as ERA_LITERALS
-from .memory_eras import derive, read_era_line
+from .memory_eras import ERA_PATTERNS, derive, read_era_line
 from .record import GpuProcess
 
 # ---------------------------------------------------------------- memory figures
@@ -47,6 +47,7 @@ _OOM_SELF = lazy(r"this process has (?P<used>" + SIZE_PATTERN + r") memory in us
 _OOM_PYTORCH = lazy(r"(?P<alloc>" + SIZE_PATTERN + r") is allocated by PyTorch|(?P<alloc2>" + SIZE_PATTERN + r") already allocated")
 MAX_REMEMBERED_OOM_TEXTS = 64  # OOM messages (less their pids) whose figures are kept; forgotten all at once past this
 _ABSENT = object()
+_ACCOUNTING_TEXTS = tuple(dict.fromkeys(needed for needed, _pattern, _kind in (*ERA_PATTERNS, *MEMORY_PATTERNS)))
 
 
 class MemoryExtractor(ExtractorBase):
@@ -58,9 +59,27 @@ class MemoryExtractor(ExtractorBase):
 
     def __init__(self, facts):
         super().__init__(facts)
-        self._oom_figures: dict[tuple[str, ...], tuple] = {}  # an OOM message less its pids → `_read_oom` of it
+        # an OOM message less its pids → (whether it holds an accounting text, `_read_oom` of it)
+        self._oom_figures: dict[tuple[str, ...], tuple[bool, tuple]] = {}
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        if "allocate" not in message and "capacit" not in message and "memory in use" not in message:
+            self._accounting(message)
+            return
+        processes = list(_OOM_PROCESS.finditer(message)) if "memory in use" in message else []
+        key = _without_pids(message, processes)
+        remembered = self._oom_figures.get(key)
+        if remembered is None:
+            if len(self._oom_figures) >= MAX_REMEMBERED_OOM_TEXTS:
+                self._oom_figures.clear()
+            remembered = self._oom_figures[key] = (any(needed in message for needed in _ACCOUNTING_TEXTS), _read_oom(message))
+        holds_accounting, figures = remembered
+        if holds_accounting:
+            self._accounting(message)
+        self._oom(figures, processes)
+
+    def _accounting(self, message: str) -> None:
+        """vLLM's memory accounting lines, of every era."""
         memory = self.facts.memory
         matched = read_era_line(message, memory)
         for needed, pattern, kind in MEMORY_PATTERNS:
@@ -119,18 +138,9 @@ class MemoryExtractor(ExtractorBase):
                 memory["max_model_len"] = parse_int(g["len"])
         if matched:
             derive(memory)
-        self._oom(message)
 
-    def _oom(self, message: str) -> None:
-        if "allocate" not in message and "capacit" not in message and "memory in use" not in message:
-            return
-        processes = list(_OOM_PROCESS.finditer(message)) if "memory in use" in message else []
-        key = _without_pids(message, processes)
-        figures = self._oom_figures.get(key)
-        if figures is None:
-            if len(self._oom_figures) >= MAX_REMEMBERED_OOM_TEXTS:
-                self._oom_figures.clear()
-            figures = self._oom_figures[key] = _read_oom(message)
+    def _oom(self, figures: tuple, processes: list[re.Match]) -> None:
+        """Record a CUDA OOM message's figures (`_read_oom`) and the processes it names."""
         tried, total, gpu_index, free, self_used, pytorch = figures
         memory = self.facts.memory
         if tried is not _ABSENT:
@@ -156,8 +166,9 @@ class MemoryExtractor(ExtractorBase):
 def _without_pids(message: str, processes: list[re.Match]) -> tuple[str, ...]:
     """The message with the pids its "Process N has" clauses name cut out: what the figures other than theirs depend on.
 
-    A pid sits between "Process " and " has", so no other OOM pattern can match across its digits: two messages that
-    differ only there (an OOM line per request, each naming the pids of that moment) hold the same other figures.
+    A pid sits between "Process " and " has", so no other OOM pattern can match across its digits, and no accounting
+    text holds a digit: two messages that differ only there (an OOM line per request, each naming the pids of that
+    moment) hold the same other figures and the same accounting texts.
     """
     parts, at = [], 0
     for match in processes:
