@@ -7,7 +7,9 @@ is masked before it is rendered (`masked_launch`), so re-quoting a value cannot
 reveal it. What counts as a secret is data (`diagnose/data/secrets.yaml`).
 
 Every pattern has bounded quantifiers and a guarded start, so a line costs time
-linear in its length, whatever it holds.
+linear in its length, whatever it holds. Most strings hold nothing a pattern needs
+(`redact_screen`) and pass through after a few substring tests; a report's repeated
+strings (its keys, above all) are redacted once per tree.
 
 >>> redact("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123 vllm serve m --api-key s3cret")
 'HF_TOKEN=[REDACTED] vllm serve m --api-key [REDACTED]'
@@ -24,7 +26,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from .lazy_pattern import lazy
+from .lazy_pattern import LazyPattern, lazy
+from .redact_screen import name_words, shape_starts
 
 MASK = "[REDACTED]"
 EMAIL_MASK = "[EMAIL]"
@@ -56,7 +59,9 @@ class _Table:
     env_endings: frozenset[str]
     not_secret: frozenset[str]
     flags: frozenset[str]
-    shapes: tuple[re.Pattern, ...]
+    shapes: tuple[LazyPattern, ...]
+    shape_starts: LazyPattern | None  # finds what some shape's match starts with; None: the shapes always run
+    name_words: LazyPattern | None  # finds what a secret name holds, in lower case; None: names always looked for
 
 
 @lru_cache(maxsize=1)
@@ -64,9 +69,11 @@ def _table() -> _Table:
     from .datafiles import load_yaml
 
     data = load_yaml("secrets.yaml")
+    flags = frozenset(_normal(f) for f in data["flags"])
     return _Table(tuple(data["name_endings"]), frozenset(data["name_parts"]), frozenset(data["env_endings"]),
-                  frozenset(data["not_secret"]), frozenset(_normal(f) for f in data["flags"]),
-                  tuple(re.compile(p) for p in data["shapes"]))
+                  frozenset(data["not_secret"]), flags, tuple(lazy(p) for p in data["shapes"]),
+                  shape_starts(data["shapes"]), name_words((*data["name_endings"], *flags), data["name_parts"],
+                                                           data["env_endings"]))
 
 
 def _normal(name: str) -> str:
@@ -83,6 +90,11 @@ def is_secret_name(name: str) -> bool:
     >>> [is_secret_name(n) for n in ("max_tokens", "token_ids", "tokenizer", "TOKENIZERS_PARALLELISM", "pad_token", "cache_key")]
     [False, False, False, False, False, False]
     """
+    return _is_secret_name(name)
+
+
+@lru_cache(maxsize=4096)  # a report asks about the same few names thousands of times
+def _is_secret_name(name: str) -> bool:
     table = _table()
     bare = name.split(":", 1)[1] if name.startswith(("env:", "docker:")) else name
     normal = _normal(bare)
@@ -100,19 +112,30 @@ def _placeholder(value: str) -> bool:
     return bool(_PLACEHOLDER.match(value.strip()))
 
 
-def redact(text: str, emails: bool = True) -> str:
-    """Mask tokens, keys, passwords and e-mail addresses in one string (`emails=False` keeps addresses)."""
+def redact(text: str, emails: bool = True, screen: bool = True) -> str:
+    """Mask tokens, keys, passwords and e-mail addresses in one string (`emails=False` keeps addresses).
+
+    Each pattern runs only on a text holding what it needs to match (`://` for a URL's password, a word every
+    secret name holds for `name=value`); `screen=False` runs every pattern on every text, the slow reference."""
     if not text or not isinstance(text, str):
         return text
-    for shape in _table().shapes:
-        text = shape.sub(MASK, text)
-    text = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if _placeholder(m.group(2)) else MASK), text)
-    text = _mask_keyed_values(text)
-    text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
+    table = _table()
+    if not screen or table.shape_starts is None or table.shape_starts.search(text):  # no shape changes text otherwise
+        for shape in table.shapes:
+            text = shape.sub(MASK, text)
+    if not screen or "://" in text:
+        text = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if _placeholder(m.group(2)) else MASK), text)
+    lower = text.lower()  # the names are ASCII, and no other letter matches `(?i)bearer`
+    if not screen or table.name_words is None or table.name_words.search(lower):
+        masked = _mask_keyed_values(text)
+        if masked is not text:
+            text, lower = masked, masked.lower()
+    if not screen or "bearer" in lower:
+        text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
     text = _HIGH_ENTROPY.sub(_mask_high_entropy, text)
-    if "\n" in text:
+    if "\n" in text and (not screen or MASK in text):
         text = _WRAPPED.sub(_mask_wrapped_rest, text)
-    if emails:
+    if emails and (not screen or "@" in text):
         text = _EMAIL.sub(EMAIL_MASK, text)
     return text
 
@@ -177,15 +200,22 @@ def redact_tree(node: Any, emails: bool = True, key: str | None = None) -> Any:
     >>> redact_tree({"token": "abc", "captures": {"max_len": "4096"}, "n": [1, "x@y.org"]})
     {'token': '[REDACTED]', 'captures': {'max_len': '4096'}, 'n': [1, '[EMAIL]']}
     """
+    return _redact_node(node, emails, key, {})
+
+
+def _redact_node(node: Any, emails: bool, key: str | None, done: dict[str, str]) -> Any:
+    """`redact_tree`, with `done` holding each string already redacted in this tree (keys repeat thousands of times)."""
     if isinstance(node, str):
-        if key is not None and not _placeholder(node) and is_secret_name(key):
+        if key is not None and is_secret_name(key) and not _placeholder(node):
             return MASK
-        return redact(node, emails)
+        if node not in done:
+            done[node] = redact(node, emails)
+        return done[node]
     if isinstance(node, dict):
-        return {(redact(k, emails) if isinstance(k, str) else k): redact_tree(v, emails, k if isinstance(k, str) else None)
-                for k, v in node.items()}
+        return {(_redact_node(k, emails, None, done) if isinstance(k, str) else k):
+                _redact_node(v, emails, k if isinstance(k, str) else None, done) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
-        items = [redact_tree(item, emails) for item in node]
+        items = [_redact_node(item, emails, None, done) for item in node]
         return _mask_wrapped_lines(items) if items and all(_is_line(item) for item in items) else items
     return node
 

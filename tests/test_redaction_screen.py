@@ -1,0 +1,110 @@
+"""The screen in front of redact's patterns (issue #16) lets no secret through.
+
+`redact` runs a pattern only on a text that holds what the pattern needs (a shape's literal start, `://`, a word
+every secret name holds); `redact(..., screen=False)` runs every pattern on every text. On every input here (each
+secret form, its case and quoting variants, a sample of every shape, every secret name spelled every way, every
+line of the bundled logs) the two give the same text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from diagnose.util.datafiles import load_yaml
+from diagnose.util.redact import MASK, _table, is_secret_name, redact, redact_tree
+
+from .conftest import FIXTURES, ROOT
+from .redaction_forms import FORMS, NEAR_MISSES, log_for
+
+# One real-looking secret per shape in diagnose/data/secrets.yaml (a shape without a sample fails the test below).
+SHAPE_SAMPLES = [
+    "hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654", "sk-ant-api03-QwErTyUiOpAsDfGhJkLzXcVbNm1234",
+    "sk-proj-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "sk-svcacct-Ab12Cd34Ef56Gh78Ij90Kl", "sk-Ab12Cd34Ef56Gh78Ij90Kl12",
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD", "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+    "gho_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "ghs_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",
+    "glpat-Ab12Cd34Ef56Gh78Ij90", "xoxb-1234567890-abcdefghij", "xoxp-12345-67890-AbCdEf",
+    "nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz012345", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+    "AKIAIOSFODNN7EXAMPLE", "ASIAIOSFODNN7EXAMPLE",
+    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----",
+    "-----END EC PRIVATE KEY-----",
+]
+ODD_TEXTS = [
+    "Authorization: BEARER AbCdEfGh12345678", "authorization: bearer abcdefgh12345678", "x-auth-token: Tok3nVal",
+    "API_\u212aEY=Kelvin5ignValue", "\u017fecret=LongS5Value", "\u0130 HF_TOKEN=after1WideLower", "\u01c5 apiKey: v9",
+    f"RuntimeError: --api-key {MASK}\nAbc123 (retrying)", f"{MASK} \\\nWrapRest99", "--api-key WrapFirst12\nWrapRest34",
+    "user@example.com wrote HF_TOKEN=<your-token>", "https://user:pa55@host/x and https://:$PW@host/y",
+]
+
+
+def _variants(text: str) -> list[str]:
+    return [text, text.upper(), text.lower(), text.swapcase(), json.dumps(text), f"x {text}, y", f"({text})"]
+
+
+def _spellings(normal: str) -> list[str]:
+    """`secret_key` as a flag, an env variable, camelCase, a header, a dotted key, with prefixes."""
+    pieces = [p for p in normal.split("_") if p]
+    camel = pieces[0] + "".join(p.title() for p in pieces[1:])
+    return [normal, normal.upper(), "-".join(pieces), "--" + "-".join(pieces), camel, "X-" + "-".join(p.title() for p in pieces),
+            "my_" + normal, "MY_" + normal.upper(), "x." + ".".join(pieces), "env:" + normal.upper()]
+
+
+def _name_texts() -> list[str]:
+    table = _table()
+    names = [*table.endings, *table.flags, *(f"my_{p}_file" for p in table.parts), *(f"SMTP_{e}" for e in table.env_endings)]
+    return [form.format(name) for normal in names for name in _spellings(normal) for form in (
+        "{}=Sample9Value1", "{}: Sample9Value1", '"{}": "sample value 9"', "{} = 'q r 9'", "{} Sample9Value1",
+        '{{\\"{}\\": \\"Esc9Value\\"}}', "{}=Bearer Sample9Value1xyz")]
+
+
+CORPUS = sorted({*(v for form in FORMS for v in _variants(form[2])), *(log_for(form) for form in FORMS), *NEAR_MISSES,
+                 *(v for sample in SHAPE_SAMPLES for v in _variants(sample)), *ODD_TEXTS, *_name_texts()})
+
+
+def test_the_screen_is_on():
+    """Every shape has a literal start and every secret name a word: otherwise the tests below test nothing."""
+    table = _table()
+    assert table.shape_starts is not None and table.name_words is not None
+    assert not table.shape_starts.search("INFO 05-01 [worker.py:2] # GPU blocks: 2730, # CPU blocks: 512")
+
+
+def test_every_shape_has_a_sample_and_masks_it():
+    for shape in load_yaml("secrets.yaml")["shapes"]:
+        assert any(re.search(shape, sample) for sample in SHAPE_SAMPLES), f"add a sample for the shape {shape!r}"
+    for sample in SHAPE_SAMPLES:
+        assert sample not in redact(f"leaked {sample} here")
+
+
+def test_the_names_in_the_corpus_are_secret_names_and_masked():
+    """The name texts test the screen on real secrets: each spelling is a secret name, and its value is masked."""
+    table = _table()
+    for normal in (*table.endings, *table.flags):
+        for name in _spellings(normal):
+            assert is_secret_name(name), name
+            assert "Sample9Value1" not in redact(f"{name}=Sample9Value1"), name
+
+
+@pytest.mark.parametrize("emails", [True, False])
+def test_the_screen_masks_what_every_pattern_masks(emails):
+    differ = [text for text in CORPUS if redact(text, emails) != redact(text, emails, screen=False)]
+    assert not differ, differ[:5]
+    twice = [text for text in CORPUS if redact(redact(text, emails), emails) != redact(redact(text, emails), emails, screen=False)]
+    assert not twice, twice[:5]
+
+
+def test_the_screen_on_every_line_of_the_bundled_logs():
+    lines = {line for folder in (FIXTURES, ROOT / "examples") for path in folder.rglob("*") if path.is_file()
+             for line in path.read_text(encoding="utf-8", errors="replace").splitlines()}
+    assert len(lines) > 1000
+    differ = [line for line in lines if redact(line) != redact(line, screen=False)]
+    assert not differ, differ[:5]
+
+
+def test_a_string_repeated_in_a_tree_is_masked_under_a_secret_key_only():
+    tree = {"token": "abc", "name": "abc", "rows": [{"apiKey": "abc"}, "abc", {"abc": "HF_TOKEN=hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654"}],
+            "again": "HF_TOKEN=hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654"}
+    assert redact_tree(tree) == {"token": MASK, "name": "abc", "rows": [{"apiKey": MASK}, "abc", {"abc": f"HF_TOKEN={MASK}"}],
+                                 "again": f"HF_TOKEN={MASK}"}
