@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from ..context.context import Context
 from ..facts.advice_lines import AdviceLines
@@ -20,7 +20,6 @@ from ..facts.phases import PhaseExtractor, PhaseLog
 from ..facts.record import Facts, GpuFact, GpuProcess
 from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
 from ..facts.version import VersionExtractor
-from ..gpu.snapshot import Snapshot, live_snapshot, load_snapshot
 from ..ingest.pasted import unwrap_blocks
 from ..ingest.source import Source
 from ..knowledge.loader import load_rules
@@ -34,6 +33,9 @@ from ..model.info import resolve as resolve_model
 from ..scan.scanner import Scanner, ScanResult, match_error_lines
 from .diagnoses import Diagnosis, fire_rules, plan_fixes
 from .frames import frame_diagnosis
+
+if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
+    from ..gpu.snapshot import Snapshot
 
 MAX_UNEXPLAINED = 10
 
@@ -205,8 +207,12 @@ def _differs_from_default(key: str, value, version: str | None) -> bool:
 
 def _snapshot(options: Options) -> Snapshot | None:
     if options.snapshot_path:
+        from ..gpu.snapshot import load_snapshot
+
         return load_snapshot(options.snapshot_path)
     if options.gpu_mode == "auto":
+        from ..gpu.snapshot import live_snapshot
+
         return live_snapshot()
     return None
 

@@ -13,11 +13,9 @@ are opened (see safeio); a FIFO or device is refused, never waited on.
 
 from __future__ import annotations
 
-import gzip
 import io
 import itertools
 import sys
-import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
@@ -101,8 +99,12 @@ class _TolerantGzip(io.RawIOBase):
     """A gzip reader that turns a truncated or corrupt stream into end-of-input plus a note."""
 
     def __init__(self, raw: BinaryIO, source: Source):
+        import gzip  # only a compressed input pays for importing it
+        import zlib
+
         self._inner = gzip.GzipFile(fileobj=raw)
         self._source = source
+        self._errors = (EOFError, gzip.BadGzipFile, zlib.error, OSError)
 
     def readable(self) -> bool:
         return True
@@ -110,7 +112,7 @@ class _TolerantGzip(io.RawIOBase):
     def read(self, size: int = -1) -> bytes:
         try:
             return self._inner.read1(65536 if size is None or size < 0 else min(size, 65536))
-        except (EOFError, gzip.BadGzipFile, zlib.error, OSError) as exc:
+        except self._errors as exc:
             self._source.notes.truncated_input = f"compressed input ends early or is corrupt ({exc}); diagnosed what could be read"
             return b""
 
