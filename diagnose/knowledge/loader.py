@@ -16,6 +16,12 @@ from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bun
 from .vocabulary import vocabulary_problems
 
 
+# the cached layout, the checks and the expansion; the tables that expand into signatures and the names rules may use
+_KEYED_MODULES = ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py", "vocabulary.py")
+_KEYED_DATA = ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.json",
+               "strategy_params.yaml", "predicates.yaml", "phases.yaml")
+
+
 def rule_files(directories: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for directory in directories:
@@ -103,23 +109,18 @@ def ruleset_from_data(data: dict) -> RuleSet:
 
 
 def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
+    """The rule files by content; the package files the rules depend on (_KEYED_MODULES, _KEYED_DATA) by size and
+    modification time, as Python decides whether a .pyc is current: hashing them, the 2 MB message catalogue above
+    all, was a quarter of loading the rules from the cache."""
     digest = hashlib.sha256(__version__.encode())
     here = Path(__file__).parent
-    for module in ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py", "vocabulary.py"):  # the cached layout, the checks, the expansion
-        digest.update((here / module).read_bytes())
-    for name in ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.json",
-                 "strategy_params.yaml", "predicates.yaml", "phases.yaml"):  # tables expand into signatures; names rules may use
-        digest.update((DATA_DIR / name).read_bytes())
+    for path in [*(here / name for name in _KEYED_MODULES), *(DATA_DIR / name for name in _KEYED_DATA)]:
+        info = os.stat(path)
+        digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\0".encode())
     for path, data in contents:
         digest.update(str(path).encode())
         digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()[:32]
-
-
-def _safe_loader():
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _load_uncached(contents: list[tuple[Path, bytes]], schema_for_bundled: bool = True) -> RuleSet:
@@ -139,7 +140,7 @@ def _load_uncached(contents: list[tuple[Path, bytes]], schema_for_bundled: bool 
             continue
         try:
             text = data.decode("utf-8")
-            parser = _safe_loader()(text)  # parsed once: the nodes give lines and aliases, then become the document
+            parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # parsed once: the nodes give lines and aliases, then the document
             try:
                 node = parser.get_single_node()
                 if node is None:
