@@ -148,3 +148,14 @@ def test_every_fixture_line_that_reads_as_an_error_holds_one_of_the_error_litera
                 errors += 1
                 assert any(literal in line.lower() + "\n" for literal in literals), (path.name, line)
     assert errors > 50  # the fixture logs were read
+
+
+def test_the_lines_of_a_long_serve_are_candidates_for_no_rule(ruleset):
+    """Request and stats lines are most of a large log: a rule literal in them ("usage: " in "GPU KV cache usage:")
+    would run a pattern on every one. Lines from the corpus's serving runs, 200s and stats only."""
+    serving = re.compile(r'" 200 OK$|Avg prompt throughput: .*GPU KV cache usage')
+    paths = [p for p in sorted(FIXTURES.glob("**/*")) if p.suffix in (".log", ".md")]
+    lines = {line.lower() for path in paths for line in path.read_text(errors="replace").splitlines() if serving.search(line)}
+    assert len(lines) > 10 and any("gpu kv cache usage" in line for line in lines)
+    literals = {literal.lower() for rule in ruleset.rules for sig in rule.signatures if sig.scope == "scan" for literal in sig.literals}
+    assert not {(literal, line) for line in lines for literal in literals if literal in line}
