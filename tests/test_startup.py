@@ -258,3 +258,36 @@ def test_an_advice_line_skipped_by_its_word_check_is_one_its_pattern_cannot_matc
                 matched += 1
                 assert advice._names_any(line, words, ignore_case), (pattern, line)
     assert matched > 100  # the lines exercised every shape, not only lines no pattern matches
+
+
+# ---------------------------------------------------------------- the process's exit
+
+def _vdiag_process(entry: str, *args: str, before: str = "") -> subprocess.CompletedProcess:
+    code = f"import sys; sys.argv[0] = 'vdiag'; {before}from diagnose.cli.main import {entry}; {entry}()"
+    return subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_the_vdiag_process_writes_and_exits_as_main_does(fmt):
+    """`process_main` may skip the interpreter's teardown after a diagnosis: the report and exit code are main's."""
+    ordinary = _vdiag_process("main", "--no-gpu", "--format", fmt, str(EXAMPLE))
+    fast = _vdiag_process("process_main", "--no-gpu", "--format", fmt, str(EXAMPLE))
+    assert ordinary.returncode == fast.returncode == 1
+    assert fast.stdout == ordinary.stdout and fast.stderr == ordinary.stderr
+    assert "kv-cache-too-small-for-max-len" in fast.stdout
+
+
+def test_the_vdiag_process_keeps_the_ordinary_exit_when_something_runs_at_exit():
+    registered = "import atexit; atexit.register(lambda: print('ran at exit')); "
+    done = _vdiag_process("process_main", "--no-gpu", "--format", "json", str(EXAMPLE), before=registered)
+    assert done.returncode == 1
+    assert done.stdout.rstrip().endswith("ran at exit")
+    assert json.loads(done.stdout.rstrip()[: -len("ran at exit")])["diagnoses"]
+
+
+def test_a_diagnosis_ends_the_vdiag_process_without_the_interpreters_teardown():
+    kept = "exec('class Kept:\\n def __del__(self): print(\"torn down\")'); kept = Kept(); "  # freed only by a teardown
+    ordinary = _vdiag_process("main", "--no-gpu", "--format", "json", str(EXAMPLE), before=kept)
+    fast = _vdiag_process("process_main", "--no-gpu", "--format", "json", str(EXAMPLE), before=kept)
+    assert ordinary.stdout.rstrip().endswith("torn down")
+    assert fast.returncode == 1 and "torn down" not in fast.stdout and json.loads(fast.stdout)["diagnoses"]

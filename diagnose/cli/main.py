@@ -14,7 +14,7 @@ import click  # noqa: E402  (after the collector's pace is set: importing click 
 
 from ..util.errors import ExitCode, VdiagError
 from ..util.version import __version__
-from .common import FORMATS, emit, emit_incidents, options_from, progress_for, run_guarded, sources_from
+from .common import FORMATS, OWNS_PROCESS, emit, emit_incidents, leave, options_from, progress_for, run_guarded, sources_from
 
 LAZY_COMMANDS = {
     "rules": ("diagnose.cli.rules", "rules"),
@@ -136,7 +136,10 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
         emit_incidents(reports, fmt)
         return exit_code_for_incidents(reports)
 
-    sys.exit(int(run_guarded(run)))
+    code = int(run_guarded(run))
+    if then_verify:
+        sys.exit(code)  # verify ran servers and threads: the ordinary exit
+    leave(code)
 
 
 @main.command()
@@ -156,3 +159,10 @@ def snapshot(fmt):
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))
+
+
+def process_main() -> None:
+    """The `vdiag` process (its console script, `python -m diagnose`): `main`, and a diagnosis may end the process
+    without the interpreter's teardown (`common.leave`). Tests and other callers call `main` and get `SystemExit`."""
+    OWNS_PROCESS[0] = True
+    main()
