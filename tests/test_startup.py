@@ -56,6 +56,21 @@ def test_a_warm_diagnosis_imports_no_schema_yaml_or_terminal_library(tmp_path, f
     assert set(heavy) & modules == set(), "imported on the plain diagnose path"
 
 
+# a crash log with no command line in it, read from a plain file, with --no-gpu
+PLAIN = ROOT / "tests" / "fixtures" / "corpus" / "reproduced" / "cpu-kv-cache-too-small-for-max-len.log"
+ONLY_WHEN_READ = {"gzip": "a compressed input", "diagnose.gpu.snapshot": "a GPU snapshot",
+                  "diagnose.launch.parse": "a command line", "diagnose.launch.kubernetes": "a pod spec",
+                  "diagnose.launch.frames": "a systemd unit", "diagnose.knowledge.vocabulary": "rules loaded without the cache",
+                  "diagnose.knowledge.rule_safety": "rules loaded without the cache"}
+
+
+def test_a_warm_diagnosis_imports_only_what_its_input_needs(tmp_path):
+    modules = _modules_after_a_run(tmp_path, "json", PLAIN)
+    assert "diagnose.diagnosis.pipeline" in modules
+    assert {name: ONLY_WHEN_READ[name] for name in set(ONLY_WHEN_READ) & modules} == {}
+    assert "diagnose.launch.parse" in _modules_after_a_run(tmp_path, "json", EXAMPLE)  # a log with a command line
+
+
 def test_a_small_log_is_scanned_without_importing_hyperscan(tmp_path):
     modules = _modules_after_a_run(tmp_path, "json", EXAMPLE)
     assert "ahocorasick" in modules
@@ -291,3 +306,14 @@ def test_a_diagnosis_ends_the_vdiag_process_without_the_interpreters_teardown():
     fast = _vdiag_process("process_main", "--no-gpu", "--format", "json", str(EXAMPLE), before=kept)
     assert ordinary.stdout.rstrip().endswith("torn down")
     assert fast.returncode == 1 and "torn down" not in fast.stdout and json.loads(fast.stdout)["diagnoses"]
+
+
+def test_the_cache_keeps_the_newest_entries_of_each_kind(cache):
+    import os
+    for n in range(datafiles.MAX_CACHED_PER_KIND + 5):
+        datafiles.write_cached(f"kind-{n:03d}", b"x", binary=True)
+        os.utime(cache / f"kind-{n:03d}.bin", (n, n))  # written in this order, a second apart
+    datafiles.write_cached("other-1", {"a": 1})
+    kept = sorted(path.name for path in cache.glob("kind-*"))
+    assert len(kept) == datafiles.MAX_CACHED_PER_KIND and kept[0] == "kind-005.bin"
+    assert datafiles.read_cached("other-1") == {"a": 1}

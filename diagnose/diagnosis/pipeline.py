@@ -26,7 +26,6 @@ from ..knowledge.loader import load_rules
 from ..knowledge.rules import RuleSet
 from ..launch.container import in_container
 from ..launch.launch import Launch
-from ..launch.parse import parse_launch
 from ..launch.python_forms import from_engine_args
 from ..launch.releases import release_default
 from ..model.info import resolve as resolve_model
@@ -161,6 +160,8 @@ def build_context(facts: Facts, result: ScanResult, hints: set[str], options: Op
 
 def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> tuple[Launch | None, str | None]:
     if launch_text:
+        from ..launch.parse import parse_launch  # the parser is imported by the runs that read a command line
+
         launch = parse_launch(launch_text)
         if launch is not None:
             launch.origin = "given"

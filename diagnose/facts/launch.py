@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 
 from ..launch.launch import Launch
-from ..launch.parse import looks_like_launch, parse_launch
 from .base import ExtractorBase
 from .record import MAX_LAUNCH_CANDIDATES, LaunchCandidate
 
@@ -17,6 +16,8 @@ class LaunchExtractor(ExtractorBase):
     window = 30
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        from ..launch.parse import looks_like_launch, parse_launch  # imported by the logs that hold a launch line
+
         if len(self.facts.launches) >= MAX_LAUNCH_CANDIDATES or not looks_like_launch(message):
             return
         if re.search(r"\bLLM\s*\(", message) and "vllm serve" not in message:

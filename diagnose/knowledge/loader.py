@@ -11,10 +11,7 @@ from typing import Iterable
 from ..util.datafiles import read_cached, write_cached
 from ..util.safeio import is_within, not_regular, read_rule_file
 from ..util.version import __version__
-from .rule_safety import yaml_alias_problem
 from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bundled_rules_dir, taxonomy
-from .vocabulary import vocabulary_problems
-
 
 # the cached layout, the checks and the expansion; the tables that expand into signatures and the names rules may use
 _KEYED_MODULES = ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py", "vocabulary.py")
@@ -125,6 +122,9 @@ def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
 
 def _load_uncached(contents: list[tuple[Path, bytes]], schema_for_bundled: bool = True) -> RuleSet:
     import yaml
+
+    from .rule_safety import yaml_alias_problem
+    from .vocabulary import vocabulary_problems
 
     schema = _Schema()
     bundled_dir = None if schema_for_bundled else bundled_rules_dir()

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .launch import Arg, Launch
-from .parse import _entrypoint_serves
 
 # the log holds none of the user's `docker run` options; GPUs are the one a vLLM container cannot start without
 DEFAULT_DOCKER_OPTIONS = (("--gpus", "all"),)
@@ -24,6 +23,7 @@ def in_container(launch: Launch, image: str) -> Launch:
     """`launch` as a `docker run` of `image` (its env as `-e`); a docker or Python launch is returned unchanged."""
     if launch.form in ("docker", "llm-python"):
         return launch
+    from .parse import _entrypoint_serves
     head = ["docker", "run"] + ([] if _entrypoint_serves(image) else list(launch.head or ["vllm", "serve"]))
     options = [Arg(flag, value) for flag, value in DEFAULT_DOCKER_OPTIONS]
     options += [Arg("-e", f"{name}={value}") for name, value in launch.env]

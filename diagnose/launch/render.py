@@ -9,8 +9,6 @@ from typing import Any
 
 from ..util.lazy_pattern import lazy
 from ..util.redact import MASK, masked_launch
-from .frames import render_drop_in
-from .kubernetes import render_container
 from .launch import Arg, Launch, canonical_flag
 
 # ---------------------------------------------------------------- changes and rendering
@@ -139,6 +137,8 @@ def render(launch: Launch) -> str:
     if launch.frame == "kubernetes":
         return _render_container(launch)
     if launch.frame == "systemd":
+        from .frames import render_drop_in  # a unit's or a pod's form is imported only to render one
+
         command = _render_command(replace(launch, env=[]))
         return render_drop_in(command, launch.env, launch.unset_env, launch.unit) if launch.fixed else command
     return _render_command(launch)
@@ -167,6 +167,8 @@ def _render_container(launch: Launch) -> str:
             args.append(arg.spelled)
         else:
             args += [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
+    from .kubernetes import render_container
+
     command = [word for raw in launch.head for word in shlex.split(raw)] or None
     return render_container(launch.image, command, args, launch.env, launch.env_from_elsewhere, launch.fixed)
 
