@@ -120,18 +120,31 @@ def test_error_lines_past_the_cap_are_counted_not_kept():
     assert len(errors.lines) == MAX_ERROR_LINES and errors.dropped == 50
 
 
+REQUESTS = "".join(f'(APIServer pid=7) INFO:     127.0.0.1:{40000 + n} - "POST /v1/completions HTTP/1.1" 200 OK\n'
+                   for n in range(300))
+
+
+@pytest.mark.parametrize("block_lines", [None, 7, 64])
 @pytest.mark.parametrize("log", sorted(p.name for p in (FIXTURES / "corpus" / "healthy").glob("*.log"))[:4])
-def test_progress_told_the_markers_a_line_holds_reaches_the_phases_a_search_for_every_marker_reaches(log):
+def test_progress_told_the_markers_a_line_holds_reaches_the_phases_a_search_for_every_marker_reaches(log, block_lines):
+    """Also across restarts after a serve, in one block or many: the serving markers left out of the prefilter
+    while the run serves are looked for again once a run starts over."""
     from diagnose.facts.phases import PhaseExtractor
     from diagnose.ingest.lineformat import message_of
 
-    text = (FIXTURES / "corpus" / "healthy" / log).read_text(errors="replace")
+    start_up = (FIXTURES / "corpus" / "healthy" / log).read_text(errors="replace")
+    version = next((line for line in start_up.splitlines(True) if "API server version" in line),
+                   "INFO 11-29 10:00:00 [api_server.py:1] vLLM API server version 0.9.1\n")
+    text = (start_up + REQUESTS) * 2 + (version + REQUESTS[:400]) * 5  # then restarts that serve within a few lines
+    lines = text.splitlines(True)
+    blocks = ["".join(lines[i:i + block_lines]).encode() for i in range(0, len(lines), block_lines)] if block_lines else [text.encode()]
     told = PhaseExtractor()
-    Scanner([], [told]).scan([text.encode()])
+    Scanner([], [told]).scan(blocks)
     searched = PhaseExtractor()
     for number, line in enumerate(text.splitlines(), 1):
         searched.feed(number, message_of(line), [])  # no `found`: every marker is looked for in every line
     assert told.phases.events and told.phases.events == searched.phases.events
+    assert len({order for _, order in told.phases.events}) > 1
 
 
 def test_every_fixture_line_that_reads_as_an_error_holds_one_of_the_error_literals():
@@ -159,3 +172,37 @@ def test_the_lines_of_a_long_serve_are_candidates_for_no_rule(ruleset):
     assert len(lines) > 10 and any("gpu kv cache usage" in line for line in lines)
     literals = {literal.lower() for rule in ruleset.rules for sig in rule.signatures if sig.scope == "scan" for literal in sig.literals}
     assert not {(literal, line) for line in lines for literal in literals if literal in line}
+
+
+def _report_of(path, options):
+    from diagnose.diagnosis.pipeline import diagnose
+    from diagnose.ingest.source import Source
+    from diagnose.report.build import build_report
+
+    report = build_report(diagnose([Source(str(path))], options))
+    report.pop("timing", None)
+    return report
+
+
+def test_leaving_idle_literals_out_of_the_prefilter_changes_no_report(tmp_path, monkeypatch):
+    """A log in many small blocks (so that idle literals are worked out again and again): crash logs, serves and
+    restarts; the report is the one a scan that keeps every literal in the prefilter gives."""
+    from diagnose.diagnosis.pipeline import Options
+    from diagnose.ingest import source
+    from diagnose.scan.retire import Retirement
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 4096)
+    healthy = sorted((FIXTURES / "corpus" / "healthy").glob("*.log"))
+    crashes = sorted((FIXTURES / "corpus" / "memory").glob("*.log"))[:6] + sorted((FIXTURES / "corpus" / "config").glob("*.log"))[:6]
+    assert healthy and crashes
+    options = Options(gpu_mode="none")
+    for index, crash in enumerate(crashes):
+        path = tmp_path / f"{index}.log"
+        path.write_text(healthy[index % len(healthy)].read_text(errors="replace") + REQUESTS
+                        + healthy[(index + 1) % len(healthy)].read_text(errors="replace") + REQUESTS[:2000]
+                        + crash.read_text(errors="replace"))
+        retiring = _report_of(path, options)
+        with monkeypatch.context() as patched:
+            patched.setattr(Retirement, "refresh", lambda self: False)
+            keeping = _report_of(path, options)
+        assert retiring == keeping, crash.name

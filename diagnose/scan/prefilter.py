@@ -148,9 +148,13 @@ def _hyperscan_or_pure(literals: tuple[str, ...]):
         return None
 
 
-def make_finder(literals: Iterable[str]):
-    """The engine for a literal set, built once per process (batches reuse it, and its count of bytes seen)."""
-    return _finder_for(tuple(literals), os.environ.get("VDIAG_NO_ACCEL", ""))
+def make_finder(literals: Iterable[str], like=None):
+    """The engine for a literal set, built once per process (batches reuse it, and its count of bytes seen);
+    `like`: the finder it takes over from on the same input, whose count of bytes seen it continues."""
+    finder = _finder_for(tuple(literals), os.environ.get("VDIAG_NO_ACCEL", ""))
+    if isinstance(finder, AdaptiveFinder) and isinstance(like, AdaptiveFinder):
+        finder.bytes_seen = max(finder.bytes_seen, like.bytes_seen)
+    return finder
 
 
 @lru_cache(maxsize=8)

@@ -23,6 +23,7 @@ from ..ingest.lineformat import below_error_level
 from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
 from .hits import ScanResult, SignatureHits
 from .prefilter import make_finder
+from .retire import Retirement
 from .window import MAX_LOOKAHEAD_LINES, LineMessages, Window
 
 MAX_EXTRACTOR_LINE_CHARS = 16384
@@ -53,7 +54,9 @@ class Scanner:
         for extractor in extractors:
             for literal in extractor.literals:
                 self._targets.setdefault(literal.lower(), []).append(extractor)
-        self._finder = make_finder(self._targets)
+        self._every_literal = tuple(self._targets)
+        self._finder = make_finder(self._every_literal)
+        self._retirement = Retirement(self._targets)
         self._by_literals: dict[frozenset[str], list] = {}  # a line's literals → its targets (lines repeat their sets)
         self._answers: dict[tuple[str, str], dict[str, str] | None] = {}  # (pattern, text) → the captures, or None
         self._lookahead = min(MAX_LOOKAHEAD_LINES, max([t.window for ts in self._targets.values() for t in ts] + [1]))
@@ -72,6 +75,8 @@ class Scanner:
                 block = block.encode("utf-8", "surrogatepass")
             data = tail + block
             cut = len(data) if is_last else _start_of_last_lines(data, self._lookahead)
+            if self._retirement.refresh():
+                self._use_literals_in_use()
             self._scan_block(data, tail_first_line, cut, result)
             tail_first_line += data.count(b"\n", 0, cut)
             tail = data[cut:]
@@ -86,7 +91,11 @@ class Scanner:
         previous = 0
         messages = LineMessages(data)
         lookahead = self._lookahead
-        for start in sorted(candidates):
+        retirement = self._retirement
+        order, index = sorted(candidates), 0
+        while index < len(order):
+            start = order[index]
+            index += 1
             literals = candidates[start]
             targets = self._targets_for(literals)
             if not targets:
@@ -107,7 +116,8 @@ class Scanner:
                 elif kind is _PLAIN:
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
                 elif kind is _WITH_LITERALS:  # told which of its literals the line holds: no search for each of them
-                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window), found=literals)
+                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window),
+                                found=literals | retirement.idle if retirement.idle else literals)  # a superset is enough
                 elif kind is _WITH_HEADER:  # the line as logged, header included
                     target.feed(line_no, data[start:min(end, start + MAX_EXTRACTOR_LINE_CHARS)].decode("utf-8", "replace"),
                                 following.first(target.window))
@@ -115,7 +125,17 @@ class Scanner:
                     if quiet is None:
                         quiet = _below_error_level(data[start:min(end, start + 400)])
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window), quiet=quiet)
+            if retirement.idle and retirement.woken(targets):  # e.g. a restart after a serve: the rest with every literal
+                retirement.wake()
+                self._use_literals_in_use()
+                candidates = self._finder.candidates(data, cut)
+                order, index = [later for later in sorted(candidates) if later > start], 0
             messages.forget_before(start)
+
+    def _use_literals_in_use(self) -> None:
+        """The prefilter for the literals not idle now (the one for every literal when none is)."""
+        idle = self._retirement.idle
+        self._finder = make_finder([lit for lit in self._every_literal if lit not in idle], like=self._finder)
 
     def _targets_for(self, literals: set[str]) -> list:
         """The targets of a line's literals, each once and with how it is fed; an extractor that says it needs none

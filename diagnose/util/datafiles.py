@@ -30,6 +30,7 @@ from typing import Any
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 ROOT_CACHE_DIR = Path("/var/cache/vdiag")
 _MAX_CACHE_BYTES = 64 * 1024 * 1024
+MAX_CACHED_PER_KIND = 48  # newest entries kept per kind of cached value
 _DIGEST_BYTES = 32  # sha256 of a binary value, stored before it
 
 
@@ -120,8 +121,17 @@ def write_cached(key: str, value: Any, binary: bool = False) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
         os.replace(tmp, directory / f"{key}.{'bin' if binary else 'json'}")
+        _keep_newest(directory, key.split("-", 1)[0])
     except (OSError, TypeError, ValueError):
         pass
+
+
+def _keep_newest(directory: Path, kind: str) -> None:
+    """At most MAX_CACHED_PER_KIND entries of one kind ("hyperscan", "data", ...): each changed rule set, data file
+    or prefilter literal set writes a new one, and nothing else would ever remove the old."""
+    entries = sorted(directory.glob(f"{kind}-*"), key=lambda path: path.stat().st_mtime, reverse=True)
+    for stale in entries[MAX_CACHED_PER_KIND:]:
+        stale.unlink(missing_ok=True)
 
 
 @lru_cache(maxsize=None)
