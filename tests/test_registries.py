@@ -42,6 +42,17 @@ def test_every_registered_strategy_declares_its_parameters_and_every_declared_on
     assert sorted(set(STRATEGIES) ^ set(strategy_params())) == []
 
 
+def test_every_strategy_is_found_in_the_module_that_registers_it():
+    """A run imports a strategy's module when a rule first names it (fixes.base.STRATEGY_MODULES)."""
+    import inspect
+
+    from diagnose.fixes.base import STRATEGY_MODULES
+
+    registered_in = {name: inspect.getclosurevars(wrapper).nonlocals["fn"].__module__ for name, wrapper in STRATEGIES.items()}
+    listed_in = {name: f"diagnose.fixes.{module}" for module, names in STRATEGY_MODULES.items() for name in names}
+    assert listed_in == registered_in
+
+
 def test_every_implemented_predicate_is_listed_and_every_listed_one_is_implemented():
     assert sorted(set(PREDICATES) ^ predicate_names()) == []
 

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import advice_fixes
-from ..fixes.base import COST_ORDER, Fix, fill
-from ..fixes.registry import STRATEGIES
+from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
 from ..knowledge.error_tables import cuda_error_meaning
 from ..knowledge.rules import Rule
 from ..launch.render import apply_changes, render
@@ -121,7 +120,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     for spec in diagnosis.rule.fixes:
         if spec.when and not evaluate(spec.when, ctx):
             continue
-        fn = STRATEGIES.get(spec.strategy)
+        fn = strategy_for(spec.strategy)
         if fn is None:
             continue
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from importlib import import_module
 from typing import Any, Callable
 
 from ..context.context import Context
@@ -32,6 +33,27 @@ class Fix:
 Strategy = Callable[[Context, dict], "Fix | None"]
 STRATEGIES: dict[str, Strategy] = {}
 
+# The module that registers each strategy, imported when a rule first names one of its strategies: a run loads
+# the modules its rules use, not all eight (tests/test_registries.py checks this table against the registrations).
+STRATEGY_MODULES = {
+    "backends": ("named-attention-backend",),
+    "capacity": ("lower-max-num-seqs", "enforce-eager", "max-num-batched-tokens-down", "kv-cache-dtype-fp8",
+                 "quantized-variant", "bigger-gpu", "lower-gpu-memory-utilization"),
+    "choices": ("setting-choice",),
+    "config": ("cap-max-model-len-to-derived", "enable-yarn", "batched-tokens-cover-max-len", "trust-remote-code",
+               "hf-token", "accept-licence", "snapshot-path", "local-model-path", "matching-quantization",
+               "tokenizer-path", "change-port", "attention-backend"),
+    "generic": ("set-flag", "dtype-half", "remove-flag", "correct-or-remove-flag", "valid-choice", "set-env",
+                "unset-env", "launch-as-read", "docker-option", "step"),
+    "memory": ("cap-max-model-len", "raise-gpu-memory-utilization", "more-budget-shorter-context",
+               "cpu-kvcache-space", "fit-utilization-to-free-memory", "free-gpu-processes",
+               "raise-kv-cache-memory-bytes"),
+    "parallel": ("divisible-tensor-parallel", "divisible-parallel-size", "tensor-parallel-within-gpus",
+                 "ray-executor"),
+    "weights": ("weights-narrower-dtype", "online-fp8", "bitsandbytes", "cpu-offload", "tensor-parallel-to-fit"),
+}
+_MODULE_OF = {name: module for module, names in STRATEGY_MODULES.items() for name in names}
+
 
 def strategy(name: str):
     """Register a strategy; what it proposes is put in the user's release's terms (`for_release`)."""
@@ -46,6 +68,13 @@ def strategy(name: str):
         return fn
 
     return register
+
+
+def strategy_for(name: str) -> Strategy | None:
+    """The strategy registered as `name`, its module imported on first use; None for a name no module registers."""
+    if name not in STRATEGIES and name in _MODULE_OF:
+        import_module(f"{__package__}.{_MODULE_OF[name]}")
+    return STRATEGIES.get(name)
 
 
 def for_release(fix: Fix, ctx: Context) -> Fix | None:
