@@ -317,3 +317,29 @@ def test_the_cache_keeps_the_newest_entries_of_each_kind(cache):
     kept = sorted(path.name for path in cache.glob("kind-*"))
     assert len(kept) == datafiles.MAX_CACHED_PER_KIND and kept[0] == "kind-005.bin"
     assert datafiles.read_cached("other-1") == {"a": 1}
+
+
+# ---------------------------------------------------------------- the data files' JSON copies
+
+def test_every_data_file_has_a_json_copy_made_from_its_current_text():
+    """A start with an empty cache reads the copies instead of parsing YAML (`scripts/build_data_json.py` writes them)."""
+    proc = subprocess.run([sys.executable, "scripts/build_data_json.py", "--check"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(list((ROOT / "diagnose" / "data").glob("*.yaml.json"))) == len(list((ROOT / "diagnose" / "data").glob("*.yaml")))
+
+
+def test_a_data_file_is_read_from_its_copy_only_while_the_copy_matches_its_text(tmp_path, cache, monkeypatch):
+    import hashlib
+
+    monkeypatch.setattr(datafiles, "DATA_DIR", tmp_path)
+    source = tmp_path / "table.yaml"
+    source.write_text("answer: 42\n")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    (tmp_path / "table.yaml.json").write_text(json.dumps({"sha256": digest, "data": {"answer": "from the copy"}}))
+    load = datafiles.load_yaml.__wrapped__  # without the per-process memo
+    assert load("table.yaml") == {"answer": "from the copy"}
+    source.write_text("answer: 43\n")  # edited after its copy was made: read as edited
+    assert load("table.yaml") == {"answer": 43}
+    (tmp_path / "table.yaml.json").write_text("not JSON")
+    assert load("table.yaml") == {"answer": 43}

@@ -136,9 +136,16 @@ def _keep_newest(directory: Path, kind: str) -> None:
 
 @lru_cache(maxsize=None)
 def load_yaml(name: str) -> Any:
-    """A data file from diagnose/data by name, e.g. load_yaml("flags.yaml")."""
+    """A data file from diagnose/data by name, e.g. load_yaml("flags.yaml").
+
+    Read from its JSON copy (`NAME.yaml.json`, scripts/build_data_json.py) while that was made from the YAML text
+    as it is now, so even a start with an empty cache parses no YAML; else from the cache, else parsed.
+    """
     path = DATA_DIR / name
     data = path.read_bytes()
+    copy = _json_copy(path.with_name(name + ".json"))
+    if copy is not None and copy.get("sha256") == hashlib.sha256(data).hexdigest():
+        return copy["data"]
     key = "data-" + hashlib.sha256(name.encode() + b"\0" + data).hexdigest()[:24]
     cached = read_cached(key)
     if cached is not None:
@@ -149,6 +156,15 @@ def load_yaml(name: str) -> Any:
     if _survives_json(value):  # int keys or dates would come back changed: such a file is not cached
         write_cached(key, value)
     return value
+
+
+def _json_copy(path: Path) -> dict | None:
+    """A data file's generated JSON copy, or None when there is none (or it is not one)."""
+    try:
+        copy = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return copy if isinstance(copy, dict) and "data" in copy else None
 
 
 @lru_cache(maxsize=None)
