@@ -32,6 +32,8 @@ STANDALONE_WEIGHT = 0.95  # an error signature this specific needs no context, e
 
 @dataclass
 class RankedFix:
+    """A fix in its place among a diagnosis's fixes, with the command it makes and why it ranks there."""
+
     rank: int
     fix: Fix
     command: str | None
@@ -40,6 +42,8 @@ class RankedFix:
 
 @dataclass
 class Diagnosis:
+    """A rule that fired: how sure, on which lines, with what captures, and its ranked fixes."""
+
     rule: Rule
     confidence: float
     evidence: list[Match]

@@ -41,6 +41,8 @@ MAX_UNEXPLAINED = 10
 
 @dataclass
 class Options:
+    """How to diagnose: the launch when the log lacks it, extra rules, where GPU facts come from."""
+
     launch_text: str | None = None
     rules_dirs: tuple[Path, ...] = ()
     gpu_mode: str = "auto"  # auto | none | file

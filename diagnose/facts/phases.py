@@ -23,6 +23,8 @@ from typing import Iterable
 
 @dataclass(frozen=True)
 class Phase:
+    """One step of vLLM's start-up, in order, with the progress lines that announce it."""
+
     name: str
     order: int
     markers: tuple[str, ...]

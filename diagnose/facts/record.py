@@ -19,6 +19,8 @@ MAX_GPUS = 64
 
 @dataclass
 class GpuFact:
+    """One GPU as the log (or a snapshot) describes it."""
+
     index: int | None = None
     name: str | None = None
     total_gib: float | None = None
@@ -30,6 +32,8 @@ class GpuFact:
 
 @dataclass
 class GpuProcess:
+    """A process holding GPU memory, as the log (or a snapshot) names it."""
+
     pid: int
     used_gib: float | None
     name: str | None = None
@@ -39,6 +43,8 @@ class GpuProcess:
 
 @dataclass
 class LaunchCandidate:
+    """A launch command found in the log, with its line and text."""
+
     line: int
     launch: Launch
     text: str
@@ -46,6 +52,8 @@ class LaunchCandidate:
 
 @dataclass
 class Facts:
+    """What the extractors read from the log, beyond the rules' signatures."""
+
     vllm_version: str | None = None
     version_source: str | None = None
     launches: list[LaunchCandidate] = field(default_factory=list)

@@ -17,6 +17,8 @@ COST_ORDER = {"none": 0, "config": 1, "memory": 2, "throughput": 3, "quality": 4
 
 @dataclass
 class Fix:
+    """A proposed change to the launch, with why, its cost and its predicted outcome."""
+
     title: str
     changes: dict[str, Any] = field(default_factory=dict)
     why: str = ""

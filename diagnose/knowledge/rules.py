@@ -27,6 +27,8 @@ def bundled_rules_dir() -> Path:
 
 @dataclass
 class Signature:
+    """How a rule recognises a line: literals to find it fast, a regex to confirm and capture."""
+
     name: str
     literals: tuple[str, ...]
     regex: str
@@ -54,6 +56,8 @@ class Signature:
 
 @dataclass
 class FixSpec:
+    """A fix a rule proposes: a strategy by name, its parameters, and when it applies."""
+
     strategy: str
     params: dict = field(default_factory=dict)
     when: tuple[str, ...] = ()
@@ -61,6 +65,8 @@ class FixSpec:
 
 @dataclass
 class Rule:
+    """One failure the knowledge base knows: what it is, how to see it, how to fix it."""
+
     id: str
     category: str
     title: str
@@ -83,6 +89,8 @@ class Rule:
 
 @dataclass
 class LoadProblem:
+    """Why a rule file (or part of one) was not loaded, at its file and line."""
+
     path: str
     line: int
     message: str
@@ -93,6 +101,8 @@ class LoadProblem:
 
 @dataclass
 class RuleSet:
+    """The rules that loaded, and the problems with those that did not."""
+
     rules: list[Rule]
     problems: list[LoadProblem]
 

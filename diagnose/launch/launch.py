@@ -31,6 +31,8 @@ def is_switch(flag: str) -> bool:
 
 @dataclass
 class Token:
+    """A shell word as written (raw) and as the shell reads it (value)."""
+
     raw: str
     value: str
 
@@ -51,6 +53,8 @@ class Arg:
 
 @dataclass
 class Launch:
+    """A launch command as parsed: its form, environment, head, model and arguments."""
+
     form: str
     env: list[tuple[str, str]] = field(default_factory=list)
     head: list[str] = field(default_factory=list)

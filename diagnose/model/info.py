@@ -18,6 +18,8 @@ from ..util.lazy_pattern import lazy
 
 @dataclass
 class ModelInfo:
+    """A model's architecture figures, and where they came from."""
+
     name: str
     source: str  # "config.json" | "hf-cache" | "catalog" | "name" | "log"
     architecture: str | None = None
