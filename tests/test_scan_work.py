@@ -206,3 +206,35 @@ def test_leaving_idle_literals_out_of_the_prefilter_changes_no_report(tmp_path, 
             patched.setattr(Retirement, "refresh", lambda self: False)
             keeping = _report_of(path, options)
         assert retiring == keeping, crash.name
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_matches_known_by_their_shape_count_and_capture_what_matching_each_line_does(ruleset, monkeypatch, seed):
+    """OOM lines naming other pids and sizes, retries and near misses, in random order: counts, kept evidence and
+    the latest match's captures equal those of a scan that runs every pattern on every line."""
+    from diagnose.scan import scanner as scan_module
+
+    rng = random.Random(seed)
+    lines = []
+    for _ in range(400):
+        pick = rng.random()
+        if pick < 0.6:
+            lines.append(OOM.replace("20.00 MiB", f"{rng.randint(1, 99)}.{rng.randint(0, 99):02d} MiB")
+                         .format(a=rng.randint(1, 99999), b=rng.randint(1, 99999)))
+        elif pick < 0.8:
+            lines.append(f"(APIServer pid={rng.randint(1, 999)}) ERROR 11-29 10:00:00 [x.py:1] OSError: [Errno 98] "
+                         f"Address already in use (port {rng.randint(8000, 9000)})")
+        else:
+            lines.append(f"ValueError: No available memory for the cache blocks ({rng.randint(0, 9)} GiB). "
+                         "Try increasing `gpu_memory_utilization`.")
+    log = ("\n".join(lines) + "\n").encode()
+    signatures = [s for r in ruleset.rules for s in r.signatures]
+
+    def summary(result):
+        return {key: (h.count, [(m.line, m.captures) for m in h.first], h.last.line, h.last.captures)
+                for key, h in result.hits.items()}
+
+    by_shape = summary(Scanner(signatures).scan([log]))
+    monkeypatch.setattr(scan_module, "digit_blind", lambda regex: False)
+    every_line = summary(Scanner(signatures).scan([log]))
+    assert by_shape == every_line and any(count > MAX_REMEMBERED_ANSWERS // 100 for count, *_ in by_shape.values())

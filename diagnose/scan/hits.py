@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..knowledge.rules import Signature
+from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
 from .window import MAX_WINDOW_LINE_CHARS
 
 MAX_EVIDENCE_PER_SIGNATURE = 4
@@ -24,7 +24,8 @@ class SignatureHits:
     signature: Signature
     count: int = 0
     first: list[Match] = field(default_factory=list)
-    _latest: Match | tuple | None = field(default=None, repr=False)  # (line, message, captures) until read
+    # until read: (line, message, captures), or (line, message, text) when only the shape was matched (see shapes)
+    _latest: Match | tuple | None = field(default=None, repr=False)
 
     def add(self, line: int, message: str, captures: dict[str, str]) -> None:
         """Count a match; past the first few only the latest is kept, and made a `Match` only if it is read."""
@@ -35,10 +36,17 @@ class SignatureHits:
         else:
             self._latest = (line, message, captures)
 
+    def add_unread(self, line: int, message: str, text: str) -> None:
+        """Count a match known from its shape; what it captures is read from `text` only if it is the latest."""
+        self.count += 1
+        self._latest = (line, message, text)
+
     @property
     def last(self) -> Match | None:
         if isinstance(self._latest, tuple):
             line, message, captures = self._latest
+            if isinstance(captures, str):  # the text a match was known for by its shape: read it now
+                captures = _captures(self.signature, captures)
             self._latest = Match(line, message[:MAX_WINDOW_LINE_CHARS], dict(captures))
         return self._latest
 
@@ -52,6 +60,14 @@ class SignatureHits:
                 if value is not None:
                     merged[key] = value
         return merged
+
+
+def _captures(signature: Signature, text: str) -> dict[str, str]:
+    try:
+        found = signature.compiled().search(text, timeout=REGEX_TIMEOUT_S)
+    except TimeoutError:
+        return {}
+    return {} if found is None else {k: v for k, v in found.groupdict().items() if v is not None}
 
 
 @dataclass

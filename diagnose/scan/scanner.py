@@ -21,9 +21,10 @@ from typing import Iterable, Iterator, Protocol, Sequence
 
 from ..ingest.lineformat import below_error_level
 from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
-from .hits import ScanResult, SignatureHits
+from .hits import MAX_EVIDENCE_PER_SIGNATURE, ScanResult, SignatureHits
 from .prefilter import make_finder
 from .retire import Retirement
+from .shapes import digit_blind, shape_of
 from .window import MAX_LOOKAHEAD_LINES, LineMessages, Window
 
 MAX_EXTRACTOR_LINE_CHARS = 16384
@@ -59,6 +60,8 @@ class Scanner:
         self._retirement = Retirement(self._targets)
         self._by_literals: dict[frozenset[str], list] = {}  # a line's literals → its targets (lines repeat their sets)
         self._answers: dict[tuple[str, str], dict[str, str] | None] = {}  # (pattern, text) → the captures, or None
+        self._shapes: dict[tuple[str, str], bool] = {}  # (digit-blind pattern, text's shape) → whether it matches
+        self._shaped: tuple[str | None, str] = (None, "")  # the last text shaped, and its shape
         self._lookahead = min(MAX_LOOKAHEAD_LINES, max([t.window for ts in self._targets.values() for t in ts] + [1]))
 
     @property
@@ -97,7 +100,7 @@ class Scanner:
             start = order[index]
             index += 1
             literals = candidates[start]
-            targets = self._targets_for(literals)
+            targets, asks = self._targets_for(literals)
             if not targets:
                 continue  # every extractor this line could feed already knows what the line would tell it
             line_no += data.count(b"\n", previous, start)
@@ -125,7 +128,7 @@ class Scanner:
                     if quiet is None:
                         quiet = _below_error_level(data[start:min(end, start + 400)])
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window), quiet=quiet)
-            if retirement.idle and retirement.woken(targets):  # e.g. a restart after a serve: the rest with every literal
+            if asks and retirement.idle and retirement.woken(targets):  # e.g. a restart after a serve: the rest with every literal
                 retirement.wake()
                 self._use_literals_in_use()
                 candidates = self._finder.candidates(data, cut)
@@ -137,7 +140,7 @@ class Scanner:
         idle = self._retirement.idle
         self._finder = make_finder([lit for lit in self._every_literal if lit not in idle], like=self._finder)
 
-    def _targets_for(self, literals: set[str]) -> list:
+    def _targets_for(self, literals: set[str]) -> tuple[list, bool]:
         """The targets of a line's literals, each once and with how it is fed; an extractor that says it needs none
         of them is left out."""
         key = frozenset(literals)
@@ -151,8 +154,9 @@ class Scanner:
                 entry = [(kind, t) for kind, t, _ in entry]  # the same targets for every line with these literals
             self._by_literals[key] = entry
         if len(entry[0]) == 2:
-            return entry
-        return [(kind, t) for kind, t, needs in entry if needs is None or needs(literals)]
+            return entry, False
+        # and whether an extractor that asks was among them: only a line fed to one can make an idle literal needed
+        return [(kind, t) for kind, t, needs in entry if needs is None or needs(literals)], True
 
     def _match_once(self, sig: Signature, line_no: int, message: str, following: Sequence[str], result: ScanResult) -> None:
         """`_match`, with the answer for a pattern and text already matched reused: logs repeat their messages (every
@@ -162,14 +166,31 @@ class Scanner:
         key = (sig.regex, text)  # every signature compiles with the same flags: the pattern text is the pattern
         captures = self._answers.get(key, _UNSEEN)
         if captures is _UNSEEN:
+            shape = (sig.regex, self._shape_of(text)) if digit_blind(sig.regex) else None
+            if shape is not None and (matched := self._shapes.get(shape)) is not None:
+                if not matched:
+                    return
+                hits = result.hits.get(sig.key)
+                if hits is not None and len(hits.first) >= MAX_EVIDENCE_PER_SIGNATURE:  # only the latest is read now
+                    hits.add_unread(line_no, message, text)
+                    return
             if len(self._answers) >= MAX_REMEMBERED_ANSWERS:
                 self._answers.clear()
+                self._shapes.clear()
             captures = _search(sig, text, result)
             if captures is _TIMED_OUT:
                 return
             self._answers[key] = captures
+            if shape is not None:
+                self._shapes[shape] = captures is not None
         if captures is not None:
             _record(sig, line_no, message, captures, result)
+
+    def _shape_of(self, text: str) -> str:
+        """`shape_of`, once per text: a line is matched against several patterns in a row."""
+        if text is not self._shaped[0]:
+            self._shaped = (text, shape_of(text))
+        return self._shaped[1]
 
     @staticmethod
     def _match(sig: Signature, line_no: int, message: str, following: Sequence[str], result: ScanResult) -> None:
