@@ -238,3 +238,27 @@ def test_matches_known_by_their_shape_count_and_capture_what_matching_each_line_
     monkeypatch.setattr(scan_module, "digit_blind", lambda regex: False)
     every_line = summary(Scanner(signatures).scan([log]))
     assert by_shape == every_line and any(count > MAX_REMEMBERED_ANSWERS // 100 for count, *_ in by_shape.values())
+
+
+def test_gpu_facts_from_the_lines_that_hold_a_gpu_literal_are_those_from_every_line():
+    """The GPU-text literals are the shapes its patterns read ("mib |" ending an nvidia-smi process row, "mib"
+    ending a line), not "mib", which OOM and memory lines are full of; over every fixture log, the facts found
+    through the prefilter are the facts found by reading every line."""
+    from dataclasses import asdict
+
+    from diagnose.facts.gpu_text import GpuTextExtractor
+    from diagnose.ingest.lineformat import message_of
+
+    compared = 0
+    for path in sorted(FIXTURES.glob("**/*.log")) + sorted(FIXTURES.glob("tickets/**/*.md")):
+        text = path.read_text(errors="replace")
+        through_scan = Facts()
+        Scanner([], [GpuTextExtractor(through_scan)]).scan([text.encode()])
+        every_line = Facts()
+        reader = GpuTextExtractor(every_line)
+        messages = [message_of(line) for line in text.splitlines()]
+        for number, message in enumerate(messages, 1):
+            reader.feed(number, message, messages[number:number + 1])
+        assert asdict(through_scan) == asdict(every_line), path.name
+        compared += bool(every_line.gpus or every_line.processes or every_line.driver_version)
+    assert compared > 5  # logs with nvidia-smi tables, collect_env, vLLM capability lines

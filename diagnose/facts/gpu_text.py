@@ -29,8 +29,10 @@ _SHM = lazy(r"/dev/shm has only (?P<bytes>\d{1,20}) bytes")
 
 
 class GpuTextExtractor(ExtractorBase):
+    # "mib |" ends an nvidia-smi process row and "mib\n" a "0: NVIDIA A100 81920 MiB" line; a bare "mib" made every
+    # OOM and memory line a candidate (tests/test_scan_work.py compares with reading every line)
     literals = ("driver version", "uuid: gpu-", "gpu 0:", "gpu 1:", "gpu 2:", "gpu 3:", "compute capability",
-                "cuda capability", "current capability", "mib", "x rtx", "x nvidia", "x tesla", "x a100", "x h100",
+                "cuda capability", "current capability", "mib |", "mib\n", "x rtx", "x nvidia", "x tesla", "x a100", "x h100",
                 "x a6000", "x l40", "[tesla", "[geforce", "/dev/shm has only",
                 "cuda runtime version", "  on  |", "  off |", " on |", " off |")
     window = 1
