@@ -15,14 +15,15 @@ captures is read only where it is kept (the first matches and the latest).
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
+from ..util.lazy_pattern import lazy
+
 _ZEROED = str.maketrans("123456789", "000000000")
-_BACKREFERENCE = re.compile(r"\\[0-9]|\(\?P=")  # a group compared with another: its digits count
-_ESCAPE = re.compile(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[^0-9])")
-_COUNTED = re.compile(r"\{\d*(?:,\d*)?\}")  # {0,200}: how often, not what
-_GROUP_NAME = re.compile(r"\(\?P?<[\w]*>")
+_BACKREFERENCE = lazy(r"\\[0-9]|\(\?P=")  # a group compared with another: its digits count
+_ESCAPE = lazy(r"\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|N\{[^}]*\}|[^0-9])")
+_COUNTED = lazy(r"\{\d*(?:,\d*)?\}")  # {0,200}: how often, not what
+_GROUP_NAME = lazy(r"\(\?P?<[\w]*>")
 
 
 def shape_of(text: str) -> str:
