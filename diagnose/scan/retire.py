@@ -4,7 +4,8 @@ An extractor that knows enough says so per line with `needs(literals)`; a litera
 of it is such an extractor and each says a line holding only that literal would tell it nothing (the engine
 once it is known, the phase a long serve is in: "POST /v1/" on every request line). Idle literals are worked
 out between blocks; a line fed to an extractor that owns one may make it needed again (a restart after a
-serve), and the scanner then finds the rest of the block with every literal.
+serve): that extractor's literals are never idle again in this scan (its answers turn back, so leaving them
+out would only rebuild the prefilter again and again), and the scanner finds the rest of the block anew.
 
 `needs` answers for each literal on its own (a line is needed when any of its literals is), and facts another
 extractor adds only make a target need less (a known engine is not forgotten); the targets fed are the only
@@ -21,8 +22,11 @@ ones whose answers can turn back.
 >>> retirement.refresh(), sorted(retirement.idle)
 (True, ['enginecore'])
 >>> engine.known = False
->>> retirement.woken([("plain", engine)])
-True
+>>> retirement.woken([("plain", engine)]), retirement.refresh(), retirement.idle
+(True, True, frozenset())
+>>> engine.known = True
+>>> retirement.refresh(), retirement.idle  # it turned back once: its literals stay in
+(False, frozenset())
 """
 
 from __future__ import annotations
@@ -35,11 +39,13 @@ class Retirement:
                            if owners and all(getattr(owner, "needs", None) is not None for owner in owners)}
         self.idle: frozenset[str] = frozenset()
         self._idle_of: dict[int, tuple[str, ...]] = {}  # id(target) → its idle literals
+        self._turned_back: set[int] = set()  # id(target) of the extractors that needed an idle literal again
 
     def refresh(self) -> bool:
         """Work out the idle literals again; whether they changed."""
+        turned_back = self._turned_back
         idle = frozenset(literal for literal, owners in self._retirable.items()
-                         if not any(owner.needs(frozenset((literal,))) for owner in owners))
+                         if not any(id(owner) in turned_back or owner.needs(frozenset((literal,))) for owner in owners))
         if idle == self.idle:
             return False
         self.idle = idle
@@ -55,9 +61,6 @@ class Retirement:
         for _, target in fed:
             for literal in self._idle_of.get(id(target), ()):
                 if target.needs(frozenset((literal,))):
+                    self._turned_back.add(id(target))
                     return True
         return False
-
-    def wake(self) -> None:
-        """Every literal in use again (until the next refresh)."""
-        self.idle, self._idle_of = frozenset(), {}

@@ -128,8 +128,8 @@ class Scanner:
                     if quiet is None:
                         quiet = _below_error_level(data[start:min(end, start + 400)])
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window), quiet=quiet)
-            if asks and retirement.idle and retirement.woken(targets):  # e.g. a restart after a serve: the rest with every literal
-                retirement.wake()
+            if asks and retirement.idle and retirement.woken(targets):  # e.g. a restart after a serve: the rest anew
+                retirement.refresh()
                 self._use_literals_in_use()
                 candidates = self._finder.candidates(data, cut)
                 order, index = [later for later in sorted(candidates) if later > start], 0
