@@ -10,6 +10,7 @@ objects. Regexes compile lazily, on the first candidate line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,8 @@ class Signature:
     table: str = ""  # the error table the literals and regex were generated from (error_tables.py), if any
     _compiled: Any = field(default=None, repr=False, compare=False)
 
-    @property
-    def key(self) -> str:
+    @cached_property
+    def key(self) -> str:  # read for every match: an OOM line per request matches six signatures
         return f"{self.rule_id}/{self.name}"
 
     def compiled(self):
