@@ -163,17 +163,20 @@ class Scanner:
         rank, every retry) under headers that differ only by time and pid, and rules share patterns (the CUDA OOM
         wordings)."""
         text = " ".join([message, *following[: sig.window]]) if sig.window else message
-        key = (sig.regex, text)  # every signature compiles with the same flags: the pattern text is the pattern
-        captures = self._answers.get(key, _UNSEEN)
-        if captures is _UNSEEN:
-            shape = (sig.regex, self._shape_of(text)) if digit_blind(sig.regex) else None
-            if shape is not None and (matched := self._shapes.get(shape)) is not None:
-                if not matched:
-                    return
+        shape = None
+        if digit_blind(sig.regex):  # asked first: a line naming new pids is never seen twice, its shape is
+            shape = (sig.regex, self._shape_of(text))
+            matched = self._shapes.get(shape)
+            if matched is False:
+                return
+            if matched:
                 hits = result.hits.get(sig.key)
                 if hits is not None and len(hits.first) >= MAX_EVIDENCE_PER_SIGNATURE:  # only the latest is read now
                     hits.add_unread(line_no, message, text)
                     return
+        key = (sig.regex, text)  # every signature compiles with the same flags: the pattern text is the pattern
+        captures = self._answers.get(key, _UNSEEN)
+        if captures is _UNSEEN:
             if len(self._answers) >= MAX_REMEMBERED_ANSWERS:
                 self._answers.clear()
                 self._shapes.clear()
