@@ -138,3 +138,25 @@ def test_headers_stripped_in_one_match_are_those_the_patterns_strip_one_by_one()
     for line in lines:
         assert lineformat.strip_headers(line) == _strip_one_pattern_at_a_time(line), line
     assert lineformat.strip_headers("> " * 40 + "x") == "> " * (40 - lineformat.MAX_PREFIXES) + "x"  # bounded work
+
+
+@pytest.mark.parametrize("wrap", ["docker", "journal"])
+def test_an_envelope_chunk_joined_at_once_is_what_cleaning_each_message_gives(wrap):
+    """The one-join path (no ESC or NUL in the chunk) and the per-message path give the same block, whatever the
+    carriage returns, escapes and odd records in the chunk."""
+    from diagnose.ingest.envelopes import docker_record, envelope_block, envelope_messages, journal_json_record, text_blocks
+
+    unwrap, field = (docker_record, "log") if wrap == "docker" else (journal_json_record, "MESSAGE")
+    messages = ["plain\n", "C:\\models\\registry.py\n", "colour \x1b[0;36mINFO\x1b[0m x", "cr\r\nlf", "a\rb", "nul\x00",
+                "\\r literal", "tab\tend", "ünïcode ✓", "", "\n", "two\r\r", "\rstart", "end\n\r", "cr then ansi\r\x1b[0m",
+                "multi\nline\r\n", 7, None]
+    for count in range(1, len(messages) + 1):
+        for start in range(len(messages)):
+            chosen = (messages[start:] + messages[:start])[:count]
+            for ascii_only in (True, False):  # journalctl writes UTF-8, Python's json.dumps escapes it
+                chunk = "".join(json.dumps({field: m, "stream": "stderr"}, ensure_ascii=ascii_only) + "\n"
+                                for m in chosen).encode("utf-8", "surrogatepass")
+                assert envelope_block(chunk, unwrap, field) == b"".join(text_blocks(envelope_messages(chunk, unwrap))), chosen
+    for odd in (b'{"log":"a"}\nnot json\n', b'{"log":"a"}\n\n{"log":"b"}\n', b'{"log":"a"}\n  \n', b'[1]\n{"log":"x"}\n',
+                b'{"log":"a","log":"b"}\n', b'{"log":"\\u003cclass\\u003e"}\n', b'{"log":"\\ud800"}\n', b'{"log":"\xff"}\n'):
+        assert envelope_block(odd, docker_record, "log") == b"".join(text_blocks(envelope_messages(odd, docker_record))), odd
