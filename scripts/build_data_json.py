@@ -19,14 +19,16 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = ROOT / "diagnose" / "data"
+sys.path.insert(0, str(ROOT))
+
+from diagnose.util.datafiles import DATA_DIR, safe_yaml_loader  # noqa: E402
 
 
 def parsed(path: Path):
     """The value `load_yaml` parses from a YAML file (the same loader)."""
     import yaml
 
-    return yaml.load(path.read_bytes().decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return yaml.load(path.read_bytes().decode("utf-8"), Loader=safe_yaml_loader())
 
 
 def copy_text(path: Path) -> str:

@@ -20,6 +20,7 @@ from ..ingest.source import TextSource
 from ..knowledge.rule_safety import yaml_alias_problem
 from ..knowledge.rules import DATA_DIR, RuleSet
 from ..report.build import build_report
+from ..util.datafiles import safe_yaml_loader
 
 
 @dataclass
@@ -68,7 +69,7 @@ def _cases_of_file(path: Path) -> list[Case]:
 
     try:
         text = path.read_text(encoding="utf-8")
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # parsed once: the nodes give lines, then the data
+        loader = safe_yaml_loader()(text)  # parsed once: the nodes give lines, then the data
         try:
             node = loader.get_single_node()
             refused = yaml_alias_problem(node) if node is not None else None

@@ -45,8 +45,16 @@ _CONSTRAINT = lazy(
     r"(?P<op><=|>=|<|>|less than or equal to|greater than or equal to|at most|at least|no (?:more|larger|greater) than|"
     r"no (?:less|smaller) than|smaller than|less than|larger than|greater than)\s{1,3}(?:the\s)?"
     + _NAME.format("rhs") + r"\s{0,3}\(\s{0,3}" + _NUMBER.format("rv") + r"\s{0,3}\)")
+# Words each pattern cannot match without (its verbs and fixed wording): a line with none of them is answered without
+# compiling or running the pattern. Most advice lines name one shape at most, and the patterns cost ~1 ms each to compile.
+# The verb lists are the patterns' own alternations.
+_CONSTRAINT_WORDS = ("must be", "should be", "has to be")
+_BOUND_WORDS = ("lower", "decrease", "reduce", "raise", "increase", "set", "limit", "cap")
+_ASSIGN_WORDS = ("set", "export", "use", "pass", "add", "with", "require", "need")  # matched ignoring case
+_UNSET_WORDS = ("unset", "remove", "clear")  # matched ignoring case
+_DIRECTION_WORDS = ("increas", "rais", "lower", "decreas", "reduc")
 _BOUND = lazy(
-    r"(?P<verb>lower|decrease|reduce|raise|increase|set|limit|cap)\w{0,3}\s{1,3}(?:the\s{1,3})?" + _NAME.format("name")
+    r"(?P<verb>" + "|".join(_BOUND_WORDS) + r")\w{0,3}\s{1,3}(?:the\s{1,3})?" + _NAME.format("name")
     + r"\s{1,3}(?:to|=|below|under)\s{1,3}(?P<bound>at most|at least|no more than|<=|>=)?\s{0,3}" + _NUMBER.format("value")
     + r"(?![\d.]|\s?(?:GiB|GB|MiB|MB|%))")
 _ASSIGN = lazy(
@@ -54,17 +62,10 @@ _ASSIGN = lazy(
     r"(?P<name>--?[a-z][a-z0-9-]{2,60}|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)`?(?:\s{0,2}[= ]\s{0,2}`?(?P<value>[\w.:/-]{1,80})`?)?"
     r"(?:\s{1,3}(?P<envword>environment variable|env var))?", re.IGNORECASE)
 _UNSET = lazy(
-    r"(?<![\w-])(?:unset|remove|clear)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|env var\s{1,3})?`?"
+    r"(?<![\w-])(?:" + "|".join(_UNSET_WORDS) + r")\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|env var\s{1,3})?`?"
     r"(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`?", re.IGNORECASE)
 _DIRECTION = lazy(
-    r"(?P<verb>increas|rais|lower|decreas|reduc)\w{0,4}\s{1,3}(?:the\s{1,3})?(?:value of\s{1,3})?" + _NAME.format("name"))
-# Words each pattern cannot match without (its verbs and fixed wording): a line with none of them is answered without
-# compiling or running the pattern. Most advice lines name one shape at most, and the patterns cost ~1 ms each to compile.
-_CONSTRAINT_WORDS = ("must be", "should be", "has to be")
-_BOUND_WORDS = ("lower", "decrease", "reduce", "raise", "increase", "set", "limit", "cap")
-_ASSIGN_WORDS = ("set", "export", "use", "pass", "add", "with", "require", "need")  # matched ignoring case
-_UNSET_WORDS = ("unset", "remove", "clear")  # matched ignoring case
-_DIRECTION_WORDS = ("increas", "rais", "lower", "decreas", "reduc")
+    r"(?P<verb>" + "|".join(_DIRECTION_WORDS) + r")\w{0,4}\s{1,3}(?:the\s{1,3})?(?:value of\s{1,3})?" + _NAME.format("name"))
 _DOWN = ("lower", "decreas", "reduc", "limit", "cap")
 _NOT_VALUES = {"true", "false", "none", "to", "the", "a", "an", "it", "this", "that", "and", "or", "in", "if",
                "environment", "variable", "env", "flag", "option", "argument"}

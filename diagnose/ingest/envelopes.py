@@ -17,6 +17,8 @@ from ..util.lazy_pattern import lazy
 
 BLOCK_CHARS = 1 << 20  # a block of cleaned messages handed on at about this size
 _ANSI = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
+_ESCAPED_ESC_OR_NUL = lazy(rb"\\u00(?:1[bB]|00)")  # as JSON escapes them: one pass, led by its literal prefix
+DOCKER_FIELD, JOURNAL_FIELD = "log", "MESSAGE"  # where each envelope keeps the message
 
 
 def clean_text(text: str) -> str:
@@ -51,18 +53,16 @@ def envelope_block(chunk: bytes, unwrap: Callable[[dict], str | None], field: st
     """`text_blocks(envelope_messages(chunk, unwrap))` as one block, without a call per record where it can.
 
     The usual chunk (one JSON object per line, every `field` a string, no ESC or NUL raw or escaped) is decoded by
-    msgspec into that field alone, the other fields skipped unparsed, and cleaned once as a joined block: carriage
-    returns are all that is left to clean, and a message's trailing CRs and LFs go as `clean_text` + `rstrip`
-    would take them. Any other chunk takes the per-message path.
+    msgspec into that field alone, the other fields skipped unparsed, and `clean_text` runs once on the joined block:
+    carriage returns are all it has left to clean, and each message's trailing CRs and LFs are cut first, as
+    cleaning it alone and `rstrip` would take them. Any other chunk takes the per-message path.
     """
     values = None if b"\x1b" in chunk or b"\x00" in chunk or _ESCAPED_ESC_OR_NUL.search(chunk) else _field_values(chunk, field)
     if values is None:
         return b"".join(text_blocks(envelope_messages(chunk, unwrap)))
     if not values:
         return b""
-    text = "\n".join(map(str.rstrip, values, repeat("\r\n")))  # map: the loop runs in C
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    text = clean_text("\n".join(map(str.rstrip, values, repeat("\r\n"))))  # map: the loop runs in C
     return (text + "\n").encode("utf-8", "replace")
 
 
@@ -87,9 +87,6 @@ def _decoder(field: str):
 
     record = msgspec.defstruct(f"Record_{field}", [(field, Any, None)])
     return msgspec.json.Decoder(record)
-
-
-_ESCAPED_ESC_OR_NUL = lazy(rb"\\u00(?:1[bB]|00)")  # as JSON escapes them: one pass, led by its literal prefix
 
 
 def _parsed(chunk: bytes) -> tuple[list[bytes], list[dict] | None]:
@@ -129,13 +126,13 @@ def text_blocks(messages: Iterable[str]) -> Iterator[bytes]:
 
 def docker_record(obj: dict) -> str | None:
     """The `log` field of a docker json-file record; None keeps the raw line."""
-    log = obj.get("log")
+    log = obj.get(DOCKER_FIELD)
     return log.rstrip("\n") if isinstance(log, str) else None
 
 
 def journal_json_record(obj: dict) -> str | None:
     """The MESSAGE of a `journalctl -o json` record (a list of byte values when it is not valid UTF-8)."""
-    message = obj.get("MESSAGE")
+    message = obj.get(JOURNAL_FIELD)
     if isinstance(message, list):
         message = bytes(b & 0xFF for b in message if isinstance(b, int)).decode("utf-8", "replace")
     if not isinstance(message, str):

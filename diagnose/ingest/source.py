@@ -22,7 +22,8 @@ from typing import BinaryIO, Iterator
 from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
-from .envelopes import docker_record, envelope_block, journal_export_messages, journal_json_record, text_blocks
+from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, docker_record, envelope_block, journal_export_messages,
+                        journal_json_record, text_blocks)
 from .textdetect import as_utf8, looks_binary
 
 CHUNK_BYTES = 1 << 20
@@ -218,7 +219,7 @@ def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[byt
 
         yield from text_blocks(journal_export_messages(lines()))
         return
-    unwrap, field = {"docker-json": (docker_record, "log"), "journal-json": (journal_json_record, "MESSAGE")}[fmt]
+    unwrap, field = {"docker-json": (docker_record, DOCKER_FIELD), "journal-json": (journal_json_record, JOURNAL_FIELD)}[fmt]
     for chunk in itertools.chain([first], chunks):
         block = envelope_block(chunk, unwrap, field)
         if block:

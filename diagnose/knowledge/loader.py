@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from ..util.datafiles import read_cached, write_cached
+from ..util.datafiles import read_cached, safe_yaml_loader, write_cached
 from ..util.safeio import is_within, not_regular, read_rule_file
 from ..util.version import __version__
 from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bundled_rules_dir, taxonomy
@@ -140,7 +140,7 @@ def _load_uncached(contents: list[tuple[Path, bytes]], schema_for_bundled: bool 
             continue
         try:
             text = data.decode("utf-8")
-            parser = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)  # parsed once: the nodes give lines and aliases, then the document
+            parser = safe_yaml_loader()(text)  # parsed once: the nodes give lines and aliases, then the document
             try:
                 node = parser.get_single_node()
                 if node is None:

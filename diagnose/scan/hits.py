@@ -62,12 +62,17 @@ class SignatureHits:
         return merged
 
 
+def named_captures(found) -> dict[str, str]:
+    """A match's named groups that took part in it."""
+    return {key: value for key, value in found.groupdict().items() if value is not None}
+
+
 def _captures(signature: Signature, text: str) -> dict[str, str]:
     try:
         found = signature.compiled().search(text, timeout=REGEX_TIMEOUT_S)
     except TimeoutError:
         return {}
-    return {} if found is None else {k: v for k, v in found.groupdict().items() if v is not None}
+    return {} if found is None else named_captures(found)
 
 
 @dataclass

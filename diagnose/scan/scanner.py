@@ -21,7 +21,7 @@ from typing import Iterable, Iterator, Protocol, Sequence
 
 from ..ingest.lineformat import below_error_level
 from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
-from .hits import MAX_EVIDENCE_PER_SIGNATURE, ScanResult, SignatureHits
+from .hits import MAX_EVIDENCE_PER_SIGNATURE, ScanResult, SignatureHits, named_captures
 from .prefilter import make_finder
 from .retire import Retirement
 from .shapes import digit_blind, shape_of
@@ -227,7 +227,7 @@ def _search(sig: Signature, text: str, result: ScanResult):
         return _TIMED_OUT
     finally:
         result.regex_seconds += time.perf_counter() - began
-    return None if found is None else {k: v for k, v in found.groupdict().items() if v is not None}
+    return None if found is None else named_captures(found)
 
 
 def _record(sig: Signature, line_no: int, message: str, captures: dict[str, str], result: ScanResult) -> None:

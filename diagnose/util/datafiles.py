@@ -152,10 +152,17 @@ def load_yaml(name: str) -> Any:
         return cached
     import yaml
 
-    value = yaml.load(data.decode("utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    value = yaml.load(data.decode("utf-8"), Loader=safe_yaml_loader())
     if _survives_json(value):  # int keys or dates would come back changed: such a file is not cached
         write_cached(key, value)
     return value
+
+
+def safe_yaml_loader():
+    """The YAML loader every reader of vdiag's YAML uses: the safe one, in C where PyYAML was built with it."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def _json_copy(path: Path) -> dict | None:
