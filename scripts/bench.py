@@ -206,6 +206,17 @@ def export_patterns(workdir: Path) -> tuple[Path, Path]:
     return paths[0], paths[1]
 
 
+def run_tool(argv: list[str], workdir: Path, limit: float) -> float | None:
+    """Seconds of one rg or grep -E count over the input (None: stopped at `limit`). Its output goes to a file, not
+    to /dev/null: GNU grep stops at the first match when its output is /dev/null, which would time a no-op."""
+    out = workdir / "count.txt"
+    with open(out, "w") as handle:
+        seconds, _ = run(argv, stdout=handle, ok=(0, 1), limit=limit)
+    if seconds is not None and not out.read_text().strip().isdigit():
+        raise BenchError(f"{' '.join(argv[:3])} printed no count: {out.read_text()[:200]!r}")
+    return seconds
+
+
 def timed(argv: list[str], env: dict | None = None) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of one checked child; CPU time moves less on a busy machine."""
     start = time.perf_counter()
@@ -269,7 +280,7 @@ def throughput(names: list[str], size: int, workdir: Path, tool_limit: float) ->
             for tool, argv in (("rg", [rg, "-c", "-f", str(rg_patterns), str(path)] if rg else None),
                                ("grep -E", [grep, "-c", "-E", "-f", str(ere_patterns), str(path)] if grep else None)):
                 if argv:
-                    seconds, _ = run(argv, ok=(0, 1), limit=tool_limit)
+                    seconds = run_tool(argv, workdir, tool_limit)
                     if seconds is None:  # the patterns' bounded repeats can make a tool's automaton crawl
                         line += f" | {tool} >{tool_limit:.0f} s, stopped (vdiag/{tool.split()[0]} <{fastest / tool_limit:.2f}x time)"
                     else:
