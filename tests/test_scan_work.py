@@ -262,3 +262,59 @@ def test_gpu_facts_from_the_lines_that_hold_a_gpu_literal_are_those_from_every_l
         assert asdict(through_scan) == asdict(every_line), path.name
         compared += bool(every_line.gpus or every_line.processes or every_line.driver_version)
     assert compared > 5  # logs with nvidia-smi tables, collect_env, vLLM capability lines
+
+
+def _frames_line_by_line(text):
+    from diagnose.facts.frames import MAX_LINE_CHARS, FramesExtractor
+    from diagnose.ingest.lineformat import message_of
+
+    frames = FramesExtractor()
+    for number, line in enumerate(text.split("\n"), 1):  # the scanner's lines: split at newlines only
+        frames.feed(number, message_of(line)[:MAX_LINE_CHARS], [])
+    return list(frames.frames)
+
+
+FRAME = '  File "/usr/lib/python3.12/site-packages/vllm/{name}.py", line {n}, in run\n'
+
+
+@pytest.mark.parametrize("block_lines", [None, 1, 7, 64])
+def test_frames_read_from_the_end_of_each_block_are_the_frames_of_every_line(block_lines):
+    """More frames than are kept, across blocks, among lines that mention `File "` without being frames, one frame
+    line holding `File "` twice, headers before frames, a last line without its newline."""
+    from diagnose.facts.frames import MAX_FRAMES, FramesExtractor
+
+    rng = random.Random(block_lines or 0)
+    pieces = ["INFO 11-29 10:00:00 [core.py:1] starting\n"]
+    for n in range(3 * MAX_FRAMES):
+        choice = rng.random()
+        if choice < 0.6:
+            pieces.append(FRAME.format(name=f"m{n % 50}", n=n))
+        elif choice < 0.7:
+            pieces.append(f'(EngineCore_DP0 pid=1) ERROR 11-29 10:00:00 [core.py:700] {FRAME.format(name="worker", n=n)}')
+        elif choice < 0.8:
+            pieces.append(f'ERROR 11-29 10:00:00 [x.py:1] File "/tmp/w{n}.bin" not found\n')  # not a frame
+        elif choice < 0.85:
+            pieces.append(f'  File "/a/vllm/b.py", line {n}, in f  # File "/c/vllm/d.py", line 1, in g\n')
+        else:
+            pieces.append(f"ValueError: bad {n}\n")
+    text = "".join(pieces) + '  File "/x/vllm/last.py", line 1, in end'  # no newline at the end
+    lines = text.splitlines(True)
+    blocks = ["".join(lines[i:i + block_lines]).encode() for i in range(0, len(lines), block_lines)] if block_lines else [text.encode()]
+    frames = FramesExtractor()
+    Scanner([], [frames]).scan(blocks)
+    expected = _frames_line_by_line(text)
+    assert len(expected) == MAX_FRAMES and list(frames.frames) == expected
+
+
+@pytest.mark.parametrize("log", sorted(p.relative_to(FIXTURES / "corpus").as_posix()
+                                       for p in (FIXTURES / "corpus").glob("*/*.log")
+                                       if 'File "' in p.read_text(errors="replace"))[:40])
+def test_the_frames_of_every_corpus_traceback_are_those_a_line_by_line_reading_finds(log):
+    from diagnose.facts.frames import FramesExtractor
+
+    text = (FIXTURES / "corpus" / log).read_text(errors="replace")
+    lines = text.splitlines(True)
+    for blocks in ([text.encode()], ["".join(lines[i:i + 5]).encode() for i in range(0, len(lines), 5)]):
+        frames = FramesExtractor()
+        Scanner([], [frames]).scan(blocks)
+        assert list(frames.frames) == _frames_line_by_line(text)

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections import deque
 
+from ..ingest.lineformat import message_of
 from ..util.lazy_pattern import lazy
 
 MAX_FRAMES = 512  # the latest frames kept: a traceback's innermost ones are the last before its exception line
+MAX_LINE_CHARS = 16384  # of a line's message, as the scanner hands its extractors (MAX_EXTRACTOR_LINE_CHARS)
 TRACEBACK_SPAN = 60  # an exception line belongs to a frame at most this many lines above it
 
 _FRAME = lazy(r'^\s*File "(?P<path>[^"]{1,400})", line \d+, in ')
@@ -24,18 +26,46 @@ _VLLM_PATH = lazy(r"/vllm/(?!.*/vllm/)(?P<rel>[\w/.-]+\.py)$")
 
 
 class FramesExtractor:
-    literals = ('file "',)
+    """Reads whole blocks (`feed_block`), not candidate lines: a traceback is many frame lines and only the latest
+    MAX_FRAMES are kept, so a block is read from its end back and no further than its latest MAX_FRAMES frames.
+    `feed` is the same reading for one line."""
+
+    literals = ()  # no prefilter literal: frame lines are found by `feed_block`
     window = 0
 
     def __init__(self) -> None:
         self.frames: deque[tuple[int, str | None, str]] = deque(maxlen=MAX_FRAMES)  # (line, path in vllm or None, text)
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
-        match = _FRAME.match(message)
-        if not match:
-            return
-        inside = _VLLM_PATH.search(match.group("path"))
-        self.frames.append((line_no, inside.group("rel") if inside else None, message.strip()[:300]))
+        frame = _frame(message)
+        if frame is not None:
+            self.frames.append((line_no, *frame))
+
+    def feed_block(self, data: bytes, cut: int, first_line: int) -> None:
+        """The frames among the lines of `data` that start before `cut` (the first is line `first_line`).
+
+        >>> frames = FramesExtractor()
+        >>> block = b'Traceback (most recent call last):\\n  File "/x/vllm/worker.py", line 3, in run\\nValueError\\n'
+        >>> frames.feed_block(block, len(block), 7)
+        >>> list(frames.frames)
+        [(8, 'worker.py', 'File "/x/vllm/worker.py", line 3, in run')]
+        """
+        latest: list[tuple[int, str | None, str]] = []
+        line_no, below = first_line + data.count(b"\n", 0, cut), cut  # the line that starts at `below`
+        search_to = cut
+        while len(latest) < MAX_FRAMES:
+            hit = data.rfind(b'File "', 0, search_to)
+            if hit < 0:
+                break
+            start = data.rfind(b"\n", 0, hit) + 1
+            line_no -= data.count(b"\n", start, below)
+            below = search_to = start
+            end = data.find(b"\n", hit)
+            message = message_of(data[start:len(data) if end < 0 else end].decode("utf-8", "replace"))
+            frame = _frame(message[:MAX_LINE_CHARS])
+            if frame is not None:
+                latest.append((line_no, *frame))
+        self.frames.extend(reversed(latest))
 
     def innermost_before(self, line_no: int) -> tuple[int, str, str] | None:
         """The traceback frame just above an exception line (line, path in vllm, text), when it is vLLM's own."""
@@ -43,3 +73,12 @@ class FramesExtractor:
         if not above or above[-1][1] is None:
             return None
         return above[-1]  # type: ignore[return-value]
+
+
+def _frame(message: str) -> tuple[str | None, str] | None:
+    """(path inside vllm or None, text) of a frame line's message; None for any other line."""
+    match = _FRAME.match(message)
+    if not match:
+        return None
+    inside = _VLLM_PATH.search(match.group("path"))
+    return inside.group("rel") if inside else None, message.strip()[:300]

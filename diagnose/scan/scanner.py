@@ -27,7 +27,7 @@ from .retire import Retirement
 from .shapes import digit_blind, shape_of
 from .window import MAX_LOOKAHEAD_LINES, LineMessages, Window
 
-MAX_EXTRACTOR_LINE_CHARS = 16384
+MAX_EXTRACTOR_LINE_CHARS = 16384  # also facts.frames.MAX_LINE_CHARS
 MAX_REMEMBERED_ANSWERS = 8192  # (pattern, text) answers kept for repeated messages; forgotten all at once past this
 _UNSEEN = object()
 _TIMED_OUT = object()
@@ -44,6 +44,13 @@ class Extractor(Protocol):
     def feed(self, line_no: int, message: str, following: Sequence[str]) -> None: ...
 
 
+class BlockReader(Protocol):
+    """An extractor that reads each block whole (its lines that start before `cut`; the first is `first_line`)
+    instead of being fed candidate lines: one that finds its own lines faster than the per-line path can."""
+
+    def feed_block(self, data: bytes, cut: int, first_line: int) -> None: ...
+
+
 class Scanner:
     def __init__(self, signatures: Iterable[Signature], extractors: Iterable[Extractor] = ()):
         self._targets: dict[str, list] = {}
@@ -52,6 +59,8 @@ class Scanner:
                 continue  # matched after the scan, against the collected error lines only (match_error_lines)
             for literal in sig.literals:
                 self._targets.setdefault(literal.lower(), []).append(sig)
+        extractors = list(extractors)
+        self._block_readers: list[BlockReader] = [e for e in extractors if hasattr(e, "feed_block")]
         for extractor in extractors:
             for literal in extractor.literals:
                 self._targets.setdefault(literal.lower(), []).append(extractor)
@@ -81,6 +90,8 @@ class Scanner:
             if self._retirement.refresh():
                 self._use_literals_in_use()
             self._scan_block(data, tail_first_line, cut, result)
+            for reader in self._block_readers:
+                reader.feed_block(data, cut, tail_first_line)
             tail_first_line += data.count(b"\n", 0, cut)
             tail = data[cut:]
         result.lines = tail_first_line - 1
