@@ -11,7 +11,8 @@ from diagnose.facts.memory import MemoryExtractor
 from diagnose.facts.record import MAX_PROCESSES, Facts
 from diagnose.facts.unexplained import MAX_ERROR_LINES, UnexplainedExtractor
 from diagnose.knowledge.rules import Signature
-from diagnose.scan.scanner import MAX_REMEMBERED_ANSWERS, Scanner, ScanResult, match_error_lines
+from diagnose.scan.error_lines import match_error_lines
+from diagnose.scan.scanner import MAX_REMEMBERED_ANSWERS, Scanner, ScanResult
 
 from .conftest import FIXTURES
 

@@ -29,7 +29,8 @@ from ..launch.launch import Launch
 from ..launch.python_forms import from_engine_args
 from ..launch.releases import release_default
 from ..model.info import resolve as resolve_model
-from ..scan.scanner import Scanner, ScanResult, match_error_lines
+from ..scan.error_lines import match_error_lines
+from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules, plan_fixes
 from .frames import frame_diagnosis
 

@@ -56,7 +56,7 @@ class Scanner:
         self._targets: dict[str, list] = {}
         for sig in signatures:
             if sig.scope != "scan":
-                continue  # matched after the scan, against the collected error lines only (match_error_lines)
+                continue  # matched after the scan, against the collected error lines only (error_lines.match_error_lines)
             for literal in sig.literals:
                 self._targets.setdefault(literal.lower(), []).append(sig)
         extractors = list(extractors)
@@ -206,12 +206,13 @@ class Scanner:
             self._shaped = (text, shape_of(text))
         return self._shaped[1]
 
-    @staticmethod
-    def _match(sig: Signature, line_no: int, message: str, following: Sequence[str], result: ScanResult) -> None:
-        text = " ".join([message, *following[: sig.window]]) if sig.window else message
-        captures = _search(sig, text, result)
-        if captures is not None and captures is not _TIMED_OUT:
-            _record(sig, line_no, message, captures, result)
+
+
+def match_line(sig: Signature, line_no: int, message: str, result: ScanResult) -> None:
+    """Match one signature against one line's message, as the scan does, and record what it finds."""
+    captures = _search(sig, message, result)
+    if captures is not None and captures is not _TIMED_OUT:
+        _record(sig, line_no, message, captures, result)
 
 
 def _kind(target) -> str:
@@ -253,33 +254,6 @@ def _below_error_level(head: bytes) -> bool:
     if b"INFO" not in head and b"WARN" not in head and b"DEBUG" not in head:
         return False
     return below_error_level(head.decode("utf-8", "replace"))
-
-
-def match_error_lines(signatures: Iterable[Signature], lines: dict[str, int], result: ScanResult) -> None:
-    """Match error-line signatures (a table of thousands of wordings) against the error lines the scan collected.
-
-    Such tables would make every line of a large log a prefilter candidate; an error line is rare, so checking
-    each one against the table's literals and then its pattern costs nothing that grows with the input. Lines
-    an exact (non-family) signature already matched are left to it.
-    """
-    taken = {m.line for h in result.hits.values() if not h.signature.family for m in [*h.first, h.last] if m}
-    wanted = [sig for sig in signatures if sig.scope == "error-lines"]
-    owners: dict[str, set[int]] = {}  # literal → the wanted signatures (by position) that hold it
-    for index, sig in enumerate(wanted):
-        for literal in sig.literals:
-            owners.setdefault(literal, set()).add(index)
-    finder = make_finder(owners) if owners else None
-    for message, line_no in sorted(lines.items(), key=lambda item: item[1]):
-        if line_no in taken or finder is None:
-            continue
-        if message.isascii():  # one pass for all literals; str.lower() folds a few non-ASCII letters into ASCII ones
-            encoded = message.encode()
-            found = {i for literals in finder.candidates(encoded, len(encoded)).values() for lit in literals for i in owners[lit]}
-        else:
-            low = message.lower()
-            found = {i for literal, indexes in owners.items() if literal in low for i in indexes}
-        for index in sorted(found):
-            Scanner._match(wanted[index], line_no, message, [], result)
 
 
 def _with_lookahead(blocks: Iterable) -> Iterator[tuple]:
