@@ -39,13 +39,15 @@ class ArgsExtractor(ExtractorBase):
         >>> args.needs({"enginecore"}), args.feed(1, "EngineCore failed to start.", []), args.needs({"enginecore"})
         (True, None, False)
         """
-        inert = (_ENGINE_LITERALS if self.facts.engine_v1 is not None else frozenset()) | (
-            _PLATFORM_LITERALS if self.facts.platform is not None else frozenset())
-        return not literals.isdisjoint(self._literal_set - inert)
+        return not literals.isdisjoint(self._wanted[self.facts.engine_v1 is not None, self.facts.platform is not None])
 
     def __init__(self, facts):
         super().__init__(facts)
-        self._literal_set = frozenset(self.literals)
+        every = frozenset(self.literals)
+        # the literals still wanted, by (engine known, platform known): a line holding none of them adds nothing
+        self._wanted = {(engine, platform): every - (_ENGINE_LITERALS if engine else frozenset())
+                        - (_PLATFORM_LITERALS if platform else frozenset())
+                        for engine in (False, True) for platform in (False, True)}
         self._parses: dict[tuple[str, str], dict[str, Any]] = {}  # every rank and restart prints the same echo
 
     def _parsed(self, kind: str, body: str) -> dict[str, Any]:

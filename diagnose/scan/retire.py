@@ -31,6 +31,8 @@ ones whose answers can turn back.
 
 from __future__ import annotations
 
+_NONE: frozenset[str] = frozenset()
+
 
 class Retirement:
     def __init__(self, targets: dict[str, list]):
@@ -38,7 +40,7 @@ class Retirement:
         self._retirable = {literal: owners for literal, owners in targets.items()
                            if owners and all(getattr(owner, "needs", None) is not None for owner in owners)}
         self.idle: frozenset[str] = frozenset()
-        self._idle_of: dict[int, tuple[str, ...]] = {}  # id(target) → its idle literals
+        self._idle_of: dict[int, frozenset[str]] = {}  # id(target) → its idle literals
         self._turned_back: set[int] = set()  # id(target) of the extractors that needed an idle literal again
 
     def refresh(self) -> bool:
@@ -53,14 +55,18 @@ class Retirement:
         for literal in idle:
             for owner in self._retirable[literal]:
                 idle_of.setdefault(id(owner), []).append(literal)
-        self._idle_of = {key: tuple(literals) for key, literals in idle_of.items()}
+        self._idle_of = {key: frozenset(literals) for key, literals in idle_of.items()}
         return True
+
+    def idle_of(self, target: object) -> frozenset[str]:
+        """The target's own idle literals: a line may hold them though the prefilter no longer reports them."""
+        return self._idle_of.get(id(target), _NONE)
 
     def woken(self, fed: list[tuple[str, object]]) -> bool:
         """Whether a target just fed now needs one of its idle literals again."""
         for _, target in fed:
-            for literal in self._idle_of.get(id(target), ()):
-                if target.needs(frozenset((literal,))):
-                    self._turned_back.add(id(target))
-                    return True
+            idle = self._idle_of.get(id(target))
+            if idle and target.needs(idle):  # needed when any of them is: one question for all of them
+                self._turned_back.add(id(target))
+                return True
         return False

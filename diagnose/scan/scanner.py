@@ -131,7 +131,7 @@ class Scanner:
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
                 elif kind is _WITH_LITERALS:  # told which of its literals the line holds: no search for each of them
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window),
-                                found=literals | retirement.idle if retirement.idle else literals)  # a superset is enough
+                                found=literals | retirement.idle_of(target) if retirement.idle else literals)  # a superset is enough
                 elif kind is _WITH_HEADER:  # the line as logged, header included
                     target.feed(line_no, data[start:min(end, start + MAX_EXTRACTOR_LINE_CHARS)].decode("utf-8", "replace"),
                                 following.first(target.window))
