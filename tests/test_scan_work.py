@@ -319,3 +319,43 @@ def test_the_frames_of_every_corpus_traceback_are_those_a_line_by_line_reading_f
         frames = FramesExtractor()
         Scanner([], [frames]).scan(blocks)
         assert list(frames.frames) == _frames_line_by_line(text)
+
+
+class _Recorder:
+    window = 0
+
+    def __init__(self, name, literal, fed):
+        self.name, self.literals, self._fed = name, (literal,), fed
+
+    def feed(self, line_no, message, following):
+        self._fed.append(self.name)
+
+
+@pytest.mark.parametrize("order", [("a", "b"), ("b", "a")])
+def test_a_lines_targets_are_fed_in_the_order_they_were_given_not_in_the_order_of_their_literals(order):
+    fed = []
+    recorders = {"a": _Recorder("a", "zzz-literal", fed), "b": _Recorder("b", "aaa-literal", fed)}
+    Scanner([], [recorders[name] for name in order]).scan([b"holds aaa-literal and zzz-literal\n"])
+    assert fed == list(order)
+
+
+def test_the_report_does_not_depend_on_the_interpreters_string_hashes(tmp_path):
+    """Two extractors share the kept error lines; which one a line feeds first decides what is kept at the cap."""
+    import subprocess
+    import sys
+
+    lines = [f"RuntimeError: worker {n} failed" for n in range(MAX_ERROR_LINES - 1)]
+    lines += ["pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig",
+              "  Value error, Invalid repository ID or local directory specified: 'x'. [type=value_error]",
+              "  Value error, max_model_len 9 is too large [type=value_error]",
+              *(f"RuntimeError: later {n}" for n in range(5))]
+    log = tmp_path / "log"
+    log.write_text("\n".join(lines) + "\n")
+    reports = set()
+    for seed in ("0", "1", "2", "3", "4", "5"):
+        env = {**__import__("os").environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([sys.executable, "-m", "diagnose", "--format", "json", "--no-gpu", str(log)],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert done.returncode in (0, 1), done.stderr
+        reports.add(done.stdout)
+    assert len(reports) == 1

@@ -64,6 +64,11 @@ class Scanner:
         for extractor in extractors:
             for literal in extractor.literals:
                 self._targets.setdefault(literal.lower(), []).append(extractor)
+        # targets in the order they were given: a line's targets are fed in it, not in the order of a set of literals
+        # (string hashes differ per process, and two extractors sharing facts must not race differently per run)
+        self._rank: dict[int, int] = {}
+        for target in (t for ts in self._targets.values() for t in ts):
+            self._rank.setdefault(id(target), len(self._rank))
         self._every_literal = tuple(self._targets)
         self._finder = make_finder(self._every_literal)
         self._retirement = Retirement(self._targets)
@@ -160,7 +165,8 @@ class Scanner:
             if len(self._by_literals) > 4096:
                 self._by_literals.clear()
             unique = {id(t): t for literal in key for t in self._targets[literal]}
-            entry = [(_kind(t), t, getattr(t, "needs", None)) for t in unique.values()]
+            ordered = sorted(unique.values(), key=lambda t: self._rank[id(t)])
+            entry = [(_kind(t), t, getattr(t, "needs", None)) for t in ordered]
             if all(needs is None for _, _, needs in entry):
                 entry = [(kind, t) for kind, t, _ in entry]  # the same targets for every line with these literals
             self._by_literals[key] = entry
