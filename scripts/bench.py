@@ -238,6 +238,11 @@ def startup(runs: int, workdir: Path) -> None:
     base = [timed([PYTHON, "-c", "pass"]) for _ in range(runs)]
     base_wall, base_cpu = statistics.median(t for t, _ in base), statistics.median(c for _, c in base)
     print(f"start-up, median of {runs}, against `{PYTHON} -c pass` ({base_wall * 1000:.0f} ms, CPU {base_cpu * 1000:.0f} ms):")
+    # the floor under any vdiag run: the libraries its CLI and scan require, imported and nothing else
+    floor = [timed([PYTHON, "-c", "import click, regex"]) for _ in range(runs)]
+    wall, cpu = statistics.median(t for t, _ in floor), statistics.median(c for _, c in floor)
+    print(f"  {'import click, regex only':<26} {wall * 1000:5.0f} ms  ratio {wall / base_wall:4.1f}x   CPU {cpu * 1000:5.0f} ms  "
+          f"ratio {cpu / base_cpu:4.1f}x")
     cases = [("json, typical crash log", ["--format", "json"], TYPICAL, False),
              ("text, typical crash log", ["--format", "text"], TYPICAL, False),
              ("json, a real 1 MiB log", ["--format", "json"], one_mb, False),
