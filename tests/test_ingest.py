@@ -160,3 +160,30 @@ def test_an_envelope_chunk_joined_at_once_is_what_cleaning_each_message_gives(wr
     for odd in (b'{"log":"a"}\nnot json\n', b'{"log":"a"}\n\n{"log":"b"}\n', b'{"log":"a"}\n  \n', b'[1]\n{"log":"x"}\n',
                 b'{"log":"a","log":"b"}\n', b'{"log":"\\u003cclass\\u003e"}\n', b'{"log":"\\ud800"}\n', b'{"log":"\xff"}\n'):
         assert envelope_block(odd, docker_record, "log") == b"".join(text_blocks(envelope_messages(odd, docker_record))), odd
+
+
+@pytest.mark.parametrize("kind", ["docker", "journal"])
+def test_an_envelope_read_in_many_chunks_gives_the_report_of_the_same_log_as_plain_text(tmp_path, monkeypatch, kind):
+    """Chunks of 4 KiB, so that the envelope's messages are joined into blocks (source._coalesced) many times over:
+    crash logs after a start-up, the report is the plain text's."""
+    from diagnose.diagnosis.pipeline import Options, diagnose
+    from diagnose.ingest import source
+    from diagnose.report.build import build_report
+
+    monkeypatch.setattr(source, "CHUNK_BYTES", 4096)
+    healthy = sorted((FIXTURES / "corpus" / "healthy").glob("*.log"))[0].read_text(errors="replace")
+    for crash in sorted((FIXTURES / "corpus" / "memory").glob("*.log"))[:4]:
+        text = "".join(line.rstrip() + "\n" for line in (healthy + crash.read_text(errors="replace")).splitlines())
+        plain, wrapped = tmp_path / "plain.log", tmp_path / f"{kind}.log"
+        plain.write_text(text)
+        with open(wrapped, "w") as out:
+            for i, line in enumerate(text.splitlines()):
+                record = ({"log": line + "\n", "stream": "stderr", "time": f"2025-11-29T10:00:00.{i:09d}Z"} if kind == "docker"
+                          else {"__CURSOR": f"s=1;i={i:x}", "_PID": "7", "MESSAGE": line})
+                out.write(json.dumps(record) + "\n")
+        reports = []
+        for path in (plain, wrapped):
+            report = build_report(diagnose([Source(str(path))], Options(gpu_mode="none")))
+            report.pop("timing", None)
+            reports.append(report)
+        assert reports[0]["diagnoses"] and reports[0] == reports[1], crash.name

@@ -217,13 +217,13 @@ def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[byt
             for chunk in chunks:
                 yield from chunk.split(b"\n")[:-1]
 
-        yield from _coalesced(text_blocks(journal_export_messages(lines())))
+        yield from _coalesced(text_blocks(journal_export_messages(lines())), CHUNK_BYTES)
         return
     unwrap, field = {"docker-json": (docker_record, DOCKER_FIELD), "journal-json": (journal_json_record, JOURNAL_FIELD)}[fmt]
-    yield from _coalesced(envelope_block(chunk, unwrap, field) for chunk in itertools.chain([first], chunks))
+    yield from _coalesced((envelope_block(chunk, unwrap, field) for chunk in itertools.chain([first], chunks)), CHUNK_BYTES)
 
 
-def _coalesced(blocks: Iterable[bytes], size: int = CHUNK_BYTES) -> Iterator[bytes]:
+def _coalesced(blocks: Iterable[bytes], size: int) -> Iterator[bytes]:
     """Blocks joined until each holds `size` bytes or more (the last may hold less; none is empty).
 
     An envelope's messages are a third to a half of its bytes: unjoined, a 1 MiB chunk of docker or journal JSON
