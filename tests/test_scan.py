@@ -45,7 +45,7 @@ def _engines(ruleset):
     facts = Facts()
     extractors = [MemoryExtractor(facts), GpuTextExtractor(facts), ArgsExtractor(facts), UnexplainedExtractor()]
     scanner = Scanner([s for r in ruleset.rules for s in r.signatures], extractors)
-    engines = [AhoCorasickFinder(scanner._targets)]
+    engines = [AhoCorasickFinder(scanner._targets), AhoCorasickFinder(scanner._targets, large=True)]
     try:
         engines.append(HyperscanFinder(scanner._targets))
     except ImportError:

@@ -238,6 +238,15 @@ def test_the_adaptive_engine_stays_pure_without_hyperscan(monkeypatch):
     assert finder.name == "aho-corasick"
 
 
+def test_the_pure_engine_is_built_for_large_inputs_past_the_threshold(monkeypatch):
+    monkeypatch.setattr(prefilter, "ACCEL_AFTER_BYTES", 2 * len(BLOCK))
+    finder = prefilter.AdaptiveFinder(LITERALS, accel=False)
+    small = finder.engine
+    for _ in range(4):
+        assert finder.candidates(BLOCK, len(BLOCK)) == _expected()
+    assert finder.name == "aho-corasick" and finder.engine is not small  # the DFA-built automaton
+
+
 def _no_hyperscan(literals):
     raise ImportError("No module named 'hyperscan'")
 

@@ -33,13 +33,17 @@ ACCEL_AFTER_BYTES = 1024 * 1024
 class AhoCorasickFinder:
     name = "aho-corasick"
 
-    def __init__(self, literals: Iterable[str]):
+    def __init__(self, literals: Iterable[str], large: bool = False):
+        """`large`: for an input of more than a few MiB, the automaton is built as a DFA: for the scan's literals
+        ~7 ms to build instead of ~1, then searched about three times as fast (~23 ms per 8 MiB of dense log
+        instead of ~70)."""
         import ahocorasick_rs
 
         # lower-cased UTF-8 bytes, matched against the block lower-cased once: positions are positions in the block
         self.literals = [literal for literal in dict.fromkeys(literals) if literal]
+        shape = {"implementation": ahocorasick_rs.Implementation.DFA} if large else {}
         self.automaton = ahocorasick_rs.BytesAhoCorasick([literal.lower().encode("utf-8") for literal in self.literals],
-                                                          matchkind=ahocorasick_rs.MATCHKIND_STANDARD) \
+                                                          matchkind=ahocorasick_rs.MATCHKIND_STANDARD, **shape) \
             if self.literals else None
 
     def candidates(self, data: bytes, cut: int) -> dict[int, set[str]]:
@@ -117,10 +121,12 @@ def _load_database(hyperscan, serialized: bytes | None):
 
 
 class AdaptiveFinder:
-    """Aho–Corasick until the input passes ACCEL_AFTER_BYTES, Hyperscan (when installed) from then on."""
+    """Aho–Corasick until the input passes ACCEL_AFTER_BYTES, then Hyperscan when installed and allowed (`accel`), else
+    Aho–Corasick built for large inputs."""
 
-    def __init__(self, literals: Iterable[str]):
+    def __init__(self, literals: Iterable[str], accel: bool = True):
         self.literals = tuple(literals)
+        self.accel = accel
         self.engine: AhoCorasickFinder | HyperscanFinder = AhoCorasickFinder(self.literals)
         self.bytes_seen = 0
         self.may_upgrade = True
@@ -132,7 +138,7 @@ class AdaptiveFinder:
     def candidates(self, data: bytes, cut: int) -> dict[int, set[str]]:
         if self.may_upgrade and self.bytes_seen + cut > ACCEL_AFTER_BYTES:
             self.may_upgrade = False
-            self.engine = _hyperscan_or_pure(self.literals) or self.engine
+            self.engine = (_hyperscan_or_pure(self.literals) if self.accel else None) or AhoCorasickFinder(self.literals, large=True)
         self.bytes_seen += cut
         return self.engine.candidates(data, cut)
 
@@ -156,7 +162,7 @@ def make_finder(literals: Iterable[str], like=None):
 @lru_cache(maxsize=8)
 def _finder_for(literals: tuple[str, ...], no_accel: str):
     if no_accel == "1":
-        return AhoCorasickFinder(literals)
+        return AdaptiveFinder(literals, accel=False)
     if no_accel == "0":
-        return _hyperscan_or_pure(literals) or AhoCorasickFinder(literals)
+        return _hyperscan_or_pure(literals) or AhoCorasickFinder(literals, large=True)
     return AdaptiveFinder(literals)
