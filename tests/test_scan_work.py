@@ -266,12 +266,12 @@ def test_gpu_facts_from_the_lines_that_hold_a_gpu_literal_are_those_from_every_l
 
 
 def _frames_line_by_line(text):
-    from diagnose.facts.frames import MAX_LINE_CHARS, FramesExtractor
-    from diagnose.ingest.lineformat import message_of
+    from diagnose.facts.frames import FramesExtractor
+    from diagnose.ingest.lineformat import MAX_EXTRACTOR_LINE_CHARS, message_of
 
     frames = FramesExtractor()
     for number, line in enumerate(text.split("\n"), 1):  # the scanner's lines: split at newlines only
-        frames.feed(number, message_of(line)[:MAX_LINE_CHARS], [])
+        frames.feed(number, message_of(line)[:MAX_EXTRACTOR_LINE_CHARS], [])
     return list(frames.frames)
 
 

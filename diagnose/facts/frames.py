@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..ingest.lineformat import message_of
+from ..ingest.lineformat import MAX_EXTRACTOR_LINE_CHARS, message_of
 from ..util.lazy_pattern import lazy
 
 MAX_FRAMES = 512  # the latest frames kept: a traceback's innermost ones are the last before its exception line
-MAX_LINE_CHARS = 16384  # of a line's message, as the scanner hands its extractors (MAX_EXTRACTOR_LINE_CHARS)
 TRACEBACK_SPAN = 60  # an exception line belongs to a frame at most this many lines above it
 
 _FRAME = lazy(r'^\s*File "(?P<path>[^"]{1,400})", line \d+, in ')
@@ -62,7 +61,7 @@ class FramesExtractor:
             below = search_to = start
             end = data.find(b"\n", hit)
             message = message_of(data[start:len(data) if end < 0 else end].decode("utf-8", "replace"))
-            frame = _frame(message[:MAX_LINE_CHARS])
+            frame = _frame(message[:MAX_EXTRACTOR_LINE_CHARS])
             if frame is not None:
                 latest.append((line_no, *frame))
         self.frames.extend(reversed(latest))

@@ -58,6 +58,7 @@ _PYDANTIC = lazy(r"\s*(?:Value error|Assertion failed),\s*")
 # ANSI colours that syslog (rsyslog's control-character escaping) wrote out as text: "#033[0;36m"
 _ESCAPED_ANSI = lazy(r"#033\[[\d;]{0,20}[A-Za-z]")
 _PYDANTIC_TYPE = lazy(r"\[type=\w{1,64},")
+MAX_EXTRACTOR_LINE_CHARS = 16384  # the most of a line's message an extractor is handed (scanner, block readers)
 MAX_PREFIX_CHARS = 512  # no header or envelope prefix is longer: the prefix patterns never see more of a line
 MAX_PREFIXES = 24  # headers stripped from one line at most: real lines carry 1-4 (a gutter, a pod, a process tag, vLLM's)
 # Every prefix in one repeated alternation, in the list's order: at each step the first prefix that starts the rest of

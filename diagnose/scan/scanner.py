@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Iterable, Iterator, Protocol, Sequence
 
-from ..ingest.lineformat import below_error_level
+from ..ingest.lineformat import MAX_EXTRACTOR_LINE_CHARS, below_error_level
 from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
 from .hits import MAX_EVIDENCE_PER_SIGNATURE, ScanResult, SignatureHits, named_captures
 from .prefilter import make_finder
@@ -27,7 +27,6 @@ from .retire import Retirement
 from .shapes import digit_blind, shape_of
 from .window import MAX_LOOKAHEAD_LINES, LineMessages, Window
 
-MAX_EXTRACTOR_LINE_CHARS = 16384  # also facts.frames.MAX_LINE_CHARS
 MAX_REMEMBERED_ANSWERS = 8192  # (pattern, text) answers kept for repeated messages; forgotten all at once past this
 _UNSEEN = object()
 _TIMED_OUT = object()
