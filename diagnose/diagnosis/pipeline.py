@@ -10,6 +10,7 @@ from ..context.context import Context
 from ..facts.advice_lines import AdviceLines
 from ..facts.args import ArgsExtractor
 from ..facts.era import EraExtractor
+from ..facts.excerpt_lines import ExcerptLines
 from ..facts.frames import FramesExtractor
 from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hints import HintExtractor
@@ -32,7 +33,7 @@ from ..model.info import resolve as resolve_model
 from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules, plan_fixes
-from .frames import frame_diagnosis
+from .fallbacks import place_unfired
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
     from ..gpu.snapshot import Snapshot
@@ -81,7 +82,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     progress = PhaseExtractor()
     frames = FramesExtractor()
     advice = AdviceLines()
-    extractors = [EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
+    excerpt = ExcerptLines()
+    extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
                   GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), frames, progress, unexplained, ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
@@ -113,12 +115,9 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     explained = {m.line for d in fired for m in d.evidence}
     leftovers = sorted((line, text) for text, line in unexplained.lines.items()
                        if line not in explained and not _wraps_explained(line, text, explained))
-    if not fired and (placed := frame_diagnosis(leftovers, frames, ruleset.rules, ctx)) is not None:
-        plan_fixes(placed, ctx)
-        placed.why += (f" vdiag placed this error by where vLLM raised it ({placed.captures['raised_in']}), whose "
-                       "errors vLLM's catalogue files under this category, not by its wording.")
-        fired = [placed]
-        leftovers = [(line, text) for line, text in leftovers if line != placed.focus_line]
+    if not fired and (placed := place_unfired(leftovers, excerpt, frames, ruleset.rules, ctx)):
+        fired = placed
+        leftovers = [(line, text) for line, text in leftovers if line != placed[0].focus_line]
     if fired:
         leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
     elif not leftovers and not facts.served:

@@ -1,0 +1,159 @@
+"""A paste that holds part of one of vLLM's own messages, placed by the part it holds.
+
+No rule's wording placed the paste, but its lines may still repeat a piece of a message vLLM raises: half of it,
+a middle piece, a message split over two logger-prefixed lines, a sentence or an issue title quoting it. The
+message catalogue's fragment index (knowledge.message_fragments) says which template the piece is from; its
+category (from the catalogue, or else the category of the errors vLLM raises in the same file) names the failure,
+diagnosed by the rule that carries that category, at a confidence that says only part of the message was seen.
+
+Lines vLLM logged below ERROR are not read (a healthy log's INFO and WARNING lines share words with its error
+messages); traceback frame lines are not either. A piece in prose or a title needs more words than one on an
+error line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..context.context import Context
+from ..ingest.lineformat import below_error_level, message_of
+from ..knowledge.message_fragments import FragmentIndex, FragmentMatch
+from ..knowledge.rules import Rule
+from ..scan.hits import Match, named_captures
+from ..util.lazy_pattern import lazy
+from .diagnoses import Diagnosis
+from .frames import frame_category
+
+JOINED_LINES = 3  # a message split over lines is read over this many consecutive lines
+TIE_SHARE = 0.8  # a template of another category this close to the best makes the piece ambiguous
+# (weight, words) a piece must reach: on an error line, and in prose or a title. Set from the catalogue's own cut
+# messages (scripts/fragment_bench.py) against every headerless INFO/WARNING line of the corpus, which must not pass.
+ERROR_LINE_BAR = (15.0, 3)
+PROSE_BAR = (20.0, 4)
+SHARE_OF_TEMPLATE = 0.3  # and this share of the template's fixed words, up to LONG_RUN_WORDS
+LONG_RUN_WORDS = 8
+_EXCEPTION = lazy(r"(?:^|[\s:(])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b|^(?:ERROR|CRITICAL|FATAL)\b")
+_ERROR_HEADER = lazy(r"(?:^|[\s)\]|])(?:ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d|\[\s*(?:ERROR|CRITICAL)\s*\]")
+_FRAME = lazy(r'^\s*File "[^"]+", line \d+')
+# Python's warnings (`DeprecationWarning: …`, `warnings.warn(`): whatever they say, the program went on
+_PYTHON_WARNING = lazy(r"\b[A-Z]\w*Warning: |^\s*warnings\.warn\(")
+
+
+@dataclass
+class Piece:
+    """Where a fragment of a message was seen, and which template it is from."""
+
+    line: int
+    text: str
+    match: FragmentMatch
+    category: str
+    on_error_line: bool
+
+
+def candidate_texts(lines: list[tuple[int, str]]) -> list[tuple[int, str, bool]]:
+    """(first line, text, whether it is an error line) for every line that may hold a message, and for runs of
+    up to JOINED_LINES consecutive such lines joined (a message split over logger-prefixed lines).
+
+    >>> texts = candidate_texts([(1, "INFO 05-22 10:00:00 x.py:1] up"), (2, "ERROR 05-22 10:00:01 [core.py:9] "
+    ...     "ValueError: Cannot provide"), (3, "ERROR 05-22 10:00:01 [core.py:9] a placement group")])
+    >>> [(line, text) for line, text, _ in texts]
+    [(2, 'ValueError: Cannot provide'), (2, 'ValueError: Cannot provide a placement group'), (3, 'a placement group')]
+    """
+    kept: list[tuple[int, str, bool]] = []
+    for line_no, raw in lines:
+        if not raw.strip() or below_error_level(raw):
+            continue
+        message = message_of(raw)
+        if not message or _FRAME.match(message) or _PYTHON_WARNING.search(message):
+            continue
+        kept.append((line_no, message, bool(_EXCEPTION.search(message) or _ERROR_HEADER.search(raw))))
+    texts: list[tuple[int, str, bool]] = []
+    for index, (line_no, message, error) in enumerate(kept):
+        texts.append((line_no, message, error))
+        joined, is_error = message, error
+        for later_line, later, later_error in kept[index + 1:index + JOINED_LINES]:
+            if later_line - line_no >= JOINED_LINES:
+                break
+            joined, is_error = f"{joined} {later}", is_error or later_error
+            texts.append((line_no, joined, is_error))
+    return texts
+
+
+def telling(match: FragmentMatch, bar: tuple[float, int]) -> bool:
+    """Whether a piece says enough: rare enough word pairs, and enough of the template's words (a long run of them
+    is enough on its own, however long the template).
+
+    >>> telling(FragmentMatch({}, matched_words=5, fixed_words=40, weight=25.0), PROSE_BAR)
+    False
+    >>> telling(FragmentMatch({}, matched_words=9, fixed_words=40, weight=60.0), PROSE_BAR)
+    True
+    """
+    weight_bar, words_bar = bar
+    wanted = max(words_bar, min(math.ceil(SHARE_OF_TEMPLATE * match.fixed_words), LONG_RUN_WORDS))
+    return match.weight >= weight_bar and match.matched_words >= wanted
+
+
+def category_of(match: FragmentMatch) -> str | None:
+    """The template's category, or else that of the errors vLLM raises in its file."""
+    entry = match.entry
+    if entry.get("category"):
+        return entry["category"]
+    if entry.get("startup") is False:
+        return None
+    return frame_category(entry["file"]) if isinstance(entry.get("file"), str) else None
+
+
+def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | None:
+    """The most telling fragment of a categorised message among the lines, if it is telling enough and not
+    shared as much with a message of another category."""
+    best: Piece | None = None
+    for line_no, text, on_error_line in candidate_texts(lines):
+        matches = index.matches(text)
+        if not matches:
+            continue
+        top = matches[0]
+        if not telling(top, ERROR_LINE_BAR if on_error_line else PROSE_BAR):
+            continue
+        rivals = {category_of(m) for m in matches if m.weight >= TIE_SHARE * top.weight}
+        category = category_of(top)
+        if category is None or len(rivals) > 1:
+            continue
+        if best is None or top.weight > best.match.weight:
+            best = Piece(line_no, text, top, category, on_error_line)
+    return best
+
+
+def rule_for(rules: list[Rule], category: str) -> Rule | None:
+    """The rule that carries vLLM's catalogue for the category, else the first rule of it with no conditions."""
+    for rule in rules:
+        if rule.category == category and any(s.table == "vllm_messages" for s in rule.signatures):
+            return rule
+    return next((r for r in rules if r.category == category and not r.conditions), None)
+
+
+def excerpt_diagnosis(lines: list[tuple[int, str]], rules: list[Rule], ctx: Context,
+                      index: FragmentIndex) -> Diagnosis | None:
+    piece = best_piece(lines, index)
+    rule = rule_for(rules, piece.category) if piece else None
+    if piece is None or rule is None:
+        return None
+    captures = {"template": piece.match.entry["template"]}
+    for signature in rule.signatures:  # the rule's own patterns may read the figures from the rejoined text
+        found = signature.compiled().search(piece.text[:4000], timeout=0.25)
+        if found:
+            captures.update(named_captures(found))
+    share = min(piece.match.share, 1.0)
+    confidence = round(min(0.5 + 0.3 * share, 0.8) - (0 if piece.on_error_line else 0.1), 2)
+    return Diagnosis(rule, confidence, [Match(piece.line, piece.text[:1000], {})], captures,
+                     focus_line=piece.line, family=True)
+
+
+def excerpt_note(diagnosis: Diagnosis) -> str:
+    """What the report says about a diagnosis made from part of a message."""
+    template = diagnosis.captures.get("template", "")
+    return (f" The paste holds part of vLLM's own message \"{template[:300]}\"; vdiag placed it by that part, not by "
+            "the whole message.")
+
+
+__all__ = ["Piece", "best_piece", "candidate_texts", "category_of", "excerpt_diagnosis", "excerpt_note", "rule_for"]

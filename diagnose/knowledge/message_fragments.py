@@ -1,0 +1,155 @@
+"""Which of vLLM's own messages a piece of text is part of: any distinctive run of a template's fixed words.
+
+Pastes hold pieces of messages: the first half (a search result, a chat message that stopped), a middle piece
+(a screenshot), a message split over logger-prefixed lines, a sentence that quotes one, an issue title in title
+case. The catalogue (`data/vllm_messages.json`, every message vLLM's releases raise, read from their source) says
+what the whole messages are. This index finds, for a text, the templates whose fixed words it repeats in order,
+weighted by how rare each pair of words is across all templates (a pair shared by hundreds of templates, "is not
+supported", says little; "mamba cache blocks" says which message it is).
+
+Words are lower-case letter and digit runs, so case, punctuation and quoting do not matter. The index holds each
+template's consecutive word pairs, and the pair that spans one of its placeholders (`Model architectures {x} are
+not supported` pairs "architectures" with "are" across any 1-8 words), so a value in the middle does not cut the
+evidence in two.
+
+>>> index = FragmentIndex([{"template": "Model architectures {a} are not supported for now.", "category": "u"},
+...                        {"template": "LoRA is not supported for now.", "category": None}])
+>>> best = index.best("ValueError: Model architectures ['Qwen2ForX'] are not supp")
+>>> best.entry["category"], best.matched_words
+('u', 4)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+from ..util.lazy_pattern import lazy
+
+_WORD = lazy(r"[a-z0-9]+")
+_PLACEHOLDER = lazy(r"\{[^{}]{0,200}\}|%[sdrfi]")
+MAX_GAP_WORDS = 8  # the most words a placeholder's value spans in a log (a list of architectures, a path)
+RARE_WORD_TEMPLATES = 30  # a word in at most this many templates tells something on its own
+RARE_WORD_WEIGHT = 0.5  # ... but less than a pair of words
+MAX_TEXT_WORDS = 400  # a candidate text is cut to this many words: messages are shorter, pastes of JSON longer
+
+
+def words(text: str) -> list[str]:
+    """The words of a text as the index compares them.
+
+    >>> words("Bfloat16 is only supported on GPUs (`--dtype=half`)")
+    ['bfloat16', 'is', 'only', 'supported', 'on', 'gpus', 'dtype', 'half']
+    """
+    return _WORD.findall(text.lower())
+
+
+def template_parts(template: str) -> list[list[str]]:
+    """A template's fixed parts, as word lists, in order (a placeholder separates two parts).
+
+    >>> template_parts("Total number of heads ({n}) must be divisible by {tp}.")
+    [['total', 'number', 'of', 'heads'], ['must', 'be', 'divisible', 'by'], []]
+    """
+    return [words(part) for part in _PLACEHOLDER.split(template)]
+
+
+@dataclass
+class FragmentMatch:
+    """A template a text repeats part of: how many of its fixed words, and how much that tells."""
+
+    entry: dict
+    matched_words: int
+    fixed_words: int
+    weight: float  # the sum of the rarity of the word pairs found
+    peak: float = 0.0  # the rarity of the rarest pair found: a piece of generic phrases has no rare pair
+
+    @property
+    def share(self) -> float:
+        return self.matched_words / max(self.fixed_words, 1)
+
+
+class FragmentIndex:
+    """Word pairs of every template, each with the templates it occurs in and its rarity."""
+
+    def __init__(self, entries: Iterable[dict]):
+        self.entries: list[dict] = []
+        self._fixed_words: list[int] = []
+        self._pairs: dict[tuple[str, str], list[int]] = {}
+        self._gapped: dict[tuple[str, str], list[int]] = {}  # pairs across a placeholder
+        self._words: dict[str, list[int]] = {}
+        for entry in entries:
+            template = entry.get("template")
+            if not isinstance(template, str):
+                continue
+            number = len(self.entries)
+            self.entries.append(entry)
+            parts = template_parts(template)
+            self._fixed_words.append(sum(len(p) for p in parts))
+            for pair in {pair for part in parts for pair in zip(part, part[1:])}:
+                self._pairs.setdefault(pair, []).append(number)
+            for word in {word for part in parts for word in part}:
+                self._words.setdefault(word, []).append(number)
+            spans = [(before[-1], after[0]) for before, after in zip(parts, parts[1:]) if before and after]
+            for pair in set(spans):
+                self._gapped.setdefault(pair, []).append(number)
+        total = max(len(self.entries), 1)
+        self._rarity = {pair: math.log(total / len(found)) for table in (self._pairs, self._gapped)
+                        for pair, found in table.items()}
+        self._rare_words = {word: (found, RARE_WORD_WEIGHT * math.log(total / len(found)))
+                            for word, found in self._words.items() if len(found) <= RARE_WORD_TEMPLATES}
+
+    def matches(self, text: str) -> list[FragmentMatch]:
+        """Every template the text shares a word pair with, the most telling first."""
+        found = words(text)[:MAX_TEXT_WORDS]
+        covered: dict[int, set[int]] = {}
+        weight: dict[int, float] = {}
+        peak: dict[int, float] = {}
+        seen: dict[int, set[tuple[str, str]]] = {}
+
+        def count(pair: tuple[str, str], numbers: Sequence[int], positions: tuple[int, int],
+                  rarity: float | None = None) -> None:
+            rarity = self._rarity[pair] if rarity is None else rarity
+            for number in numbers:
+                pairs = seen.setdefault(number, set())
+                covered.setdefault(number, set()).update(positions)
+                if pair not in pairs:  # a pair counts once, however often a paste repeats it
+                    pairs.add(pair)
+                    weight[number] = weight.get(number, 0.0) + rarity
+                    peak[number] = max(peak.get(number, 0.0), rarity)
+
+        for at, word in enumerate(found):
+            rare = self._rare_words.get(word)
+            if rare is not None:
+                count((word, ""), rare[0], (), rare[1])  # weight, not coverage: words are counted in pairs
+        for at in range(len(found) - 1):
+            pair = (found[at], found[at + 1])
+            if pair in self._pairs:
+                count(pair, self._pairs[pair], (at, at + 1))
+            for gap in range(2, MAX_GAP_WORDS + 2):
+                if at + gap >= len(found):
+                    break
+                spanned = (found[at], found[at + gap])
+                if spanned in self._gapped:
+                    count(spanned, self._gapped[spanned], (at, at + gap))
+        out = [FragmentMatch(self.entries[n], len(covered[n]), self._fixed_words[n], weight[n], peak[n]) for n in weight]
+        return sorted(out, key=lambda m: (-m.weight, -m.matched_words, m.entry.get("template", "")))
+
+    def best(self, text: str) -> FragmentMatch | None:
+        found = self.matches(text)
+        return found[0] if found else None
+
+
+@lru_cache(maxsize=1)
+def catalogue_index() -> FragmentIndex:
+    """The index over vLLM's messages, built on first use (only a paste no rule placed needs it): the error
+    catalogue, and the messages vLLM logs below ERROR (`quiet`: a piece that fits one of them as well as an error
+    is no evidence of the error)."""
+    from ..util.datafiles import load_json
+
+    quiet = ({"template": m["template"], "category": None, "startup": False, "quiet": True}
+             for m in load_json("generated/vllm_quiet_messages.json")["messages"])
+    return FragmentIndex([*load_json("vllm_messages.json")["messages"], *quiet])
+
+
+__all__ = ["FragmentIndex", "FragmentMatch", "catalogue_index", "template_parts", "words"]

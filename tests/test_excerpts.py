@@ -1,0 +1,111 @@
+"""Pieces of vLLM's own messages are recognised by the part a paste holds (issue #23, item 1), and nothing else is.
+
+The positive cases are generated from the catalogue (each template's own category is the answer), the negatives
+are real healthy text: the corpus's healthy logs and every INFO/WARNING message of the corpus with its header
+removed, which a paste may well hold without its header.
+"""
+
+import random
+from pathlib import Path
+
+import pytest
+
+from diagnose.api import diagnose_text
+from diagnose.authoring.message_cuts import CUTS, benchmark_templates, message_cuts, render
+from diagnose.diagnosis.excerpts import candidate_texts
+from diagnose.ingest.lineformat import below_error_level, message_of
+
+from .conftest import ROOT
+
+CORPUS = ROOT / "tests" / "fixtures" / "corpus"
+
+
+def _top(text: str, ruleset) -> tuple[str | None, float]:
+    report = diagnose_text(text, rules=ruleset).report
+    if not report["diagnoses"]:
+        return None, 0.0
+    return report["diagnoses"][0]["category"], report["diagnoses"][0]["confidence"]
+
+
+@pytest.fixture(scope="module")
+def sample():
+    rng = random.Random(2323)
+    templates = benchmark_templates()
+    return [(entry, message_cuts(render(entry["template"]), entry.get("kind", ""), rng))
+            for entry in rng.sample(templates, 60)]
+
+
+def test_cut_messages_are_recognised_nearly_as_often_as_whole_ones(sample, ruleset):
+    right = dict.fromkeys(CUTS, 0)
+    for entry, cuts in sample:
+        for cut, text in cuts.items():
+            right[cut] += _top(text, ruleset)[0] == entry["category"]
+    assert right["full"] >= 0.95 * len(sample)
+    for cut in ("prefix", "split", "quoted"):
+        assert right[cut] >= 0.8 * right["full"], (cut, right)
+    assert sum(right[c] for c in CUTS if c != "full") >= 0.8 * 5 * right["full"], right
+
+
+def test_a_piece_is_reported_below_the_confidence_of_a_whole_message(sample, ruleset):
+    for entry, cuts in sample[:20]:
+        category, confidence = _top(cuts["prefix"], ruleset)
+        full_category, full_confidence = _top(cuts["full"], ruleset)
+        if category == entry["category"] and full_category == entry["category"] and "Error" in cuts["prefix"][:200]:
+            assert confidence <= 0.8
+
+
+def test_a_message_cut_before_its_end_names_its_category(ruleset):
+    text = "ValueError: Model architectures ['Qwen2ForSequenceClassification'] are not supported for no"
+    report = diagnose_text(text, rules=ruleset).report
+    assert report["diagnoses"][0]["category"] == "unsupported-architecture"
+    assert "part of vLLM's own message" in report["diagnoses"][0]["why"]
+
+
+def test_a_message_logged_over_two_prefixed_lines_is_read_whole(ruleset):
+    head = "(EngineCore_DP0 pid=89) ERROR 04-20 18:08:14 [core.py:1100] "
+    text = (f"{head}ValueError: Cannot provide a placement group requiring 4.0 GPUs (placement_group_specs=[{{'GPU': "
+            f"1.0}}]) within 1800 seconds.\n{head}Tensor parallel size may exceed available GPUs in your cluster. "
+            f"Check resources with `ray status` and `ray list nodes`.\n")
+    texts = [t for _line, t, _error in candidate_texts(list(enumerate(text.splitlines(), start=1)))]
+    assert any("within 1800 seconds. Tensor parallel size may exceed" in t for t in texts)
+
+
+def test_logging_style_arguments_in_an_exception_are_read_as_the_message(ruleset):
+    text = ("Value error, ('The quantization method %s is deprecated and will be removed in future versions of vLLM. "
+            "To bypass, set `--allow-deprecated-quantization`.', 'fbgemm_fp8')")
+    category, _ = _top(text, ruleset)
+    assert category is not None
+
+
+@pytest.mark.parametrize("text", [
+    "is not supported for",                                            # words every other template has
+    "ERROR 11-02 10:00:00 [core.py:1] must be a",
+    "the server is not supported on my machine, please help",
+    "DeprecationWarning: `vllm.entrypoints.openai.api_server` is deprecated and will likely be unsupported in a "
+    "future version.",                                                 # a Python warning: the program went on
+])
+def test_generic_words_and_python_warnings_are_not_a_diagnosis(text, ruleset):
+    assert _top(text, ruleset)[0] is None
+
+
+def _healthy_messages() -> list[str]:
+    found = []
+    for path in sorted(CORPUS.rglob("*.log")):
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if "/healthy/" in path.as_posix() or below_error_level(raw):
+                message = message_of(raw)
+                if message and message not in found:
+                    found.append(message)
+    return found
+
+
+def test_headerless_info_and_warning_lines_of_real_logs_are_not_read_as_failures(ruleset):
+    """A paste may hold a healthy line without its header; the piece bars were set so none of these passes."""
+    messages = _healthy_messages()
+    assert len(messages) > 100
+    fired = []
+    for message in messages:
+        report = diagnose_text(f"> {message}", rules=ruleset).report  # a quoted line, no level: read as prose
+        if report["diagnoses"] and "template" in report["diagnoses"][0]["captures"]:  # placed by a piece
+            fired.append((report["diagnoses"][0]["category"], message[:120]))
+    assert len(fired) <= 0.01 * len(messages), fired[:10]
