@@ -1,7 +1,9 @@
-"""When no rule's wording fired: place the paste by the part of a message it holds, else by where vLLM raised it.
+"""When no rule's wording fired: place the paste by the part of a message it holds, else by where vLLM raised it,
+else by the start-up step its last traceback stopped in.
 
 Each fallback is weaker than the one before it and says so in its confidence and its Why: a piece of one of vLLM's
-own messages (excerpts), then the vLLM file whose errors the catalogue files under one category (frames).
+own messages (excerpts), the vLLM file whose errors the catalogue files under one category (frames), the step
+whose failures the traceback's frames point to (cut_traceback).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from ..context.context import Context
 from ..facts.excerpt_lines import ExcerptLines
 from ..facts.frames import FramesExtractor
 from ..knowledge.rules import Rule
+from .cut_traceback import last_traceback, stage_diagnoses, stage_note
 from .diagnoses import Diagnosis, plan_fixes
 from .excerpts import excerpt_diagnosis, excerpt_note
 from .frames import frame_diagnosis
@@ -31,7 +34,27 @@ def place_unfired(leftovers: list[tuple[int, str]], excerpt: ExcerptLines, frame
                                            f"({placed.captures['raised_in']}), whose errors vLLM's catalogue files "
                                            "under this category, not by its wording.")
         return [placed]
-    return []
+    chain = last_traceback(frames)
+    error_after = bool(chain) and any(line > chain[-1][0] for line, _text in leftovers)
+    found = _planned(stage_diagnoses(frames, lines, error_after, rules, ctx), ctx)
+    for diagnosis in found:
+        diagnosis.why += stage_note(diagnosis)
+    return found
+
+
+MISSING_ERROR_LINE = (" The error line itself is not in the paste: this rests on what leads up to it. Paste the lines "
+                      "after the traceback to confirm it.")
+
+
+def say_error_line_missing(fired: list[Diagnosis], frames: FramesExtractor, leftovers: list[tuple[int, str]]) -> None:
+    """A diagnosis inferred from context (no error signature matched) on a paste whose last traceback has no error
+    after it says so: the operator must know the decisive line was never seen."""
+    chain = last_traceback(frames)
+    if not chain or any(line > chain[-1][0] for line, _text in leftovers):
+        return
+    for diagnosis in fired:
+        if diagnosis.inferred and not any(said in diagnosis.why for said in ("not in the paste", "cut from the excerpt")):
+            diagnosis.why += MISSING_ERROR_LINE
 
 
 def _planned(diagnoses: list[Diagnosis], ctx: Context) -> list[Diagnosis]:
@@ -41,4 +64,4 @@ def _planned(diagnoses: list[Diagnosis], ctx: Context) -> list[Diagnosis]:
     return diagnoses
 
 
-__all__ = ["place_unfired"]
+__all__ = ["MISSING_ERROR_LINE", "place_unfired", "say_error_line_missing"]

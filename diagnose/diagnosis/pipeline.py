@@ -33,7 +33,7 @@ from ..model.info import resolve as resolve_model
 from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules, plan_fixes
-from .fallbacks import place_unfired
+from .fallbacks import place_unfired, say_error_line_missing
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
     from ..gpu.snapshot import Snapshot
@@ -119,6 +119,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         fired = placed
         leftovers = [(line, text) for line, text in leftovers if line != placed[0].focus_line]
     if fired:
+        say_error_line_missing(fired, frames, leftovers)
         leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
     elif not leftovers and not facts.served:
         # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:

@@ -1,0 +1,142 @@
+"""A traceback without its error line: where start-up stopped, and the failures that stop there.
+
+Pastes often end inside a traceback (the chat message, the screenshot or the search result stopped there), or end
+in an error no rule, catalogue piece or raising file placed. The traceback's frames still say which start-up step
+vLLM was in (`profile_run`, `load_model`, `capture_model`, …: `data/startup_frames.yaml`, read from vLLM's source),
+and each step has the failures that stop in it. The innermost frame that names a step decides; words elsewhere in
+the paste (a title saying "out of memory") move one of the step's categories first. Each category becomes a
+diagnosis at a low confidence that says the error line was not seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import lru_cache
+
+from ..context.context import Context
+from ..facts.frames import FramesExtractor
+from ..facts.phases import phase_order
+from ..ingest.lineformat import below_error_level
+from ..knowledge.rules import Rule
+from ..scan.hits import Match
+from ..util.lazy_pattern import lazy
+from .diagnoses import Diagnosis
+from .excerpts import rule_for
+
+TRACEBACK_GAP_LINES = 8  # frames further apart than this belong to different tracebacks
+STAGE_CONFIDENCES = (0.45, 0.3, 0.25)  # the step's categories, in order; a cut paste is never more certain
+_FRAME = lazy(r'File "(?P<path>[^"]{1,400})", line \d+, in (?P<function>[\w<>.]+)')
+
+
+@dataclass
+class Stop:
+    """The start-up step a traceback stopped in, and the frame that says so."""
+
+    stage: dict
+    line: int
+    frame: str
+    function: str
+
+
+@lru_cache(maxsize=1)
+def stages() -> tuple[dict, ...]:
+    from ..util.datafiles import load_yaml
+
+    entries = tuple(load_yaml("startup_frames.yaml")["stages"])
+    for entry in entries:  # a malformed table is a bug in vdiag's data: fail loudly, not with a wrong answer
+        lists = [entry.get(key, []) for key in ("functions", "files", "python", "python_files", "categories")]
+        lists += list((entry.get("hints") or {}).values())
+        if not all(isinstance(item, str) for values in lists for item in values):
+            raise ValueError(f"startup_frames.yaml: stage {entry.get('step')!r} has a non-text entry")
+    return entries
+
+
+def _stage_of(path: str, rel: str | None, function: str) -> dict | None:
+    for stage in stages():
+        if rel is not None and (function in stage.get("functions", ())
+                                or any(fnmatchcase(rel, pattern) for pattern in stage.get("files", ()))):
+            return stage
+        if rel is None and function in stage.get("python", ()) and any(
+                fnmatchcase(path, pattern) for pattern in stage.get("python_files", ())):
+            return stage
+    return None
+
+
+def last_traceback(frames: FramesExtractor) -> list[tuple[int, str | None, str]]:
+    """The frames of the input's last traceback, outermost first."""
+    kept = list(frames.frames)
+    if not kept:
+        return []
+    chain = [kept[-1]]
+    for frame in reversed(kept[:-1]):
+        if chain[-1][0] - frame[0] > TRACEBACK_GAP_LINES:
+            break
+        chain.append(frame)
+    return list(reversed(chain))
+
+
+def stopped_in(frames: FramesExtractor) -> Stop | None:
+    """The innermost frame of the last traceback that names a start-up step."""
+    for line, rel, text in reversed(last_traceback(frames)):
+        found = _FRAME.search(text)
+        if found is None:
+            continue
+        stage = _stage_of(found.group("path"), rel, found.group("function").rsplit(".", 1)[-1])
+        if stage is not None:
+            return Stop(stage, line, text, found.group("function"))
+    return None
+
+
+def ranked_categories(stage: dict, paste_text: str) -> list[str]:
+    """The step's categories, those whose hint words the paste holds first (in the step's order otherwise).
+
+    >>> stage = {"categories": ["a", "b"], "hints": {"b": ["out of memory"]}}
+    >>> ranked_categories(stage, "Title: CUDA Out of Memory at start"), ranked_categories(stage, "x")
+    (['b', 'a'], ['a', 'b'])
+    """
+    lowered = paste_text.lower()
+    hints = stage.get("hints") or {}
+    hinted = [c for c in stage["categories"] if any(word in lowered for word in hints.get(c, ()))]
+    return hinted + [c for c in stage["categories"] if c not in hinted]
+
+
+def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error_after: bool, rules: list[Rule],
+                    ctx: Context) -> list[Diagnosis]:
+    """A diagnosis per category of the step the last traceback stopped in, most likely first."""
+    stop = stopped_in(frames)
+    if stop is None or _survived(stop, dict(lines), ctx):
+        return []
+    paste = "\n".join(text for _line, text in lines)
+    out: list[Diagnosis] = []
+    for category, confidence in zip(ranked_categories(stop.stage, paste), STAGE_CONFIDENCES):
+        rule = rule_for(rules, category)
+        if rule is None:
+            continue
+        captures = {"stage": stop.stage["step"], "stage_function": stop.function, "stage_phase": stop.stage["phase"],
+                    "error_line_seen": "yes" if error_after else "no"}
+        out.append(Diagnosis(rule, confidence, [Match(stop.line, stop.frame, {})], captures, focus_line=stop.line,
+                             family=True, inferred=True))
+    return out
+
+
+def _survived(stop: Stop, raw_lines: dict[int, str], ctx: Context) -> bool:
+    """A traceback vLLM logged below ERROR, or one after which start-up went on to be ready: not where it stopped."""
+    raw = raw_lines.get(stop.line)
+    if raw is not None and below_error_level(raw):
+        return True
+    reached = ctx.phases.reached()
+    return ctx.facts.served or (reached is not None and phase_order(reached) >= phase_order("engine-ready"))
+
+
+def stage_note(diagnosis: Diagnosis) -> str:
+    """What the report says about a diagnosis made from where a traceback stopped."""
+    seen = diagnosis.captures.get("error_line_seen") == "yes"
+    where = f"{diagnosis.captures['stage']} (`{diagnosis.captures['stage_function']}`)"
+    first = ("vdiag does not know the error this traceback ends in" if seen
+             else "The error line itself is not in the paste")
+    return (f" {first}; start-up stopped in {where}, where this failure is one of those that stop start-up. Paste the "
+            "lines after the traceback (the exception and the lines above it) to decide.")
+
+
+__all__ = ["Stop", "last_traceback", "ranked_categories", "stage_diagnoses", "stage_note", "stages", "stopped_in"]

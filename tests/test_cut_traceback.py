@@ -1,0 +1,93 @@
+"""A traceback cut before its exception line is placed by the start-up step its frames show (issue #23, item 2)."""
+
+import pytest
+
+from diagnose.api import diagnose_text
+from diagnose.diagnosis.cut_traceback import stages
+
+VLLM = "/usr/local/lib/python3.12/dist-packages/vllm"
+HEAD = "(EngineCore_DP0 pid=7) ERROR 11-02 10:00:00 [core.py:708] "
+
+
+def traceback(*frames: tuple[str, str], head: str = HEAD) -> str:
+    lines = [f"{head}Traceback (most recent call last):"]
+    for path, function in frames:
+        lines.append(f'{head}  File "{VLLM}/{path}", line 10, in {function}')
+        lines.append(f"{head}    something()")
+    return "\n".join(lines) + "\n"
+
+
+PROFILE = traceback(("v1/engine/core.py", "__init__"), ("v1/worker/gpu_worker.py", "determine_available_memory"),
+                    ("v1/worker/gpu_model_runner.py", "profile_run"), ("v1/worker/gpu_model_runner.py", "_dummy_run"))
+
+
+def test_every_stage_names_categories_of_the_taxonomy():
+    from diagnose.knowledge.rules import taxonomy
+
+    known = set(taxonomy())
+    assert stages()
+    for stage in stages():
+        assert stage["categories"] and set(stage["categories"]) <= known, stage["step"]
+        assert set((stage.get("hints") or {})) <= set(stage["categories"]), stage["step"]
+
+
+KV_CACHE = traceback(("v1/engine/core.py", "__init__"), ("v1/engine/core.py", "_initialize_kv_caches"),
+                     ("v1/core/kv_cache_utils.py", "get_kv_cache_configs"))
+
+
+def test_a_traceback_cut_in_a_step_names_its_failures_and_says_the_error_line_is_missing(ruleset):
+    report = diagnose_text(KV_CACHE, rules=ruleset).report
+    categories = [d["category"] for d in report["diagnoses"]]
+    assert categories[0] == "kv-cache-too-small-for-max-len"
+    assert set(categories) == {"kv-cache-too-small-for-max-len", "kv-cache-no-blocks", "mamba-cache-blocks-insufficient"}
+    top = report["diagnoses"][0]
+    assert top["confidence"] < 0.5
+    assert "error line itself is not in the paste" in top["why"]
+    assert "get_kv_cache_configs" in top["why"]
+
+
+def test_a_rule_inferred_from_a_cut_traceback_says_the_error_line_is_missing(ruleset):
+    top = diagnose_text(PROFILE, rules=ruleset).report["diagnoses"][0]
+    assert top["category"] == "cuda-oom-profile-or-warmup"
+    assert "error line itself is not in the paste" in top["why"]
+
+
+def test_words_elsewhere_in_the_paste_move_a_category_of_the_step_first(ruleset):
+    cut = traceback(("v1/worker/gpu_model_runner.py", "load_model"), ("model_executor/model_loader/default_loader.py",
+                                                                       "load_weights"))
+    plain = [d["category"] for d in diagnose_text(cut, rules=ruleset).report["diagnoses"]]
+    titled = [d["category"] for d in diagnose_text("Loading an AWQ quantized model fails\n" + cut,
+                                                   rules=ruleset).report["diagnoses"]]
+    assert plain[0] == "cuda-oom-weights"
+    assert titled[0] == "quantization-mismatch"
+
+
+def test_the_innermost_frame_that_names_a_step_decides(ruleset):
+    cut = traceback(("v1/engine/core.py", "_initialize_kv_caches"), ("v1/worker/gpu_worker.py", "determine_available_memory"),
+                    ("v1/worker/gpu_model_runner.py", "profile_run"))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "cuda-oom-profile-or-warmup"
+
+
+def test_a_script_re_run_by_a_spawned_child_is_named(ruleset):
+    cut = ("Traceback (most recent call last):\n"
+           '  File "/usr/lib/python3.11/multiprocessing/spawn.py", line 122, in spawn_main\n'
+           "    exitcode = _main(fd, parent_sentinel)\n"
+           '  File "/usr/lib/python3.11/multiprocessing/spawn.py", line 131, in _main\n'
+           "    prepare(preparation_data)\n"
+           '  File "/usr/lib/python3.11/multiprocessing/spawn.py", line 291, in _fixup_main_from_path\n'
+           "    main_content = runpy.run_path(main_path,\n")
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "cuda-fork-reinit"
+
+
+@pytest.mark.parametrize("text", [
+    # a traceback vLLM logged as a warning and survived
+    traceback(("v1/core/kv_cache_utils.py", "get_kv_cache_configs"), head="(EngineCore pid=7) WARNING 11-02 10:00:00 [x.py:1] "),
+    # a start-up that went on to serve after the traceback
+    KV_CACHE + "(APIServer pid=1) INFO 11-02 10:01:00 [launcher.py:1] Application startup complete.\n",
+    # frames of a step no entry names
+    traceback(("model_executor/layers/fused_moe/fused_moe.py", "fused_experts_impl")),
+    # only a spawned worker's own frames (every worker's traceback starts so)
+    'Traceback (most recent call last):\n  File "/usr/lib/python3.11/multiprocessing/spawn.py", line 122, in spawn_main\n',
+])
+def test_no_step_is_claimed_where_start_up_did_not_stop_there(text, ruleset):
+    assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
