@@ -134,6 +134,9 @@ def _broken(path: Path, rule: str, name: str, problem: str) -> Case:
     return Case(rule, name, "", {}, path=str(path), problems=[problem])
 
 
+GUESSES = ("traceback-step", "wording")
+
+
 def run_case(case: Case, ruleset: RuleSet) -> list[str]:
     """Problems with this case (empty when it passes)."""
     if case.problems:
@@ -142,11 +145,13 @@ def run_case(case: Case, ruleset: RuleSet) -> list[str]:
                        Options(launch_text=case.launch, gpu_mode="none", use_rule_cache=False), ruleset)
     report = build_report(outcome)
     fired = [d["rule"] for d in report["diagnoses"]]
+    # a guess from where a cut traceback stopped or from the wording is not the rule recognising the case
+    recognised = [d["rule"] for d in report["diagnoses"] if d.get("basis") not in GUESSES]
     expect = case.expect
     problems: list[str] = []
     fires = expect.get("fires", True)
     if not fires:
-        if case.rule in fired:
+        if case.rule in recognised:
             problems.append(f"fired but must not (diagnoses: {fired})")
         return problems
     if case.rule not in fired:

@@ -107,6 +107,9 @@ def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error
     stop = stopped_in(frames)
     if stop is None or _survived(stop, dict(lines), ctx):
         return []
+    chain = last_traceback(frames)
+    if error_after and chain and chain[-1][1] is None:
+        return []  # an error line raised outside vLLM (torch, a library): vLLM's frames above it do not explain it
     paste = "\n".join(text for _line, text in lines)
     out: list[Diagnosis] = []
     for category, confidence in zip(ranked_categories(stop.stage, paste), STAGE_CONFIDENCES):
@@ -116,7 +119,7 @@ def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error
         captures = {"stage": stop.stage["step"], "stage_function": stop.function, "stage_phase": stop.stage["phase"],
                     "error_line_seen": "yes" if error_after else "no"}
         out.append(Diagnosis(rule, confidence, [Match(stop.line, stop.frame, {})], captures, focus_line=stop.line,
-                             family=True, inferred=True))
+                             family=True, inferred=True, basis="traceback-step"))
     return out
 
 

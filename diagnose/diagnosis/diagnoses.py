@@ -54,6 +54,10 @@ class Diagnosis:
     inferred: bool = False
     focus_line: int | None = None
     family: bool = False  # fired only by family patterns (tolerant wordings, error tables): lower confidence
+    # what placed it: a rule's own signatures, or a fallback (diagnosis.fallbacks) when none fired: a piece of one
+    # of vLLM's messages, the vLLM file that raised the error, the start-up step a cut traceback stopped in, the
+    # wording model's guess
+    basis: str = "rule"
 
 
 def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:

@@ -65,7 +65,7 @@ def candidate_texts(lines: list[tuple[int, str]]) -> list[tuple[int, str, bool]]
         if not raw.strip() or below_error_level(raw):
             continue
         message = message_of(raw)
-        if not message or _FRAME.match(message) or _PYTHON_WARNING.search(message):
+        if not message or _FRAME.match(message) or _PYTHON_WARNING.search(message) or _is_echo(message):
             continue
         kept.append((line_no, message, bool(_EXCEPTION.search(message) or _ERROR_HEADER.search(raw))))
     texts: list[tuple[int, str, bool]] = []
@@ -92,6 +92,14 @@ def telling(match: FragmentMatch, bar: tuple[float, int]) -> bool:
     weight_bar, words_bar = bar
     wanted = max(words_bar, min(math.ceil(SHARE_OF_TEMPLATE * match.fixed_words), LONG_RUN_WORDS))
     return match.weight >= weight_bar and match.matched_words >= wanted
+
+
+def _is_echo(message: str) -> bool:
+    """The API server's or a wrapper's echo of an error raised elsewhere ("Engine process failed to start"): it
+    names no cause, whatever category the catalogue gave its wording."""
+    from ..facts.unexplained import echoes
+
+    return any(echo in message for echo in echoes())
 
 
 def category_of(match: FragmentMatch) -> str | None:
@@ -146,7 +154,7 @@ def excerpt_diagnosis(lines: list[tuple[int, str]], rules: list[Rule], ctx: Cont
     share = min(piece.match.share, 1.0)
     confidence = round(min(0.5 + 0.3 * share, 0.8) - (0 if piece.on_error_line else 0.1), 2)
     return Diagnosis(rule, confidence, [Match(piece.line, piece.text[:1000], {})], captures,
-                     focus_line=piece.line, family=True)
+                     focus_line=piece.line, family=True, basis="message-piece")
 
 
 def excerpt_note(diagnosis: Diagnosis) -> str:

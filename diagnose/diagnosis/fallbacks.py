@@ -1,9 +1,10 @@
 """When no rule's wording fired: place the paste by the part of a message it holds, else by where vLLM raised it,
-else by the start-up step its last traceback stopped in.
+else by the start-up step its last traceback stopped in, else by what its wording is most like.
 
 Each fallback is weaker than the one before it and says so in its confidence and its Why: a piece of one of vLLM's
 own messages (excerpts), the vLLM file whose errors the catalogue files under one category (frames), the step
-whose failures the traceback's frames point to (cut_traceback).
+whose failures the traceback's frames point to (cut_traceback), the category a text model learned from the
+catalogue and the corpus finds the wording most like (wording).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .cut_traceback import last_traceback, stage_diagnoses, stage_note
 from .diagnoses import Diagnosis, plan_fixes
 from .excerpts import excerpt_diagnosis, excerpt_note
 from .frames import frame_diagnosis
+from .wording import wording_diagnoses, wording_note
 
 
 def place_unfired(leftovers: list[tuple[int, str]], excerpt: ExcerptLines, frames: FramesExtractor,
@@ -39,6 +41,14 @@ def place_unfired(leftovers: list[tuple[int, str]], excerpt: ExcerptLines, frame
     found = _planned(stage_diagnoses(frames, lines, error_after, rules, ctx), ctx)
     for diagnosis in found:
         diagnosis.why += stage_note(diagnosis)
+    if found:
+        return found
+    from ..knowledge.wording_model import wording_model  # trained only for the pastes that reach the last resort
+
+    found = _planned(wording_diagnoses(lines, wording_model(), rules, ctx), ctx)
+    for diagnosis in found:
+        diagnosis.why = wording_note(diagnosis)  # the rule's own Why explains a failure this may not be
+        diagnosis.fixes = []  # a guess from the wording is not enough to act on: the Why asks for the error line
     return found
 
 

@@ -67,5 +67,5 @@ def frame_diagnosis(leftovers: list[tuple[int, str]], frames: FramesExtractor, r
         if frame is None or rule is None:
             continue
         return Diagnosis(rule, FRAME_CONFIDENCE, [Match(frame[0], frame[2], {}), Match(line, text, {})],
-                         {"raised_in": f"vllm/{frame[1]}"}, focus_line=line, family=True)
+                         {"raised_in": f"vllm/{frame[1]}"}, focus_line=line, family=True, basis="raising-file")
     return None

@@ -117,10 +117,12 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
                        if line not in explained and not _wraps_explained(line, text, explained))
     if not fired and (placed := place_unfired(leftovers, excerpt, frames, ruleset.rules, ctx)):
         fired = placed
-        leftovers = [(line, text) for line, text in leftovers if line != placed[0].focus_line]
+        if placed[0].basis != "wording":  # a guess explains no line: the error stays unexplained beside it
+            leftovers = [(line, text) for line, text in leftovers if line != placed[0].focus_line]
     if fired:
         say_error_line_missing(fired, frames, leftovers)
-        leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, fired)]
+        placed_lines = [d for d in fired if d.basis != "wording"]  # a guess explains no line
+        leftovers = [(line, text) for line, text in leftovers if not _echoes_diagnosis(text, placed_lines)]
     elif not leftovers and not facts.served:
         # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:
         # in a run that never served they still show that something failed (in one that served, it survived them)

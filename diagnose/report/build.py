@@ -74,6 +74,7 @@ def _diagnosis(diagnosis, outcome: Outcome) -> dict[str, Any]:
         "why": diagnosis.why,
         "secondary_of": diagnosis.secondary_of,
         "family": diagnosis.family,
+        "basis": diagnosis.basis,
         "evidence": [_line(outcome, m.line, m.text) for m in diagnosis.evidence],
         "captures": diagnosis.captures,
         "fixes": [_fix(r) for r in diagnosis.fixes],
@@ -103,8 +104,10 @@ def _fix(ranked) -> dict[str, Any]:
 
 
 def status_of(outcome: Outcome) -> str:
-    if outcome.diagnoses:
+    if outcome.diagnoses and not all(d.basis == "wording" for d in outcome.diagnoses):
         return "failure-diagnosed"
+    if outcome.diagnoses:  # only the wording model's guesses: the error lines are still unexplained
+        return "errors-unexplained"
     if outcome.unexplained:
         return "request-errors" if _only_request_errors(outcome) else "errors-unexplained"
     if outcome.ctx.facts.served:
@@ -134,8 +137,8 @@ def _request_error_patterns():
 
 
 def exit_code_for(report: dict[str, Any]) -> ExitCode:
-    if report["diagnoses"]:
+    if report["status"] == "failure-diagnosed":
         return ExitCode.DIAGNOSED
     if report["status"] == "request-errors":
         return ExitCode.NOTHING_FOUND  # the server works; single requests failed
-    return ExitCode.UNEXPLAINED_ERRORS if report["unexplained"] else ExitCode.NOTHING_FOUND
+    return ExitCode.UNEXPLAINED_ERRORS if report["unexplained"] or report["diagnoses"] else ExitCode.NOTHING_FOUND

@@ -1,0 +1,54 @@
+"""The last-resort wording model (issue #23, item 3): learned from data, low confidence, silent where it must be."""
+
+import pytest
+
+from diagnose.api import diagnose_text
+from diagnose.knowledge.wording_model import WordingModel, features, training_examples
+from diagnose.util.datafiles import load_json
+
+
+def test_training_is_deterministic_and_learns_the_catalogue_s_own_words():
+    examples = training_examples()
+    first, second = WordingModel.train(examples), WordingModel.train(list(reversed(examples)))
+    text = "Bfloat16 is only supported on GPUs with compute capability of at least 8.0"
+    assert [c for c, _ in first.classify(text)] == [c for c, _ in second.classify(text)]
+    assert [p for _, p in first.classify(text)] == pytest.approx([p for _, p in second.classify(text)])
+    assert first.classify(text)[0][0] == "bf16-unsupported-gpu"
+
+
+def test_a_folder_left_out_is_not_in_the_training_data():
+    folders = {e["folder"] for e in load_json("generated/wording_examples.json")["examples"]}
+    assert {"wave3", "memory"} <= folders
+    kept = training_examples(frozenset({"wave3"}))
+    wave3_texts = {e["text"] for e in load_json("generated/wording_examples.json")["examples"] if e["folder"] == "wave3"}
+    assert not wave3_texts & {text for text, _ in kept}
+
+
+def test_features_are_words_and_pairs_without_numbers():
+    assert features("GPU 0 has 24 GiB free") == ["gpu", "has", "gib", "free", "gib free"]
+
+
+UNKNOWN_WORDING = ("My deployment with the new loader keeps failing, the worker crashed while loading safetensors "
+                   "checkpoint shards and then the engine core failed to start; the weights are 70B in bf16.\n")
+
+
+def test_an_unplaced_paste_gets_a_low_confidence_guess_that_says_it_is_one(ruleset):
+    report = diagnose_text(UNKNOWN_WORDING, rules=ruleset).report
+    assert report["diagnoses"], report
+    top = report["diagnoses"][0]
+    assert top["confidence"] <= 0.3
+    assert "from its wording" in top["why"]
+    assert all(d["confidence"] <= top["confidence"] for d in report["diagnoses"])
+
+
+@pytest.mark.parametrize("text", [
+    # a client's request refused by a server that works
+    "Error code: 400 - This model's maximum context length is 16384 tokens. However, you requested 19591 tokens. "
+    "Please reduce the length of the messages or completion.\n",
+    # nothing failed
+    "Loading safetensors checkpoint shards: 100% Completed | 8/8 [00:39<00:00]\nthe model loads fine and serves\n",
+    # a run that reached the API server
+    UNKNOWN_WORDING + "(APIServer pid=1) INFO 11-02 10:01:00 [launcher.py:1] Application startup complete.\n",
+])
+def test_no_guess_where_nothing_failed_at_start_up(text, ruleset):
+    assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
