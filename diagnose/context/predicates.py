@@ -92,11 +92,13 @@ def _low_util(ctx: Context) -> bool:
 @predicate("other-gpu-processes")
 def _others(ctx: Context) -> bool:
     procs = [p for p in ctx.processes if p.used_gib]
-    if len(procs) < 2:
-        return False
     used = sorted((p.used_gib for p in procs), reverse=True)
+    if ctx.facts.memory.get("oom_self_gib") is None:  # the process that ran out is not told apart: the largest
+        used = used[1:]
+    if not used:
+        return False
     total = ctx.gpu_total_gib() or sum(used)
-    return sum(used[1:]) > 0.1 * total
+    return sum(used) > 0.1 * total
 
 
 @predicate("v1-engine")

@@ -21,6 +21,7 @@ from ..facts.phases import PhaseExtractor, PhaseLog
 from ..facts.record import Facts, GpuFact, GpuProcess
 from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
 from ..facts.version import VersionExtractor
+from ..facts.workers import WorkersExtractor
 from ..ingest.pasted import unwrap_blocks
 from ..ingest.source import Source
 from ..knowledge.loader import load_rules
@@ -84,7 +85,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     advice = AdviceLines()
     excerpt = ExcerptLines()
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), frames, progress, unexplained, ValidationErrorExtractor(unexplained)]
+                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), frames, progress, unexplained,
+                  ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
     notes: list[str] = []

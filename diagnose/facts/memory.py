@@ -40,11 +40,13 @@ MEMORY_PATTERNS: list[tuple[str, re.Pattern, str]] = [
 
 
 _OOM_TRIED = lazy(r"Tried to allocate (?P<size>" + SIZE_PATTERN + r")")
-_OOM_TOTAL = lazy(r"(?:GPU (?P<gpu>\d{1,20}) has a total capacit?y of (?P<total>" + SIZE_PATTERN + r"))|(?:(?P<total2>" + SIZE_PATTERN + r") total capacit?y)")
+# PyTorch 2.1 printed "total capacty": both spellings
+_OOM_TOTAL = lazy(r"(?:GPU (?P<gpu>\d{1,20}) has a total capaci?ty of (?P<total>" + SIZE_PATTERN + r"))|(?:(?P<total2>" + SIZE_PATTERN + r") total capaci?ty)")
 _OOM_FREE = lazy(r"of which (?P<free>" + SIZE_PATTERN + r") is free|(?P<free2>" + SIZE_PATTERN + r") free;")
 _OOM_PROCESS = lazy(r"Process (?P<pid>\d{1,20}) has (?P<used>" + SIZE_PATTERN + r") memory in use")
 _OOM_SELF = lazy(r"this process has (?P<used>" + SIZE_PATTERN + r") memory in use")
 _OOM_PYTORCH = lazy(r"(?P<alloc>" + SIZE_PATTERN + r") is allocated by PyTorch|(?P<alloc2>" + SIZE_PATTERN + r") already allocated")
+_OOM_UNALLOCATED = lazy(r"(?P<size>" + SIZE_PATTERN + r") is reserved by PyTorch but unallocated")
 MAX_REMEMBERED_OOM_TEXTS = 64  # OOM messages (less their pids) whose figures are kept; forgotten all at once past this
 _ABSENT = object()
 _ACCOUNTING_TEXTS = tuple(dict.fromkeys(needed for needed, _pattern, _kind in (*ERA_PATTERNS, *MEMORY_PATTERNS)))
@@ -63,7 +65,7 @@ class MemoryExtractor(ExtractorBase):
         self._oom_figures: dict[tuple[str, ...], tuple[bool, tuple]] = {}
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
-        if "allocate" not in message and "capacit" not in message and "memory in use" not in message:
+        if "allocate" not in message and "capac" not in message and "memory in use" not in message:
             self._accounting(message)
             return
         processes = list(_OOM_PROCESS.finditer(message)) if "memory in use" in message else []
@@ -141,7 +143,7 @@ class MemoryExtractor(ExtractorBase):
 
     def _oom(self, figures: tuple, processes: list[re.Match]) -> None:
         """Record a CUDA OOM message's figures (`_read_oom`) and the processes it names."""
-        tried, total, gpu_index, free, self_used, pytorch = figures
+        tried, total, gpu_index, free, self_used, pytorch, unallocated = figures
         memory = self.facts.memory
         if tried is not _ABSENT:
             memory["oom_tried_gib"] = tried
@@ -152,15 +154,32 @@ class MemoryExtractor(ExtractorBase):
         if free is not _ABSENT:
             memory["oom_free_gib"] = free
             self.facts.gpu(gpu_index).free_gib = free
-        for match in processes:
-            pid = int(match.group("pid"))
+        listed = [(int(m.group("pid")), size_gib(m.group("used"))) for m in processes]
+        failing = [pid for pid, used in listed if _is_the_failing_process(used, self_used, pytorch)]
+        for pid, used in listed:
+            if failing == [pid]:  # PyTorch listed every process, the one that ran out among them (told apart: one fits)
+                memory["oom_self_gib"] = used
+                continue
             if self.facts.drops_process(pid):
                 continue
-            self.facts.add_process(GpuProcess(pid, size_gib(match.group("used")), gpu_index=gpu_index))
+            self.facts.add_process(GpuProcess(pid, used, gpu_index=gpu_index))
         if self_used is not _ABSENT:
             memory["oom_self_gib"] = self_used
         if pytorch is not _ABSENT:
             memory["oom_pytorch_gib"] = pytorch
+        if unallocated is not _ABSENT:
+            memory["oom_unallocated_gib"] = unallocated
+
+
+SELF_OVERHEAD_GIB = 3.0  # CUDA context and non-torch memory a process holds beyond what PyTorch allocated
+
+
+def _is_the_failing_process(used: float | None, self_used, pytorch) -> bool:
+    """A listed process whose use is PyTorch's own allocation plus a little is the one that ran out: messages that
+    name no "this process" list it among the others (vLLM's V1 workers, several PyTorch releases)."""
+    if used is None or self_used is not _ABSENT or pytorch is _ABSENT or pytorch is None:
+        return False
+    return pytorch <= used <= pytorch + SELF_OVERHEAD_GIB
 
 
 def _without_pids(message: str, processes: list[re.Match]) -> tuple[str, ...]:
@@ -180,12 +199,13 @@ def _without_pids(message: str, processes: list[re.Match]) -> tuple[str, ...]:
 
 def _read_oom(message: str) -> tuple:
     """The figures of a CUDA OOM message other than its processes' (each `_ABSENT` when not there): tried, total,
-    the GPU index the total names, free, this process's use and PyTorch's allocation."""
-    tried = total = free = self_used = pytorch = _ABSENT
+    the GPU index the total names, free, this process's use, PyTorch's allocation and what PyTorch reserved but left
+    unallocated (the fragmentation `expandable_segments` addresses)."""
+    tried = total = free = self_used = pytorch = unallocated = _ABSENT
     gpu_index = None
     if match := _OOM_TRIED.search(message):
         tried = size_gib(match.group("size"))
-    if match := search_near(_OOM_TOTAL, message, (" total capaci",), SIZE_PATTERN_MAX_CHARS):
+    if match := search_near(_OOM_TOTAL, message, (" total capac",), SIZE_PATTERN_MAX_CHARS):
         total = size_gib(match.group("total") or match.group("total2"))
         gpu_index = parse_int(match.group("gpu")) if match.group("gpu") else None
     if match := search_near(_OOM_FREE, message, ("of which ", " free;"), SIZE_PATTERN_MAX_CHARS):
@@ -194,7 +214,9 @@ def _read_oom(message: str) -> tuple:
         self_used = size_gib(match.group("used"))
     if match := search_near(_OOM_PYTORCH, message, (" is allocated by PyTorch", " already allocated"), SIZE_PATTERN_MAX_CHARS):
         pytorch = size_gib(match.group("alloc") or match.group("alloc2"))
-    return tried, total, gpu_index, free, self_used, pytorch
+    if match := search_near(_OOM_UNALLOCATED, message, (" is reserved by PyTorch but unallocated",), SIZE_PATTERN_MAX_CHARS):
+        unallocated = size_gib(match.group("size"))
+    return tried, total, gpu_index, free, self_used, pytorch, unallocated
 
 
 def _min_present(a: float | None, b: float | None) -> float | None:

@@ -63,6 +63,7 @@ class Facts:
     memory: dict[str, Any] = field(default_factory=dict)
     gpus: dict[int, GpuFact] = field(default_factory=dict)
     gpu_count_hint: int | None = None
+    workers_seen: int | None = None  # the highest worker rank a line names, plus one (facts/workers.py)
     processes: dict[int, GpuProcess] = field(default_factory=dict)
     driver_version: str | None = None
     cuda_version: str | None = None
