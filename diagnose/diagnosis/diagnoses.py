@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import advice_fixes
+from ..fixes.advice_conditions import applies
 from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
 from ..knowledge.error_tables import cuda_error_meaning
 from ..knowledge.rules import Rule
@@ -151,13 +152,16 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     covered = {key for fix in candidates for key in fix.changes}
     covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
     said = [m.text for m in diagnosis.evidence] + ctx.advice.near([m.line for m in diagnosis.evidence])
-    for fix in advice_fixes(list(dict.fromkeys(said)), {"--gpu-memory-utilization": ctx.utilization()}):
+    advised = advice_fixes(list(dict.fromkeys(said)), {"--gpu-memory-utilization": ctx.utilization()})
+    advised = [fix for fix in advised if applies(fix, ctx)]  # advice whose own condition the figures do not meet goes
+    named = {key for fix in advised if not fix.conditional for key in (*fix.changes, *fix.mentions)}  # the log's cure
+    for fix in advised:
         if not covered & set(fix.changes):  # where a rule computes a value for the same setting, the rule's stands
             candidates.append(fix)
     # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
     # more specific one and goes first among fixes of the same prediction
     positions = [-1 if diagnosis.family and fix.strategy == "log-advice" else i for i, fix in enumerate(candidates)]
-    ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0]))
+    ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0], named))
     diagnosis.fixes = [
         RankedFix(rank, fix, _command_for(fix, ctx), _rank_reason(fix))
         for rank, (_i, fix) in enumerate(ranked, start=1)
@@ -184,14 +188,17 @@ def _say_what_is_missing(fix: Fix) -> None:
     fix.title, fix.why, fix.cost_note = (_UNFILLED.sub(said, text or "") for text in (fix.title, fix.why, fix.cost_note))
 
 
-def _rank_key(fix: Fix, position: int) -> tuple:
-    """Predicted to start first, and among those the cheapest; fixes whose outcome cannot be evaluated keep the
-    rule author's order, and workarounds come after cures. A fix that names nothing to change or run (a value
+def _rank_key(fix: Fix, position: int, named: set[str] = frozenset()) -> tuple:
+    """Predicted to start first; within each prediction, a fix that changes a setting the log's own message names as
+    the cure (vLLM's "Try increasing gpu_memory_utilization", "set --allow-deprecated-quantization") before one it
+    does not; then the cheapest; fixes whose outcome cannot be evaluated keep the rule author's order, and
+    workarounds come after cures. A fix that names nothing to change or run (a value
     that could not be computed) comes after every fix that does."""
     start = {True: 0, None: 1, False: 2}[fix.will_start]
     cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
     actionable = bool(fix.changes or fix.step_command)
-    return (not actionable, start, fix.workaround, cost, position)
+    unnamed = not (named & set(fix.changes))
+    return (not actionable, start, unnamed, fix.workaround, cost, position)
 
 
 def _rank_reason(fix: Fix) -> str:

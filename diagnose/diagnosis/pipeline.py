@@ -35,6 +35,7 @@ from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules, plan_fixes
 from .fallbacks import place_unfired, say_error_line_missing
+from .feasibility_order import weights_first
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
     from ..gpu.snapshot import Snapshot
@@ -114,6 +115,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     fired = fire_rules(ruleset.rules, ctx)
     for diagnosis in fired:
         plan_fixes(diagnosis, ctx)
+    fired = weights_first(fired, ctx)
     explained = {m.line for d in fired for m in d.evidence}
     leftovers = sorted((line, text) for text, line in unexplained.lines.items()
                        if line not in explained and not _wraps_explained(line, text, explained))

@@ -122,8 +122,30 @@ def advice_fixes(lines: list[str], current: dict[str, Any]) -> list[Fix]:
         line = raw[:MAX_LINE_CHARS]
         fix = _constraint(line) or _bound(line) or _unset(line) or _assignment(line) or _direction(line, current)
         if fix is not None and all(f.changes != fix.changes for f in fixes):
+            fix.conditional = _conditional(line, fix)
             fixes.append(fix)
     return fixes
+
+
+_CONDITION = lazy(r"(?:^|[.!;]\s)\s*(?:to|if|when|in case|for)\b[^.!;]{0,200}$", re.IGNORECASE)
+
+
+def _conditional(line: str, fix: Fix) -> bool:
+    """Whether the sentence that gives the advice puts a condition or a purpose first: "To use the HF hub, unset
+    HF_HUB_OFFLINE", "If reserved but unallocated memory is large try setting …". Such advice is offered, but it is
+    not the message naming the cure.
+
+    >>> _conditional("To use the HF hub, please unset the `HF_HUB_OFFLINE` environment variable.",
+    ...              Fix("t", changes={"env:HF_HUB_OFFLINE": None}))
+    True
+    >>> _conditional("No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
+    ...              Fix("t", changes={"--gpu-memory-utilization": "0.95"}))
+    False
+    """
+    names = [key.split(":", 1)[-1] for key in fix.changes]
+    names += [key.lstrip("-").replace("-", "_") for key in fix.changes if key.startswith("--")]
+    at = min((i for i in (line.find(name) for name in names if name) if i >= 0), default=-1)
+    return at > 0 and bool(_CONDITION.search(line[:at]))
 
 
 def _names_any(line: str, words: tuple[str, ...], ignore_case: bool = False) -> bool:
@@ -161,7 +183,8 @@ def _constraint(line: str) -> Fix | None:
                why=f"vLLM requires {match.group('lhs')} ({match.group('lv')}) {op} {match.group('rhs')} ({match.group('rv')}); "
                    f"{flag} {value} satisfies it" + (" (the next power of two, as vLLM's own token budgets are)" if rhs_flag and value != _as_number(lv) else "") + ".",
                cost="memory" if value > was else "throughput", cost_note=f"{flag} from {_as_number(was)} to {value}",
-               will_start=None, not_evaluable="other checks may still fail; this one is met", strategy="log-advice")
+               will_start=None, not_evaluable="other checks may still fail; this one is met", strategy="log-advice",
+               mentions=tuple(f for f in (lhs_flag, rhs_flag) if f))
 
 
 def _bound(line: str) -> Fix | None:

@@ -30,6 +30,8 @@ class Fix:
     step_command: str | None = None
     workaround: bool = False
     strategy: str = ""
+    mentions: tuple[str, ...] = ()  # for advice read from the log: every setting the sentence names, not only the one changed
+    conditional: bool = False  # advice given on a condition or for a purpose ("To use the HF hub, …"): not "the cure"
 
 
 Strategy = Callable[[Context, dict], "Fix | None"]

@@ -15,6 +15,7 @@ from ..context.context import Context, kv_capacity_tokens
 from ..model import memory
 from ..util.units import parse_float, parse_int
 from .base import Fix, strategy
+from .feasibility import weights_verdict
 
 
 def _kv_per_token(ctx: Context) -> int | None:
@@ -238,11 +239,17 @@ def free_processes(ctx: Context, params: dict) -> Fix | None:
                    not_evaluable="which processes hold the GPU is not in the log (add an nvidia-smi table or a snapshot)")
     listing = ", ".join(f"pid {p.pid}{f' ({p.name})' if p.name else ''} {p.used_gib:.2f} GiB" for p in others[:6])
     pids = " ".join(str(p.pid) for p in others[:6])
+    verdict = weights_verdict(ctx)  # freeing the GPU helps only if the weights fit it empty
+    why = f"Processes holding GPU memory: {listing}."
+    if verdict.fits_empty_gpu is False:
+        why += f" Even then the weights would not fit: {verdict.basis}."
     return Fix(
         title="Stop or move the processes that hold GPU memory",
         step_command=f"kill {pids}  # after checking what they are: ps -o pid,cmd -p {pids.replace(' ', ',')}",
-        why=f"Processes holding GPU memory: {listing}.",
-        cost="downtime", cost_note="those workloads stop or move to another GPU", will_start=True,
+        why=why, cost="downtime", cost_note="those workloads stop or move to another GPU",
+        will_start=verdict.fits_empty_gpu,
+        not_evaluable=None if verdict.fits_empty_gpu is not None else
+        f"whether the weights fit the GPU once it is free ({verdict.basis})",
     )
 
 

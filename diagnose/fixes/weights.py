@@ -11,6 +11,7 @@ import math
 from ..context.context import Context
 from ..model import memory
 from .base import Fix, strategy
+from .feasibility import layout, weights_verdict
 
 FLOAT32 = ("float", "float32", "fp32")  # how --dtype spells 32-bit weights
 ACTIVATION_RESERVE_GIB = 2.0  # activation peak and non-torch memory when the log has no figure (estimated)
@@ -139,8 +140,17 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
     from .parallel import MAX_PARALLEL
 
     gpus = ctx.gpu_count()
-    layout_now = ctx.tp() * ctx.pp()
+    layout_now = layout(ctx)
     weights = _weights_total_gib(ctx)
+    floor_basis = ""
+    # an OOM's figures are a floor: with the GPU count unknown it sizes the least layout ("at least"); with it known
+    # the count does (every GPU the host has, as before), since the real size may be well above the floor
+    if weights is None and not gpus and (verdict := weights_verdict(ctx)).fits_empty_gpu is False and verdict.weights_gib:
+        weights = verdict.weights_gib * layout_now  # an OOM's own figures: a floor, enough to size the layout
+        figures = ctx.facts.memory
+        floor_basis = (f" at least (each of the {layout_now} GPU(s) the log shows had "
+                       f"{figures.get('oom_pytorch_gib') or figures.get('oom_self_gib'):.2f} GiB allocated and asked "
+                       f"for {figures.get('oom_tried_gib') or 0:.2f} GiB more when it ran out)")
     per_gpu = ctx.gpu_total_gib()
     limit = min(gpus, MAX_PARALLEL) if gpus else 16
     layouts = [(t, p) for t in _tp_sizes(ctx, limit) for p in (range(1, limit // t + 1) if gpus else (1,))
@@ -157,8 +167,9 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
             reserve = _activation_and_one_sequence_gib(ctx, t, p)
             if share + reserve <= budget:
                 choice = (t, p)
-                basis = (f"{weights:.1f} GiB of weights ÷ {t * p} GPUs = {share:.1f} GiB, plus {reserve:.1f} GiB for "
-                         f"activations and one full-length sequence, fits {per_gpu:.2f} GiB × {ctx.utilization()}")
+                basis = (f"{weights:.1f} GiB of weights{floor_basis} ÷ {t * p} GPUs = {share:.1f} GiB, plus "
+                         f"{reserve:.1f} GiB for activations and one full-length sequence, fits {per_gpu:.2f} GiB × "
+                         f"{ctx.utilization()}")
                 break
         if choice is None and gpus:
             return None  # not even all the GPUs the log shows hold the weights: other levers, or bigger GPUs
@@ -180,12 +191,17 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
     missing = [name for name, known in (("GPU memory size", per_gpu), ("model weights", weights), ("GPU count", gpus))
                if not known]
     question = f": are there {t * p} GPUs (`nvidia-smi -L`)?" if not gpus else ""
+    held = sum(p.used_gib or 0 for p in ctx.processes)
+    if held and not missing:  # the arithmetic assumed empty GPUs; some are not
+        missing, question = ["room on GPUs other processes use"], (
+            f": other processes hold {held:.1f} GiB; free them or choose idle GPUs with CUDA_VISIBLE_DEVICES")
     flags = " ".join(f"{k} {v}" for k, v in changes.items())
     return Fix(title=f"Shard the weights: {flags}", changes=changes,
                why=f"Splitting the weights over GPUs frees memory on each for the KV cache; {basis}.{why_pp}".strip(),
                cost="hardware", cost_note=f"uses {t * p} GPUs", will_start=None if missing else True,
                predicted={"weights_gib": round(weights / (t * p), 2)} if weights else {},
-               not_evaluable=f"{' and '.join(missing)} unknown{question}" if missing else None)
+               not_evaluable=(f"{' and '.join(missing)} unknown{question}" if missing[0] != "room on GPUs other processes use"
+                              else f"the arithmetic assumes empty GPUs{question}") if missing else None)
 
 
 def _weights_total_gib(ctx: Context) -> float | None:
