@@ -14,7 +14,8 @@ import re
 import pytest
 
 from diagnose.util.datafiles import load_yaml
-from diagnose.util.redact import MASK, _table, is_secret_name, redact, redact_tree
+from diagnose.util.redact import MASK, redact, redact_tree
+from diagnose.util.redact_names import is_secret_name, secret_table
 
 from .conftest import FIXTURES, ROOT
 from .redaction_forms import FORMS, NEAR_MISSES, log_for
@@ -53,7 +54,7 @@ def _spellings(normal: str) -> list[str]:
 
 
 def _name_texts() -> list[str]:
-    table = _table()
+    table = secret_table()
     names = [*table.endings, *table.flags, *(f"my_{p}_file" for p in table.parts), *(f"SMTP_{e}" for e in table.env_endings)]
     return [form.format(name) for normal in names for name in _spellings(normal) for form in (
         "{}=Sample9Value1", "{}: Sample9Value1", '"{}": "sample value 9"', "{} = 'q r 9'", "{} Sample9Value1",
@@ -66,7 +67,7 @@ CORPUS = sorted({*(v for form in FORMS for v in _variants(form[2])), *(log_for(f
 
 def test_the_screen_is_on():
     """Every shape has a literal start and every secret name a word: otherwise the tests below test nothing."""
-    table = _table()
+    table = secret_table()
     assert table.shape_starts is not None and table.name_words is not None
     assert not table.shape_starts.search("INFO 05-01 [worker.py:2] # GPU blocks: 2730, # CPU blocks: 512")
 
@@ -80,7 +81,7 @@ def test_every_shape_has_a_sample_and_masks_it():
 
 def test_the_names_in_the_corpus_are_secret_names_and_masked():
     """The name texts test the screen on real secrets: each spelling is a secret name, and its value is masked."""
-    table = _table()
+    table = secret_table()
     for normal in (*table.endings, *table.flags):
         for name in _spellings(normal):
             assert is_secret_name(name), name

@@ -1,0 +1,136 @@
+"""Secrets found by the name they are written under: `name=value`, `--flag value`, `"name": "value"`.
+
+Which names hold secrets is data (diagnose/data/secrets.yaml), read once into `secret_table()` with the shapes
+`redact` looks for; this module masks the values, `redact` calls it on texts `redact_screen` lets through.
+
+>>> mask_keyed_values("non-default args: {'model': 'm', 'api_key': 'sk123', 'port': 8000}")
+"non-default args: {'model': 'm', 'api_key': '[REDACTED]', 'port': 8000}"
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .lazy_pattern import LazyPattern, lazy
+from .redact_screen import name_words, shape_starts
+
+MASK = "[REDACTED]"
+
+_KEY_SEP = lazy(
+    r"(?<![\w.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P<close>\\?[\"']?)"
+    r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
+)
+_VALUE = lazy(
+    r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
+    r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
+    r"|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
+)
+_PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
+_TRAILING = ",;:.)]}"
+_ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
+
+
+@dataclass(frozen=True)
+class SecretTable:
+    """diagnose/data/secrets.yaml, with the screens derived from it."""
+
+    endings: tuple[str, ...]
+    parts: frozenset[str]
+    env_endings: frozenset[str]
+    not_secret: frozenset[str]
+    flags: frozenset[str]
+    shapes: tuple[LazyPattern, ...]
+    shape_starts: LazyPattern | None  # finds what some shape's match starts with; None: the shapes always run
+    name_words: LazyPattern | None  # finds what a secret name holds, in lower case; None: names always looked for
+
+
+@lru_cache(maxsize=1)
+def secret_table() -> SecretTable:
+    from .datafiles import load_yaml
+
+    data = load_yaml("secrets.yaml")
+    flags = frozenset(_normal(f) for f in data["flags"])
+    return SecretTable(tuple(data["name_endings"]), frozenset(data["name_parts"]), frozenset(data["env_endings"]),
+                       frozenset(data["not_secret"]), flags, tuple(lazy(p) for p in data["shapes"]),
+                       shape_starts(data["shapes"]),
+                       name_words((*data["name_endings"], *flags), data["name_parts"], data["env_endings"]))
+
+
+def _normal(name: str) -> str:
+    """`--api-key`, `apiKey`, `X-Api-Key`, `API_KEY` → `api_key`-like: what the secret tables are written in."""
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.lstrip("-"))
+    return re.sub(r"[-.]", "_", name).lower()
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a value under this name (flag, env variable, JSON key, header) is a secret.
+
+    >>> [is_secret_name(n) for n in ("--hf-token", "AWS_SECRET_ACCESS_KEY", "apiKey", "x-api-key", "NGC_API_KEY")]
+    [True, True, True, True, True]
+    >>> [is_secret_name(n) for n in ("max_tokens", "token_ids", "tokenizer", "TOKENIZERS_PARALLELISM", "pad_token", "cache_key")]
+    [False, False, False, False, False, False]
+    """
+    return _is_secret_name(name)
+
+
+@lru_cache(maxsize=4096)  # a report asks about the same few names thousands of times
+def _is_secret_name(name: str) -> bool:
+    table = secret_table()
+    bare = name.split(":", 1)[1] if name.startswith(("env:", "docker:")) else name
+    normal = _normal(bare)
+    if not normal or normal in table.not_secret:
+        return False
+    if normal in table.flags or any(normal == e or normal.endswith("_" + e) for e in table.endings):
+        return True
+    parts = normal.split("_")
+    if table.parts.intersection(parts):
+        return True
+    return bool(_ENV_NAME.fullmatch(bare.lstrip("-"))) and parts[-1].upper() in table.env_endings
+
+
+def is_placeholder(value: str) -> bool:
+    """`<your-token>`, `$HF_TOKEN`, `None`, `[REDACTED]`, `***`: text standing for a secret, shown as it is."""
+    return bool(_PLACEHOLDER.match(value.strip()))
+
+
+def mask_keyed_values(text: str) -> str:
+    """`name=value`, `name: value`, `"name": "value"`, `--flag value`: the value masked when the name is a secret's."""
+    out: list[str] = []
+    done = 0
+    for match in _KEY_SEP.finditer(text):
+        if match.start() < done:
+            continue
+        key, sep = match.group("key"), match.group("sep")
+        is_flag = key.startswith("-")
+        if not (is_flag or sep.strip()) or not is_secret_name(key):
+            continue
+        done = _mask_value_at(text, match.end(), done, out)
+    return "".join(out) + text[done:] if out else text
+
+
+def _mask_value_at(text: str, at: int, done: int, out: list[str]) -> int:
+    """Mask the value that starts at `at` (adding to `out` what comes before it); the end of what is now done."""
+    value = _VALUE.match(text, at)
+    if value is None:
+        return done
+    start, end = _secret_span(value)
+    if start is None:
+        return done
+    out += [text[done:start], MASK]
+    return end
+
+
+def _secret_span(value: re.Match) -> tuple[int | None, int]:
+    """Where the secret lies in a value; None for a placeholder, or for the next option (`--api-key --port 1`)."""
+    for group in ("escaped", "double", "single"):
+        if value.group(group) is not None:
+            inner = value.group(group)
+            return (None, 0) if is_placeholder(inner) else (value.start(group), value.end(group))
+    bare = value.group("bare")
+    trimmed = bare.rstrip(_TRAILING)
+    if is_placeholder(bare) or is_placeholder(trimmed) or (bare.startswith("-") and not value.group("scheme")):
+        return None, 0
+    start = value.start("bare")
+    return start, start + len(trimmed)
