@@ -68,8 +68,18 @@ CORPUS = sorted({*(v for form in FORMS for v in _variants(form[2])), *(log_for(f
 def test_the_screen_is_on():
     """Every shape has a literal start and every secret name a word: otherwise the tests below test nothing."""
     table = secret_table()
-    assert table.shape_starts is not None and table.name_words is not None
-    assert not table.shape_starts.search("INFO 05-01 [worker.py:2] # GPU blocks: 2730, # CPU blocks: 512")
+    assert table.shape_literals is not None and table.name_words is not None
+    assert not table.shape_literals.search("INFO 05-01 [worker.py:2] # GPU blocks: 2730, # CPU blocks: 512")
+
+
+def test_a_shape_the_screen_lets_through_starts_with_a_literal():
+    """A shape with no literal of 3 characters runs on every printed line: the engine must find its start fast."""
+    from re import _constants, _parser
+
+    table = secret_table()
+    assert len(table.unscreened) * 4 < len(table.shapes)
+    for shape in table.unscreened:
+        assert _parser.parse(shape.pattern).data[0][0] is _constants.LITERAL, shape.pattern
 
 
 def test_every_shape_has_a_sample_and_masks_it():

@@ -46,9 +46,9 @@ def redact(text: str, emails: bool = True, screen: bool = True) -> str:
     if not text or not isinstance(text, str):
         return text
     table = secret_table()
-    if not screen or table.shape_starts is None or table.shape_starts.search(text):  # no shape changes text otherwise
-        for shape in table.shapes:
-            text = shape.sub(MASK, text)
+    found = not screen or table.shape_literals is None or table.shape_literals.search(text)
+    for shape in table.shapes if found else table.unscreened:  # the others need one of their literals to match
+        text = shape.sub(MASK, text)
     if not screen or "://" in text:
         text = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if is_placeholder(m.group(2)) else MASK), text)
     lower = text.lower()  # the names are ASCII, and no other letter matches `(?i)bearer`

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from .lazy_pattern import LazyPattern, lazy
-from .redact_screen import name_words, shape_starts
+from .redact_screen import literal_search, name_words, required_literals
 
 MASK = "[REDACTED]"
 
@@ -42,7 +42,8 @@ class SecretTable:
     not_secret: frozenset[str]
     flags: frozenset[str]
     shapes: tuple[LazyPattern, ...]
-    shape_starts: LazyPattern | None  # finds what some shape's match starts with; None: the shapes always run
+    unscreened: tuple[LazyPattern, ...]  # those `shape_literals` does not screen: run on every text
+    shape_literals: LazyPattern | None  # finds what some screened shape's match holds; None: no shape is screened
     name_words: LazyPattern | None  # finds what a secret name holds, in lower case; None: names always looked for
 
 
@@ -52,9 +53,13 @@ def secret_table() -> SecretTable:
 
     data = load_yaml("secrets.yaml")
     flags = frozenset(_normal(f) for f in data["flags"])
+    shapes = tuple(lazy(p) for p in data["shapes"])
+    literals = [required_literals(p) for p in data["shapes"]]
+    found = [x for held in literals if held for x in held]
     return SecretTable(tuple(data["name_endings"]), frozenset(data["name_parts"]), frozenset(data["env_endings"]),
-                       frozenset(data["not_secret"]), flags, tuple(lazy(p) for p in data["shapes"]),
-                       shape_starts(data["shapes"]),
+                       frozenset(data["not_secret"]), flags, shapes,
+                       tuple(shape for shape, held in zip(shapes, literals) if held is None),
+                       literal_search(found) if found else None,
                        name_words((*data["name_endings"], *flags), data["name_parts"], data["env_endings"]))
 
 
