@@ -152,8 +152,8 @@ def test_no_form_reaches_the_hook(hook_outputs, form_id, output):
 
 # ---------------------------------------------------------------- vdiag verify (fake vLLM), launch forms only
 
-VERIFY_FORMS = ["api-key-double-quoted", "api-key-single-quoted", "hf-token-flag", "env-token-spaced-quoted",
-                "aws-secret-quoted", "value-after-comma"]
+VERIFY_FORMS = ["api-key-double-quoted", "api-key-single-quoted", "api-key-equals-quoted", "hf-token-flag",
+                "env-token-spaced-quoted", "aws-secret-quoted", "value-after-comma"]
 
 
 @pytest.mark.parametrize("form_id", VERIFY_FORMS)
@@ -217,6 +217,12 @@ def test_the_rest_of_a_wrapped_secret_on_the_next_evidence_line_is_masked():
              {"line": 9, "text": "Ab12 not after a secret"}]
     assert [item["text"] for item in redact_tree(lines)] == [
         f"RuntimeError: --api-key {MASK}", f"{MASK} (retrying)", "Ab12 not after a secret"]
+
+
+def test_a_shell_quoted_flag_word_is_masked_up_to_its_quote():
+    """How verify shows the command it ran (`--flag=value` words, quoted): the whole value, spaces and all."""
+    assert redact("python -m vllm '--api-key=eq quoted 8812' --port 1") == "python -m vllm '--api-key=[REDACTED]' --port 1"
+    assert redact("'--api-key=$KEY' '--max-model-len=512'") == "'--api-key=$KEY' '--max-model-len=512'"
 
 
 def test_placeholders_stay_readable():

@@ -111,6 +111,13 @@ def mask_keyed_values(text: str) -> str:
         is_flag = key.startswith("-")
         if not (is_flag or sep.strip()) or not is_secret_name(key):
             continue
+        opener = text[match.start() - 1:match.start()]
+        closer = text.find(opener, match.end()) if opener in ("'", '"') and "=" in sep and not match.group("close") else -1
+        if closer != -1 and "\n" not in text[match.end():closer]:  # a shell word '--api-key=a b': up to its quote
+            if not is_placeholder(text[match.end():closer]):
+                out += [text[done:match.end()], MASK]
+                done = closer
+            continue
         done = _mask_value_at(text, match.end(), done, out)
     return "".join(out) + text[done:] if out else text
 
