@@ -1,4 +1,4 @@
-"""The secret forms an attacker planted in logs and tickets (issue #15), and a realistic log that carries one.
+"""The secret forms attackers planted in logs and tickets (issues #15 and #25), and a realistic log that carries one.
 
 Each form is (id, where, fragment, secrets): `where` says how the fragment joins the launch line ("env" before
 `vllm serve`, "arg" after it, "launch" replaces it, "text" only in error lines), and `secrets` are the values
@@ -68,6 +68,11 @@ FORMS = [
     ("env-token-spaced-quoted", "env", 'MY_SERVICE_TOKEN="tok with space 12"', ["tok with space 12", "with space"]),
     ("non-default-args-dict", "text", f"non-default args: {{'model': '{MODEL}', 'api_key': 'NonDefaultArgKey1'}}",
      ["NonDefaultArgKey1"]),
+    # issue #25: the forms the second campaign showed leaking (../shared/reviews/attack.md, section 5)
+    ("vllm-list-api-key", "text", f"non-default args: {{'model': '{MODEL}', 'api_key': ['ListKey123Abc']}}", ["ListKey123Abc"]),
+    ("vllm-list-two-keys", "text", "non-default args: {'api_key': ['FirstListKey1', 'SecondListKey2'], 'port': 8000}",
+     ["FirstListKey1", "SecondListKey2"]),
+    ("vllm-namespace-api-key", "text", f"args: Namespace(model='{MODEL}', api_key=['NsListKey456'], port=8000)", ["NsListKey456"]),
 ]
 FORM_IDS = [form[0] for form in FORMS]
 
@@ -79,6 +84,8 @@ NEAR_MISSES = [
     "Qwen2ForCausalLM", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", "/usr/lib/python3/dist-packages/torch/cuda/Module1A2b3C",
     "CUDA_VISIBLE_DEVICES=0,1", "0x7F3A9B2C4D5E6F70", "http://localhost:8000/v1/models", "--api-key <your-key>",
     "HF_TOKEN=$HF_TOKEN", "Halve KV bytes per token: --kv-cache-dtype fp8",
+    "Namespace(model='m', api_key=None, port=8000)", "non-default args: {'model': 'm', 'api_key': []}",
+    "'allowed_origins': ['*'], 'token_ids': [1, 2]",
 ]
 ERROR_TAIL = "(max_tokens=16, token_ids=[1, 2], tokenizer=meta-llama/Llama-3.1-8B-Instruct, # GPU blocks: 2730)"
 KV_ERROR = (

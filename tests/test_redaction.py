@@ -150,14 +150,16 @@ def test_no_form_reaches_the_hook(hook_outputs, form_id, output):
         assert fields["VDIAG_CATEGORY"] == CATEGORY and "40960" in fields["VDIAG_COMMAND"]
 
 
-# ---------------------------------------------------------------- vdiag verify (fake vLLM), launch forms only
+# ---------------------------------------------------------------- vdiag verify (fake vLLM): launch forms only
 
-VERIFY_FORMS = ["api-key-double-quoted", "api-key-single-quoted", "api-key-equals-quoted", "hf-token-flag",
-                "env-token-spaced-quoted", "aws-secret-quoted", "value-after-comma"]
+# The launch forms verify runs; the fake vLLM echoes an --api-key as vLLM 0.9-0.11 do ('api_key': ['KEY']) and as
+# older releases did (Namespace(api_key=['KEY'])), into the kept logs and the live status line.
+VERIFY_FORMS = ["api-key-bare", "api-key-double-quoted", "api-key-single-quoted", "api-key-equals", "api-key-equals-quoted",
+                "api-key-underscore", "value-after-comma", "hf-token-flag", "env-token-spaced-quoted", "aws-secret-quoted"]
 
 
 @pytest.mark.parametrize("form_id", VERIFY_FORMS)
-def test_no_form_reaches_the_verify_output(tmp_path, form_id, monkeypatch):
+def test_no_form_reaches_the_verify_output_or_its_kept_logs(tmp_path, form_id, monkeypatch):
     from .test_verify import FAKE_VLLM, MAX_LEN_LOG, free_port
 
     monkeypatch.setenv("PYTHONPATH", str(FAKE_VLLM))  # the operator's vLLM is the fake: the launch's PYTHONPATH is dropped
@@ -168,10 +170,44 @@ def test_no_form_reaches_the_verify_output(tmp_path, form_id, monkeypatch):
     log = tmp_path / "crash.log"
     log.write_text(MAX_LEN_LOG)
     for fmt in ("json", "text"):
-        result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", os.sys.executable,
+        result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", os.sys.executable, "--keep-logs",
                                            "--format", fmt, "--launch", launch, str(log)], catch_exceptions=False)
         assert result.exit_code in (0, 5) and "attempt" in result.output, result.output  # 5: the fake vLLM refused a flag
         assert_no_secret(form_id, result.output, f"vdiag verify --format {fmt}")
+        if fmt == "json":
+            kept = [Path(a["log"]) for a in json.loads(result.stdout)["attempts"] if a.get("log")]
+            assert kept, "verify kept the attempts' logs"
+            text = "".join(path.read_text() for path in kept)
+            assert_no_secret(form_id, text, "verify's kept logs")
+            if "api-key" in fragment or "value-after" in form_id or "api_key" in fragment:
+                assert "'api_key': [REDACTED]" in text and "api_key=[REDACTED]" in text, "the echo reached the kept logs"
+
+
+def _echoes(form_id: str) -> list[str]:
+    """The lines vLLM prints about a launch carrying this form: its --api-key echoed, or the form itself as a line."""
+    _, where, fragment, _ = FORM_BY_ID[form_id]
+    key = next((a.value for a in parse_launch(f"vllm serve M {fragment}").args if a.spelled in ("--api-key", "--api_key")),
+               None) if where == "arg" and "\n" not in fragment else None
+    if key is not None:
+        return [f"(APIServer pid=7) INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {{'model': 'M', 'api_key': [{key!r}]}}",
+                f"INFO 11-29 09:36:11 [api_server.py:1] args: Namespace(model='M', api_key=[{key!r}], port=8000)"]
+    return [f"(APIServer pid=7) ERROR 11-29 09:36:11 [engine.py:7] {line}" for line in fragment.split("\n")]
+
+
+@pytest.mark.parametrize("form_id", FORM_IDS)
+def test_no_form_reaches_the_verify_status_line(form_id):
+    """The live line shows the child's last line, one at a time (a wrapped secret's pieces come one per line)."""
+    from diagnose.verify.progress import AttemptStatus
+
+    secrets = FORM_BY_ID[form_id][3]
+    for line in _echoes(form_id):
+        status = AttemptStatus(1, clock=lambda: 0.0)
+        status.feed(line)
+        shown = status.text(4000)
+        assert shown.startswith("attempt 1 · 0:00 · ")
+        assert_no_secret(form_id, shown, "verify's status line")
+        held = [secret for secret in secrets if secret in line]
+        assert all(secret in status.last_line for secret in held), "the status line was given the secret, and masked it"
 
 
 # ---------------------------------------------------------------- the launch: masked when rendered, real underneath
@@ -217,6 +253,18 @@ def test_the_rest_of_a_wrapped_secret_on_the_next_evidence_line_is_masked():
              {"line": 9, "text": "Ab12 not after a secret"}]
     assert [item["text"] for item in redact_tree(lines)] == [
         f"RuntimeError: --api-key {MASK}", f"{MASK} (retrying)", "Ab12 not after a secret"]
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("non-default args: {'model': 'm', 'api_key': ['k1']}", "non-default args: {'model': 'm', 'api_key': [REDACTED]}"),
+    ("Namespace(api_key=['k1', 'k2'], port=8000)", "Namespace(api_key=[REDACTED], port=8000)"),
+    ('{"api_key": ["k1"], "port": 8000}', '{"api_key": [REDACTED], "port": 8000}'),
+    ("Namespace(api_key=None, port=8000)", "Namespace(api_key=None, port=8000)"),
+    ("{'api_key': [], 'hf_token': ['<your-token>']}", "{'api_key': [], 'hf_token': ['<your-token>']}"),
+])
+def test_vllm_s_list_form_is_masked_whole_list_and_all(text, shown):
+    """vLLM 0.9-0.11 log `'api_key': ['KEY']`: the list is the value, not its opening bracket."""
+    assert redact(text) == shown
 
 
 def test_a_shell_quoted_flag_word_is_masked_up_to_its_quote():

@@ -1,10 +1,11 @@
-"""Secrets found by the name they are written under: `name=value`, `--flag value`, `"name": "value"`.
+"""Secrets found by the name they are written under: `name=value`, `--flag value`, `"name": "value"`, vLLM's
+`'api_key': ['KEY']`.
 
 Which names hold secrets is data (diagnose/data/secrets.yaml), read once into `secret_table()` with the shapes
 `redact` looks for; this module masks the values, `redact` calls it on texts `redact_screen` lets through.
 
->>> mask_keyed_values("non-default args: {'model': 'm', 'api_key': 'sk123', 'port': 8000}")
-"non-default args: {'model': 'm', 'api_key': '[REDACTED]', 'port': 8000}"
+>>> mask_keyed_values("non-default args: {'model': 'm', 'api_key': ['sk123', 'sk456'], 'port': 8000}")
+"non-default args: {'model': 'm', 'api_key': [REDACTED], 'port': 8000}"
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ _KEY_SEP = lazy(
 _VALUE = lazy(
     r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
     r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
-    r"|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
+    r"|\[(?P<list>[^\[\]\n]{0,1024})(?:\](?![^\s,;)}\]\"'])|(?=\n)|\Z)|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
 )
 _PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
 _TRAILING = ",;:.)]}"
@@ -140,6 +141,11 @@ def _secret_span(value: re.Match) -> tuple[int | None, int]:
         if value.group(group) is not None:
             inner = value.group(group)
             return (None, 0) if is_placeholder(inner) else (value.start(group), value.end(group))
+    if value.group("list") is not None:  # vLLM's own `'api_key': ['KEY']`: the whole list, brackets and all
+        start = value.start("list") - 1
+        items = [item.strip(" \t'\"") for item in value.group("list").split(",")]
+        shown = is_placeholder(value.string[start:value.end()]) or all(map(is_placeholder, items))
+        return (None, 0) if shown else (start, value.end())
     bare = value.group("bare")
     trimmed = bare.rstrip(_TRAILING)
     if is_placeholder(bare) or is_placeholder(trimmed) or (bare.startswith("-") and not value.group("scheme")):
