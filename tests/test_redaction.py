@@ -267,10 +267,29 @@ def test_vllm_s_list_form_is_masked_whole_list_and_all(text, shown):
     assert redact(text) == shown
 
 
+@pytest.mark.parametrize("text, shown", [
+    ("curl -u admin:pw1 http://h/", "curl -u admin:[REDACTED] http://h/"),
+    ("curl -u admin:$PASSWORD http://h/", "curl -u admin:$PASSWORD http://h/"),
+    ("docker login -u bot -p pw9 r.io && docker run -p 8000:8000 img", "docker login -u bot -p [REDACTED] r.io && docker run -p 8000:8000 img"),
+    ("https://a.blob.core.windows.net/c?sv=2022-11-02&sig=abc%2B&se=x", "https://a.blob.core.windows.net/c?sv=2022-11-02&sig=[REDACTED]&se=x"),
+    ("https://hooks.slack.com/services/T1/B2/xyzxyzxyz", "https://hooks.slack.com/services/[REDACTED]"),
+    ("localhost:5432:db:vllm:pw", "localhost:5432:db:vllm:[REDACTED]"),
+    ("Cookie: a=1; b=2 (sent)", "Cookie: [REDACTED] (sent)"),
+])
+def test_a_shape_masks_its_secret_and_keeps_what_is_around_it(text, shown):
+    assert redact(text) == shown
+
+
 def test_a_shell_quoted_flag_word_is_masked_up_to_its_quote():
     """How verify shows the command it ran (`--flag=value` words, quoted): the whole value, spaces and all."""
     assert redact("python -m vllm '--api-key=eq quoted 8812' --port 1") == "python -m vllm '--api-key=[REDACTED]' --port 1"
     assert redact("'--api-key=$KEY' '--max-model-len=512'") == "'--api-key=$KEY' '--max-model-len=512'"
+
+
+def test_the_first_piece_of_a_wrapped_hf_token_is_masked_with_its_rest():
+    lines = [{"line": 4, "text": "token hf_Ab3dE"}, {"line": 5, "text": "fGhIjKl rejected"}]
+    assert [item["text"] for item in redact_tree(lines)] == [f"token {MASK}", f"{MASK} rejected"]
+    assert redact("pip install hf_transfer") == "pip install hf_transfer"
 
 
 def test_placeholders_stay_readable():
@@ -285,6 +304,8 @@ def test_emails_are_masked_everywhere_unless_a_caller_opts_out():
 @pytest.mark.parametrize("hostile", [
     "a" * 65536, "a=" * 32768, "--api-key " + '"' * 65526, "api_key=\"" * 7281, "x@" * 32768, "a." * 32768 + "@",
     "https://:" + "/" * 65527, "Ab1" * 21845, "-----BEGIN RSA PRIVATE KEY-----" + "A" * 65505, "hf_" + "a1" * 32766,
+    "Cookie: " + "a=;" * 21842, "curl" + " -u" * 21844, ":1:" * 21845, "a:1:b:c:" * 8192,
+    "machine h login u password " * 2427, "wandb login" + " --a" * 16381, "api_key=" + "[" * 65528,
 ])
 def test_a_hostile_64k_line_stays_linear(hostile):
     """Bounded quantifiers: a 64 KB line costs about as much as 16 KB of the same text times four, not sixteen.

@@ -32,6 +32,14 @@ SHAPE_SAMPLES = [
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----",
     "-----END EC PRIVATE KEY-----",
+    "hf_Ab3dE\n", "sk_live_51AbCdEfGhIjKlMnOpQrStUv", "rk_test_51AbCdEfGhIjKlMnOpQrStUv", "whsec_AbCdEfGhIjKlMnOpQrStUvWxYz0123",
+    "GOCSPX-AbCdEfGhIjKlMnOpQrStUvWxYz12", "https://hooks.slack.com/services/T0A1B2C3D/B4E5F6G7H/aBcDeFgHiJkLmNoPqRsTuVwX",
+    "https://discord.com/api/webhooks/123456789012345678/AbCdEfGhIjKlMnOp",
+    "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sig=AbCd%2Bef%3D", "Cookie: a=1; csrftoken=Abc123",
+    "curl -u admin:CurlPassw0rd42 http://x/", "docker login -u bot -p DockerLoginPw3 registry",
+    "wandb login 9f8e7d6c5b4a39281706f5e4d3c2b1a098765432", 'wandb.login(key="9f8e7d6c5b4a39281706f5e4d3c2b1a098765432")',
+    "machine h login u password NetrcPw1", "\npassword NetrcLinePw2\n",
+    "db.internal:5432:metrics:vllm:PgPassFileVal1",
 ]
 ODD_TEXTS = [
     "Authorization: BEARER AbCdEfGh12345678", "authorization: bearer abcdefgh12345678", "x-auth-token: Tok3nVal",
@@ -78,7 +86,7 @@ def test_a_shape_the_screen_lets_through_starts_with_a_literal():
 
     table = secret_table()
     assert len(table.unscreened) * 4 < len(table.shapes)
-    for shape in table.unscreened:
+    for shape, _ in table.unscreened:
         assert _parser.parse(shape.pattern).data[0][0] is _constants.LITERAL, shape.pattern
 
 

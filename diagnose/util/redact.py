@@ -47,8 +47,8 @@ def redact(text: str, emails: bool = True, screen: bool = True) -> str:
         return text
     table = secret_table()
     found = not screen or table.shape_literals is None or table.shape_literals.search(text)
-    for shape in table.shapes if found else table.unscreened:  # the others need one of their literals to match
-        text = shape.sub(MASK, text)
+    for shape, masks_group in table.shapes if found else table.unscreened:  # the others need one of their literals
+        text = shape.sub(_mask_secret_group if masks_group else MASK, text)
     if not screen or "://" in text:
         text = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if is_placeholder(m.group(2)) else MASK), text)
     lower = text.lower()  # the names are ASCII, and no other letter matches `(?i)bearer`
@@ -64,6 +64,18 @@ def redact(text: str, emails: bool = True, screen: bool = True) -> str:
     if emails and (not screen or "@" in text):
         text = _EMAIL.sub(EMAIL_MASK, text)
     return text
+
+
+def _mask_secret_group(match: re.Match) -> str:
+    """A shape with `secret…` groups masks those only (`curl -u admin:[REDACTED]`), and none that is a placeholder."""
+    spans = sorted(match.span(name) for name, found in match.groupdict().items()
+                   if name.startswith("secret") and found is not None and not is_placeholder(found))
+    whole, base = match.group(0), match.start()
+    out, done = [], 0
+    for start, end in spans:
+        out += [whole[done:start - base], MASK]
+        done = end - base
+    return "".join(out) + whole[done:]
 
 
 def _mask_high_entropy(match: re.Match) -> str:

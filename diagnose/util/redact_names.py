@@ -42,8 +42,8 @@ class SecretTable:
     env_endings: frozenset[str]
     not_secret: frozenset[str]
     flags: frozenset[str]
-    shapes: tuple[LazyPattern, ...]
-    unscreened: tuple[LazyPattern, ...]  # those `shape_literals` does not screen: run on every text
+    shapes: tuple[tuple[LazyPattern, bool], ...]  # each shape, and whether it masks only its `secret…` groups
+    unscreened: tuple[tuple[LazyPattern, bool], ...]  # those `shape_literals` does not screen: run on every text
     shape_literals: LazyPattern | None  # finds what some screened shape's match holds; None: no shape is screened
     name_words: LazyPattern | None  # finds what a secret name holds, in lower case; None: names always looked for
 
@@ -54,7 +54,7 @@ def secret_table() -> SecretTable:
 
     data = load_yaml("secrets.yaml")
     flags = frozenset(_normal(f) for f in data["flags"])
-    shapes = tuple(lazy(p) for p in data["shapes"])
+    shapes = tuple((lazy(p), "(?P<secret" in p) for p in data["shapes"])
     literals = [required_literals(p) for p in data["shapes"]]
     found = [x for held in literals if held for x in held]
     return SecretTable(tuple(data["name_endings"]), frozenset(data["name_parts"]), frozenset(data["env_endings"]),
