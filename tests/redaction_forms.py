@@ -111,6 +111,9 @@ FORMS = [
      ["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", "GoogleClientSecretVal"]),
     ("gcp-private-key-id", "text", '{"type": "service_account", "private_key_id": "3f2e1d0c9b8a79685746352413021f0e1d2c3b4a"}',
      ["3f2e1d0c9b8a79685746352413021f0e1d2c3b4a"]),
+    ("k8s-env-hf-token", "text", "- name: HF_TOKEN\n  value: K8sPlainTokenVal", ["K8sPlainTokenVal"]),
+    ("k8s-env-quoted", "text", '- name: "WANDB_API_KEY"\n  value: "wandb-k8s-quoted-9f8e7d"', ["wandb-k8s-quoted-9f8e7d"]),
+    ("k8s-env-json", "text", '{"name": "OPENAI_API_KEY", "value": "EcsJsonEnvVal5"}', ["EcsJsonEnvVal5"]),
     ("vllm-list-api-key", "text", f"non-default args: {{'model': '{MODEL}', 'api_key': ['ListKey123Abc']}}", ["ListKey123Abc"]),
     ("vllm-list-two-keys", "text", "non-default args: {'api_key': ['FirstListKey1', 'SecondListKey2'], 'port': 8000}",
      ["FirstListKey1", "SecondListKey2"]),
@@ -139,7 +142,7 @@ NEAR_MISSES = [
     "docker run -p 8000:8000 --gpus all vllm/vllm-openai:latest", "curl -X POST http://localhost:8000/v1/completions",
     "curl -s http://localhost:8000/v1/models -H 'Content-Type: application/json'", "cookies are disabled",
     "INFO 05-01 10:00:01 [api_server.py:1] started at 12:30:45", "listening on [::1]:8000 and fe80::1ff:fe23:4567:890a",
-    "MASTER_ADDR=10.0.0.1:29500",
+    "MASTER_ADDR=10.0.0.1:29500", '- name: MAX_MODEL_LEN\n  value: "4096"', "  value: spawn", '  value: "1"',
     "Namespace(model='m', api_key=None, port=8000)", "non-default args: {'model': 'm', 'api_key': []}",
     "'allowed_origins': ['*'], 'token_ids': [1, 2]", "X-Amz-SignedHeaders=host&X-Amz-Expires=3600",
 ]

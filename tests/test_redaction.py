@@ -286,6 +286,13 @@ def test_a_shell_quoted_flag_word_is_masked_up_to_its_quote():
     assert redact("'--api-key=$KEY' '--max-model-len=512'") == "'--api-key=$KEY' '--max-model-len=512'"
 
 
+@pytest.mark.parametrize("name, masked", [("HF_TOKEN", True), ('"DB_PASSWORD"', True), ("PORT", False)])
+def test_a_value_line_is_masked_by_the_name_line_before_it(name, masked):
+    """A Kubernetes env entry as evidence lines: the value is a secret when the name on the line before is one."""
+    lines = [{"line": 7, "text": f"  - name: {name}"}, {"line": 8, "text": '    value: "two words"'}]
+    assert redact_tree(lines)[1]["text"] == ('    value: "[REDACTED]"' if masked else '    value: "two words"')
+
+
 def test_the_first_piece_of_a_wrapped_hf_token_is_masked_with_its_rest():
     lines = [{"line": 4, "text": "token hf_Ab3dE"}, {"line": 5, "text": "fGhIjKl rejected"}]
     assert [item["text"] for item in redact_tree(lines)] == [f"token {MASK}", f"{MASK} rejected"]
@@ -304,8 +311,8 @@ def test_emails_are_masked_everywhere_unless_a_caller_opts_out():
 @pytest.mark.parametrize("hostile", [
     "a" * 65536, "a=" * 32768, "--api-key " + '"' * 65526, "api_key=\"" * 7281, "x@" * 32768, "a." * 32768 + "@",
     "https://:" + "/" * 65527, "Ab1" * 21845, "-----BEGIN RSA PRIVATE KEY-----" + "A" * 65505, "hf_" + "a1" * 32766,
-    "Cookie: " + "a=;" * 21842, "curl" + " -u" * 21844, ":1:" * 21845, "a:1:b:c:" * 8192,
-    "machine h login u password " * 2427, "wandb login" + " --a" * 16381, "api_key=" + "[" * 65528,
+    "Cookie: " + "a=;" * 21842, "curl" + " -u" * 21844, ":1:" * 21845, "a:1:b:c:" * 8192, "- name: HF_TOKEN\n" * 3855,
+    "name: x, value: " * 4096, "machine h login u password " * 2427, "wandb login" + " --a" * 16381, "api_key=" + "[" * 65528,
 ])
 def test_a_hostile_64k_line_stays_linear(hostile):
     """Bounded quantifiers: a 64 KB line costs about as much as 16 KB of the same text times four, not sixteen.

@@ -38,7 +38,7 @@ SHAPE_SAMPLES = [
     "https://a.blob.core.windows.net/c/b?sv=2022-11-02&sig=AbCd%2Bef%3D", "Cookie: a=1; csrftoken=Abc123",
     "curl -u admin:CurlPassw0rd42 http://x/", "docker login -u bot -p DockerLoginPw3 registry",
     "wandb login 9f8e7d6c5b4a39281706f5e4d3c2b1a098765432", 'wandb.login(key="9f8e7d6c5b4a39281706f5e4d3c2b1a098765432")',
-    "machine h login u password NetrcPw1", "\npassword NetrcLinePw2\n",
+    "machine h login u password NetrcPw1", "\npassword NetrcLinePw2\n", "\n  value: K8sPlainTokenVal\n",
     "db.internal:5432:metrics:vllm:PgPassFileVal1",
 ]
 ODD_TEXTS = [

@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from .lazy_pattern import lazy
-from .redact_names import MASK, is_placeholder, is_secret_name, mask_keyed_values, secret_table
+from .redact_names import MASK, is_placeholder, is_secret_name, mask_keyed_values, mask_name_value_pairs, secret_table
 
 EMAIL_MASK = "[EMAIL]"
 
@@ -54,6 +54,8 @@ def redact(text: str, emails: bool = True, screen: bool = True) -> str:
     lower = text.lower()  # the names are ASCII, and no other letter matches `(?i)bearer`
     if not screen or table.name_words is None or table.name_words.search(lower):
         masked = mask_keyed_values(text)
+        if not screen or ("value" in lower and "name" in lower):
+            masked = mask_name_value_pairs(masked)
         if masked is not text:
             text, lower = masked, masked.lower()
     if not screen or "bearer" in lower:
@@ -127,11 +129,18 @@ def _is_line(item: Any) -> bool:
 
 
 def _mask_wrapped_lines(items: list[dict]) -> list[dict]:
-    """Evidence lines: a line right after one that ends in a masked secret may start with the secret's rest."""
+    """Evidence lines: a line right after one that ends in a masked secret may start with the secret's rest, and a
+    `value:` line right after a `name: HF_TOKEN` line holds that secret."""
     for before, after in zip(items, items[1:]):
-        follows = after["line"] == before["line"] + 1 and after.get("source") == before.get("source")
-        if follows and before["text"].rstrip(" \t\\").endswith(MASK):
+        if after["line"] != before["line"] + 1 or after.get("source") != before.get("source"):
+            continue
+        if before["text"].rstrip(" \t\\").endswith(MASK):
             after["text"] = _LINE_START.sub(_mask_wrapped_rest, after["text"], count=1)
+        if "value" in after["text"].lower() and "name" in before["text"].lower():
+            joined = before["text"] + "\n" + after["text"]
+            masked = mask_name_value_pairs(joined)
+            if masked is not joined and masked.startswith(before["text"] + "\n"):
+                after["text"] = masked[len(before["text"]) + 1:]
     return items
 
 

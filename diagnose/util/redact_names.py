@@ -1,11 +1,13 @@
 """Secrets found by the name they are written under: `name=value`, `--flag value`, `"name": "value"`, vLLM's
-`'api_key': ['KEY']`.
+`'api_key': ['KEY']`, and a Kubernetes `name: HF_TOKEN` with its `value:` on the next line.
 
 Which names hold secrets is data (diagnose/data/secrets.yaml), read once into `secret_table()` with the shapes
 `redact` looks for; this module masks the values, `redact` calls it on texts `redact_screen` lets through.
 
 >>> mask_keyed_values("non-default args: {'model': 'm', 'api_key': ['sk123', 'sk456'], 'port': 8000}")
 "non-default args: {'model': 'm', 'api_key': [REDACTED], 'port': 8000}"
+>>> mask_name_value_pairs('env:\\n- name: HF_TOKEN\\n  value: plain-token-1\\n- name: PORT\\n  value: "8000"')
+'env:\\n- name: HF_TOKEN\\n  value: [REDACTED]\\n- name: PORT\\n  value: "8000"'
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ _VALUE = lazy(
     r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
     r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
     r"|\[(?P<list>[^\[\]\n]{0,1024})(?:\](?![^\s,;)}\]\"'])|(?=\n)|\Z)|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
+)
+# `- name: HF_TOKEN` then `value: …` (a Kubernetes env entry), `{"name": "HF_TOKEN", "value": …}`, `name = "X"`.
+_NAME_VALUE = lazy(
+    r"(?<![\w\-])(?P<nq>[\"']?)name(?P=nq)[ \t]{0,3}[:=][ \t]{0,3}(?P<q>[\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,127})"
+    r"(?P=q)[ \t]{0,16},?[ \t]{0,16}(?:\n[ \t]{0,64})?(?P<vq>[\"']?)value(?P=vq)[ \t]{0,3}[:=][ \t]{0,3}"
 )
 _PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
 _TRAILING = ",;:.)]}"
@@ -120,6 +127,16 @@ def mask_keyed_values(text: str) -> str:
                 done = closer
             continue
         done = _mask_value_at(text, match.end(), done, out)
+    return "".join(out) + text[done:] if out else text
+
+
+def mask_name_value_pairs(text: str) -> str:
+    """A value whose name is given beside it, `name: HF_TOKEN` then `value: …` (also on the next line)."""
+    out: list[str] = []
+    done = 0
+    for match in _NAME_VALUE.finditer(text):
+        if match.start() >= done and is_secret_name(match.group("name")):
+            done = _mask_value_at(text, match.end(), done, out)
     return "".join(out) + text[done:] if out else text
 
 
