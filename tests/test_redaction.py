@@ -1,6 +1,6 @@
 """Secrets planted in logs and tickets never reach any output: every form × every output vdiag writes.
 
-The forms are the ones issue #15 showed leaking (tests/redaction_forms.py). Each is planted on the launch line
+The forms are the ones issues #15 and #25 showed leaking (tests/redaction_forms.py). Each is planted on the launch line
 and in error lines of a log that fails on the KV cache; the diagnosis must still work and ordinary text that
 only looks like a secret must come through unchanged.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -25,6 +26,8 @@ from .redaction_forms import FORM_IDS, FORMS, NEAR_MISSES, log_for
 from .test_hook import JOURNAL_REMOTE, JournalWriter
 
 FORM_BY_ID = {form[0]: form for form in FORMS}
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+WRAP = re.compile(r"\n[ \t]*")
 CATEGORY = "kv-cache-too-small-for-max-len"
 
 
@@ -37,6 +40,13 @@ def test_the_table_covers_at_least_forty_forms():
     assert len(FORMS) >= 40 and len(set(FORM_IDS)) == len(FORMS)
 
 
+def test_each_secret_is_planted_by_its_own_form_only():
+    """Triage writes every form into one file: a secret another form also plants would blame the wrong form."""
+    shared = [(form[0], secret, other[0]) for form in FORMS for secret in form[3] for other in FORMS
+              if other is not form and secret in other[2]]
+    assert not shared, shared
+
+
 # ---------------------------------------------------------------- vdiag diagnose: json, text, md
 
 @pytest.fixture(scope="module")
@@ -47,12 +57,20 @@ def logs(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("fmt", ["json", "text", "md"])
+@pytest.mark.parametrize("fmt", ["json", "text", "md", "terminal"])
 @pytest.mark.parametrize("form_id", FORM_IDS)
 def test_no_form_reaches_a_diagnose_output(logs, form_id, fmt):
-    result = CliRunner().invoke(main, ["--format", fmt, "--no-gpu", str(logs / f"{form_id}.log")])
+    """`terminal`: the text report as rich prints it on a terminal (colour, wrapped to 80 columns)."""
+    args = ["--format", fmt, "--no-gpu"] if fmt != "terminal" else ["--no-gpu"]
+    env = {"FORCE_COLOR": "1", "COLUMNS": "80"} if fmt == "terminal" else {}
+    result = CliRunner().invoke(main, [*args, str(logs / f"{form_id}.log")], env=env)
     assert result.exit_code == 1, result.output
     assert_no_secret(form_id, result.output, f"vdiag --format {fmt}")
+    if fmt == "terminal":
+        assert "\x1b[" in result.output, "printed as on a terminal"
+        plain = ANSI.sub("", result.output)
+        for unwrapped in (plain, WRAP.sub(" ", plain), WRAP.sub("", plain)):  # a secret split by the wrap is still one
+            assert_no_secret(form_id, unwrapped, "vdiag on a terminal")
     assert "40960" in result.output, "the diagnosis still computes the fix"
     if fmt == "json":
         assert "request failed" in result.stdout, "the planted error line is shown (masked), not dropped"
@@ -134,14 +152,17 @@ def hook_outputs(logs, tmp_path_factory) -> dict[str, dict[str, str]]:
     for form_id, invocation in invocations.items():
         state = folder / f"state-{form_id}"
         env = {"SERVICE_RESULT": "exit-code", "EXIT_CODE": "exited", "EXIT_STATUS": "1", "INVOCATION_ID": invocation}
-        result = run_hook(HookSettings("vllm.service", None, (str(journal),), None, str(state), use_gpu=False), env)
+        fleet = folder / f"fleet-{form_id}.jsonl"
+        result = run_hook(HookSettings("vllm.service", None, (str(journal),), None, str(state), use_gpu=False,
+                                       jsonl=str(fleet)), env)
         [report] = sorted(state.glob("*.json"))
         outputs[form_id] = {"journal": json.dumps(result.fields, ensure_ascii=False), "json": report.read_text(),
-                            "md": report.with_suffix(".md").read_text()}
+                            "md": report.with_suffix(".md").read_text(), "jsonl": fleet.read_text(),
+                            "line": result.message}
     return outputs
 
 
-@pytest.mark.parametrize("output", ["journal", "json", "md"])
+@pytest.mark.parametrize("output", ["journal", "line", "json", "md", "jsonl"])
 @pytest.mark.parametrize("form_id", FORM_IDS)
 def test_no_form_reaches_the_hook(hook_outputs, form_id, output):
     assert_no_secret(form_id, hook_outputs[form_id][output], f"the hook's {output}")
