@@ -142,7 +142,8 @@ NEAR_MISSES = [
     "docker run -p 8000:8000 --gpus all vllm/vllm-openai:latest", "curl -X POST http://localhost:8000/v1/completions",
     "curl -s http://localhost:8000/v1/models -H 'Content-Type: application/json'", "cookies are disabled",
     "INFO 05-01 10:00:01 [api_server.py:1] started at 12:30:45", "listening on [::1]:8000 and fe80::1ff:fe23:4567:890a",
-    "MASTER_ADDR=10.0.0.1:29500", '- name: MAX_MODEL_LEN\n  value: "4096"', "  value: spawn", '  value: "1"',
+    "MASTER_ADDR=10.0.0.1:29500", 'launch: "HF_TOKEN=$HF_TOKEN VLLM_USE_V1=0 vllm serve m --dtype half"',
+    '--env \\"HUGGING_FACE_HUB_TOKEN=<secret>\\" -p 8000', '- name: MAX_MODEL_LEN\n  value: "4096"', "  value: spawn", '  value: "1"',
     "Namespace(model='m', api_key=None, port=8000)", "non-default args: {'model': 'm', 'api_key': []}",
     "'allowed_origins': ['*'], 'token_ids': [1, 2]", "X-Amz-SignedHeaders=host&X-Amz-Expires=3600",
 ]

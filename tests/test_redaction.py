@@ -305,6 +305,7 @@ def test_a_shell_quoted_flag_word_is_masked_up_to_its_quote():
     """How verify shows the command it ran (`--flag=value` words, quoted): the whole value, spaces and all."""
     assert redact("python -m vllm '--api-key=eq quoted 8812' --port 1") == "python -m vllm '--api-key=[REDACTED]' --port 1"
     assert redact("'--api-key=$KEY' '--max-model-len=512'") == "'--api-key=$KEY' '--max-model-len=512'"
+    assert redact("docker run -e 'HF_TOKEN=a b' img") == "docker run -e 'HF_TOKEN=[REDACTED]' img"
 
 
 @pytest.mark.parametrize("name, masked", [("HF_TOKEN", True), ('"DB_PASSWORD"', True), ("PORT", False)])

@@ -35,6 +35,8 @@ _NAME_VALUE = lazy(
     r"(?<![\w\-])(?P<nq>[\"']?)name(?P=nq)[ \t]{0,3}[:=][ \t]{0,3}(?P<q>[\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,127})"
     r"(?P=q)[ \t]{0,16},?[ \t]{0,16}(?:\n[ \t]{0,64})?(?P<vq>[\"']?)value(?P=vq)[ \t]{0,3}[:=][ \t]{0,3}"
 )
+# Inside a quoted word, what says it is more than one value: a line break, a flag, another NAME= assignment.
+_MORE_IN_WORD = lazy(r"\n|\s(?:-|[A-Za-z_][A-Za-z0-9_]*=)")
 _PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
 _TRAILING = ",;:.)]}"
 _ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
@@ -119,12 +121,11 @@ def mask_keyed_values(text: str) -> str:
         is_flag = key.startswith("-")
         if not (is_flag or sep.strip()) or not is_secret_name(key):
             continue
-        opener = text[match.start() - 1:match.start()]
-        closer = text.find(opener, match.end()) if opener in ("'", '"') and "=" in sep and not match.group("close") else -1
-        if closer != -1 and "\n" not in text[match.end():closer]:  # a shell word '--api-key=a b': up to its quote
-            if not is_placeholder(text[match.end():closer]):
+        word = _quoted_word_value(text, match)
+        if word is not None:  # a shell word '--api-key=a b': the value runs up to its closing quote
+            if not is_placeholder(text[match.end():word]):
                 out += [text[done:match.end()], MASK]
-                done = closer
+                done = word
             continue
         done = _mask_value_at(text, match.end(), done, out)
     return "".join(out) + text[done:] if out else text
@@ -138,6 +139,19 @@ def mask_name_value_pairs(text: str) -> str:
         if match.start() >= done and is_secret_name(match.group("name")):
             done = _mask_value_at(text, match.end(), done, out)
     return "".join(out) + text[done:] if out else text
+
+
+def _quoted_word_value(text: str, key: re.Match) -> int | None:
+    """Where the value of a quoted `'NAME=value'` word ends (its closing quote), as shlex quotes `--api-key=a b`;
+    None when the name is not the start of such a word, or the quotes hold more (`"HF_TOKEN=x vllm serve --y"`)."""
+    start = key.start()
+    opener = text[start - 1:start]
+    if opener not in ("'", '"') or text[start - 2:start - 1] == "\\" or "=" not in key.group("sep") or key.group("close"):
+        return None
+    closer = text.find(opener, key.end())
+    if closer == -1 or _MORE_IN_WORD.search(text, key.end(), closer):
+        return None
+    return closer
 
 
 def _mask_value_at(text: str, at: int, done: int, out: list[str]) -> int:
