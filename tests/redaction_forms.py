@@ -1,4 +1,4 @@
-"""The secret forms an attacker planted in logs and tickets (issue #15), and a realistic log that carries one.
+"""The secret forms attackers planted in logs and tickets (issues #15 and #25), and a realistic log that carries one.
 
 Each form is (id, where, fragment, secrets): `where` says how the fragment joins the launch line ("env" before
 `vllm serve`, "arg" after it, "launch" replaces it, "text" only in error lines), and `secrets` are the values
@@ -10,6 +10,10 @@ from __future__ import annotations
 PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
        "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----")
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
+AZURE_KEY = "Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6QUJDREVGR0g0NTY3ODkwYWJjZA=="
+AMZ_SIG = "5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"
+AMZ_TOKEN = "IQoJb3JpZ2luX2VjEHoaCXVzLWVhc3QtMSJHMEUCIQDc2NzE4ZTQ4"
+WANDB_HEX = "9f8e7d6c5b4a39281706f5e4d3c2b1a098765432"
 
 FORMS = [
     ("hf-token-env", "env", "HF_TOKEN=hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654", ["hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654"]),
@@ -68,6 +72,54 @@ FORMS = [
     ("env-token-spaced-quoted", "env", 'MY_SERVICE_TOKEN="tok with space 12"', ["tok with space 12", "with space"]),
     ("non-default-args-dict", "text", f"non-default args: {{'model': '{MODEL}', 'api_key': 'NonDefaultArgKey1'}}",
      ["NonDefaultArgKey1"]),
+    # issue #25: the forms the second campaign showed leaking (../shared/reviews/attack.md, section 5)
+    ("azure-account-key", "text", f"DefaultEndpointsProtocol=https;AccountName=vllmstore;AccountKey={AZURE_KEY};"
+     "EndpointSuffix=core.windows.net", [AZURE_KEY, AZURE_KEY[:24]]),
+    ("azure-sas-sig", "text", "https://vllmstore.blob.core.windows.net/models/w.safetensors?sv=2022-11-02&ss=b&sp=rl"
+     "&se=2026-12-31T00%3A00%3A00Z&sig=AbCdEf%2BgHiJkLmNo%2FpQrStUv1234567890wxyz%3D", ["AbCdEf%2BgHiJkLmNo", "pQrStUv12345"]),
+    ("s3-presigned-url", "text", "https://models.s3.amazonaws.com/w.bin?X-Amz-Algorithm=AWS4-HMAC-SHA256"
+     "&X-Amz-Credential=AKIAZQ3DRSLKXN7PRZ4E%2F20261201%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20261201T000000Z"
+     f"&X-Amz-Expires=3600&X-Amz-Security-Token={AMZ_TOKEN}&X-Amz-SignedHeaders=host&X-Amz-Signature={AMZ_SIG}",
+     [AMZ_SIG, AMZ_SIG[:16], "AKIAZQ3DRSLKXN7PRZ4E", AMZ_TOKEN, AMZ_TOKEN[:16]]),
+    ("s3-signature-header", "text", f"x-amz-security-token: {AMZ_TOKEN[::-1]}, x-amz-signature: {AMZ_SIG[::-1]}",
+     [AMZ_TOKEN[::-1], AMZ_SIG[::-1]]),
+    ("curl-u", "text", "curl -u admin:CurlPassw0rd42 http://localhost:8000/v1/models", ["CurlPassw0rd42"]),
+    ("curl-user-long", "text", "curl -s --user ops:CurlUserPw9 https://vllm.internal/health", ["CurlUserPw9"]),
+    ("curl-user-quoted", "text", 'curl -s -u "ops:Curl Spaced Pass 5" https://vllm.internal/health', ["Curl Spaced Pass 5", "Spaced Pass"]),
+    ("cookie-second-value", "text", "Cookie: sessionid=FirstCookieVal1; csrftoken=CsrfTok3nValue99",
+     ["FirstCookieVal1", "CsrfTok3nValue99"]),
+    ("set-cookie", "text", "Set-Cookie: session=SetCookieVal77; Path=/; HttpOnly, Set-Cookie: csrftoken=SetCsrfVal78; Path=/",
+     ["SetCookieVal77", "SetCsrfVal78"]),
+    ("wandb-login", "text", f"wandb login {WANDB_HEX}", [WANDB_HEX]),
+    ("wandb-login-relogin", "text", f"wandb login --relogin {WANDB_HEX[::-1]}", [WANDB_HEX[::-1]]),
+    ("wandb-login-python", "text", f'wandb.login(key="{WANDB_HEX[5:] + WANDB_HEX[:5]}")', [WANDB_HEX[5:] + WANDB_HEX[:5]]),
+    ("netrc-one-line", "text", "machine huggingface.co login vllm password NetrcPassw0rd1", ["NetrcPassw0rd1"]),
+    ("netrc-lines", "text", "machine huggingface.co\n  login vllm\n  password NetrcLinePw2", ["NetrcLinePw2"]),
+    ("pgpass-line", "text", "db.internal:5432:metrics:vllm:PgPassFileVal1", ["PgPassFileVal1"]),
+    ("pgpass-wildcards", "text", "*:*:*:postgres:PgWild\\:Pass2", ["PgWild", "Pass2"]),
+    ("docker-login-p", "text", "docker login -u bot -p DockerLoginPw3 registry.example.com", ["DockerLoginPw3"]),
+    ("docker-login-password", "text", "docker login --username bot --password=DockerLoginPw4 nvcr.io", ["DockerLoginPw4"]),
+    ("slack-webhook", "text", "alerts to https://hooks.slack.com/services/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",
+     ["SlackHookTokenXyZ0123456", "B4E5F6G7H"]),
+    ("discord-webhook", "text", "https://discord.com/api/webhooks/123456789012345678/DiscordHookTok-Qr5tUvWxYz_0123456789",
+     ["DiscordHookTok", "Qr5tUvWxYz_0123456789"]),
+    ("stripe-sk-live", "env", "STRIPE=sk_live_51StripeLiveKeyQ7w8e9r0", ["sk_live_51StripeLiveKeyQ7w8e9r0", "StripeLiveKeyQ7w8"]),
+    ("stripe-rk-live", "text", "restricted key rk_live_51StripeRestrictedZ1x2 rejected",
+     ["rk_live_51StripeRestrictedZ1x2", "StripeRestrictedZ1"]),
+    ("stripe-sk-test", "text", "charging with sk_test_4eC39HqLyjWDarjtT1zdp7dc", ["sk_test_4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyj"]),
+    ("google-client-secret", "text", "oauth client 1234.apps.googleusercontent.com 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",
+     ["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", "GoogleClientSecretVal"]),
+    ("gcp-private-key-id", "text", '{"type": "service_account", "private_key_id": "3f2e1d0c9b8a79685746352413021f0e1d2c3b4a"}',
+     ["3f2e1d0c9b8a79685746352413021f0e1d2c3b4a"]),
+    ("k8s-env-hf-token", "text", "- name: HF_TOKEN\n  value: K8sPlainTokenVal", ["K8sPlainTokenVal"]),
+    ("k8s-env-quoted", "text", '- name: "WANDB_API_KEY"\n  value: "wandb-k8s-quoted-9f8e7d"', ["wandb-k8s-quoted-9f8e7d"]),
+    ("k8s-env-json", "text", '{"name": "OPENAI_API_KEY", "value": "EcsJsonEnvVal5"}', ["EcsJsonEnvVal5"]),
+    ("vllm-list-api-key", "text", f"non-default args: {{'model': '{MODEL}', 'api_key': ['ListKey123Abc']}}", ["ListKey123Abc"]),
+    ("vllm-list-two-keys", "text", "non-default args: {'api_key': ['FirstListKey1', 'SecondListKey2'], 'port': 8000}",
+     ["FirstListKey1", "SecondListKey2"]),
+    ("vllm-namespace-api-key", "text", f"args: Namespace(model='{MODEL}', api_key=['NsListKey456'], port=8000)", ["NsListKey456"]),
+    ("hf-token-short-piece-wrap", "text", "token hf_Ab3dE\nfGhIjKlMnOpQrStUvWxYz0123456 rejected",
+     ["hf_Ab3dE", "Ab3dE", "fGhIjKlMnOpQrStUvWxYz0123456"]),
 ]
 FORM_IDS = [form[0] for form in FORMS]
 
@@ -79,6 +131,21 @@ NEAR_MISSES = [
     "Qwen2ForCausalLM", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8", "/usr/lib/python3/dist-packages/torch/cuda/Module1A2b3C",
     "CUDA_VISIBLE_DEVICES=0,1", "0x7F3A9B2C4D5E6F70", "http://localhost:8000/v1/models", "--api-key <your-key>",
     "HF_TOKEN=$HF_TOKEN", "Halve KV bytes per token: --kv-cache-dtype fp8",
+    # near the issue #25 forms: hashes, versions, UUIDs, words and ports that only resemble them
+    "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08  model-00001-of-00004.safetensors",
+    "vLLM API server version 0.6.3.post2.dev123+g1234abcd", "version 0.11.1rc2.dev45+gdeadbeef.cu128",
+    "commit 1234abcd5678ef901234abcd5678ef9012345678", "Using GPU-5a1b2c3d-4e5f-6789-abcd-ef0123456789 (NVIDIA H100 80GB HBM3)",
+    "--kv-cache-dtype fp8_e4m3", "kv_cache_dtype='auto'", "worker exited on sig 15", "terminated (sig=SIGTERM)",
+    "signature: (self, x)", "pip install hf_transfer", "HF_HUB_ENABLE_HF_TRANSFER=1", "from huggingface_hub import hf_hub_download",
+    'password authentication failed for user "vllm"', "Please log in with `huggingface-cli login`",
+    "wandb: Currently logged in as: team (use `wandb login --relogin` to force relogin)", "docker login registry.example.com",
+    "docker run -p 8000:8000 --gpus all vllm/vllm-openai:latest", "curl -X POST http://localhost:8000/v1/completions",
+    "curl -s http://localhost:8000/v1/models -H 'Content-Type: application/json'", "cookies are disabled",
+    "INFO 05-01 10:00:01 [api_server.py:1] started at 12:30:45", "listening on [::1]:8000 and fe80::1ff:fe23:4567:890a",
+    "MASTER_ADDR=10.0.0.1:29500", 'launch: "HF_TOKEN=$HF_TOKEN VLLM_USE_V1=0 vllm serve m --dtype half"',
+    '--env \\"HUGGING_FACE_HUB_TOKEN=<secret>\\" -p 8000', '- name: MAX_MODEL_LEN\n  value: "4096"', "  value: spawn", '  value: "1"',
+    "Namespace(model='m', api_key=None, port=8000)", "non-default args: {'model': 'm', 'api_key': []}",
+    "'allowed_origins': ['*'], 'token_ids': [1, 2]", "X-Amz-SignedHeaders=host&X-Amz-Expires=3600",
 ]
 ERROR_TAIL = "(max_tokens=16, token_ids=[1, 2], tokenizer=meta-llama/Llama-3.1-8B-Instruct, # GPU blocks: 2730)"
 KV_ERROR = (

@@ -22,94 +22,20 @@ strings (its keys, above all) are redacted once per tree.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import replace
 from typing import Any
 
-from .lazy_pattern import LazyPattern, lazy
-from .redact_screen import name_words, shape_starts
+from .lazy_pattern import lazy
+from .redact_names import MASK, is_placeholder, is_secret_name, mask_keyed_values, mask_name_value_pairs, secret_table
 
-MASK = "[REDACTED]"
 EMAIL_MASK = "[EMAIL]"
 
-_KEY_SEP = lazy(
-    r"(?<![\w.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P<close>\\?[\"']?)"
-    r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
-)
-_VALUE = lazy(
-    r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
-    r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
-    r"|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
-)
 _URL_USERINFO = lazy(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,20}://[^\s/@:]{0,128}:)([^\s@]{1,256})(?=@)")
 _BEARER = lazy(r"(?i)(?<![\w\-])(bearer[ \t]{1,3})([A-Za-z0-9_\-.=+/~]{12,4096})")
 _HIGH_ENTROPY = lazy(r"(?<![\w\-./+=@%])[A-Za-z0-9+/]{16,4096}={0,2}(?![\w\-./+=@%])")
 _EMAIL = lazy(r"(?<![\w.%+\-])[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\w\-])")
 _WRAPPED = lazy(r"(\[REDACTED\]\\?[ \t]{0,2}\n)([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
 _LINE_START = lazy(r"^()([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
-_PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
-_TRAILING = ",;:.)]}"
-_ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
-
-
-@dataclass(frozen=True)
-class _Table:
-    endings: tuple[str, ...]
-    parts: frozenset[str]
-    env_endings: frozenset[str]
-    not_secret: frozenset[str]
-    flags: frozenset[str]
-    shapes: tuple[LazyPattern, ...]
-    shape_starts: LazyPattern | None  # finds what some shape's match starts with; None: the shapes always run
-    name_words: LazyPattern | None  # finds what a secret name holds, in lower case; None: names always looked for
-
-
-@lru_cache(maxsize=1)
-def _table() -> _Table:
-    from .datafiles import load_yaml
-
-    data = load_yaml("secrets.yaml")
-    flags = frozenset(_normal(f) for f in data["flags"])
-    return _Table(tuple(data["name_endings"]), frozenset(data["name_parts"]), frozenset(data["env_endings"]),
-                  frozenset(data["not_secret"]), flags, tuple(lazy(p) for p in data["shapes"]),
-                  shape_starts(data["shapes"]), name_words((*data["name_endings"], *flags), data["name_parts"],
-                                                           data["env_endings"]))
-
-
-def _normal(name: str) -> str:
-    """`--api-key`, `apiKey`, `X-Api-Key`, `API_KEY` → `api_key`-like: what the secret tables are written in."""
-    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.lstrip("-"))
-    return re.sub(r"[-.]", "_", name).lower()
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a value under this name (flag, env variable, JSON key, header) is a secret.
-
-    >>> [is_secret_name(n) for n in ("--hf-token", "AWS_SECRET_ACCESS_KEY", "apiKey", "x-api-key", "NGC_API_KEY")]
-    [True, True, True, True, True]
-    >>> [is_secret_name(n) for n in ("max_tokens", "token_ids", "tokenizer", "TOKENIZERS_PARALLELISM", "pad_token", "cache_key")]
-    [False, False, False, False, False, False]
-    """
-    return _is_secret_name(name)
-
-
-@lru_cache(maxsize=4096)  # a report asks about the same few names thousands of times
-def _is_secret_name(name: str) -> bool:
-    table = _table()
-    bare = name.split(":", 1)[1] if name.startswith(("env:", "docker:")) else name
-    normal = _normal(bare)
-    if not normal or normal in table.not_secret:
-        return False
-    if normal in table.flags or any(normal == e or normal.endswith("_" + e) for e in table.endings):
-        return True
-    parts = normal.split("_")
-    if table.parts.intersection(parts):
-        return True
-    return bool(_ENV_NAME.fullmatch(bare.lstrip("-"))) and parts[-1].upper() in table.env_endings
-
-
-def _placeholder(value: str) -> bool:
-    return bool(_PLACEHOLDER.match(value.strip()))
 
 
 def redact(text: str, emails: bool = True, screen: bool = True) -> str:
@@ -119,15 +45,17 @@ def redact(text: str, emails: bool = True, screen: bool = True) -> str:
     secret name holds for `name=value`); `screen=False` runs every pattern on every text, the slow reference."""
     if not text or not isinstance(text, str):
         return text
-    table = _table()
-    if not screen or table.shape_starts is None or table.shape_starts.search(text):  # no shape changes text otherwise
-        for shape in table.shapes:
-            text = shape.sub(MASK, text)
+    table = secret_table()
+    found = not screen or table.shape_literals is None or table.shape_literals.search(text)
+    for shape, masks_group in table.shapes if found else table.unscreened:  # the others need one of their literals
+        text = shape.sub(_mask_secret_group if masks_group else MASK, text)
     if not screen or "://" in text:
-        text = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if _placeholder(m.group(2)) else MASK), text)
+        text = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if is_placeholder(m.group(2)) else MASK), text)
     lower = text.lower()  # the names are ASCII, and no other letter matches `(?i)bearer`
     if not screen or table.name_words is None or table.name_words.search(lower):
-        masked = _mask_keyed_values(text)
+        masked = mask_keyed_values(text)
+        if not screen or ("value" in lower and "name" in lower):
+            masked = mask_name_value_pairs(masked)
         if masked is not text:
             text, lower = masked, masked.lower()
     if not screen or "bearer" in lower:
@@ -140,40 +68,16 @@ def redact(text: str, emails: bool = True, screen: bool = True) -> str:
     return text
 
 
-def _mask_keyed_values(text: str) -> str:
-    """`name=value`, `name: value`, `"name": "value"`, `--flag value`: the value masked when the name is a secret's."""
-    out: list[str] = []
-    done = 0
-    for match in _KEY_SEP.finditer(text):
-        if match.start() < done:
-            continue
-        key, sep = match.group("key"), match.group("sep")
-        is_flag = key.startswith("-")
-        if not (is_flag or sep.strip()) or not is_secret_name(key):
-            continue
-        value = _VALUE.match(text, match.end())
-        if value is None:
-            continue
-        start, end = _secret_span(value)
-        if start is None:
-            continue
-        out += [text[done:start], MASK]
-        done = end
-    return "".join(out) + text[done:] if out else text
-
-
-def _secret_span(value: re.Match) -> tuple[int | None, int]:
-    """Where the secret lies in a value; None for a placeholder, or for the next option (`--api-key --port 1`)."""
-    for group in ("escaped", "double", "single"):
-        if value.group(group) is not None:
-            inner = value.group(group)
-            return (None, 0) if _placeholder(inner) else (value.start(group), value.end(group))
-    bare = value.group("bare")
-    trimmed = bare.rstrip(_TRAILING)
-    if _placeholder(bare) or _placeholder(trimmed) or (bare.startswith("-") and not value.group("scheme")):
-        return None, 0
-    start = value.start("bare")
-    return start, start + len(trimmed)
+def _mask_secret_group(match: re.Match) -> str:
+    """A shape with `secret…` groups masks those only (`curl -u admin:[REDACTED]`), and none that is a placeholder."""
+    spans = sorted(match.span(name) for name, found in match.groupdict().items()
+                   if name.startswith("secret") and found is not None and not is_placeholder(found))
+    whole, base = match.group(0), match.start()
+    out, done = [], 0
+    for start, end in spans:
+        out += [whole[done:start - base], MASK]
+        done = end - base
+    return "".join(out) + whole[done:]
 
 
 def _mask_high_entropy(match: re.Match) -> str:
@@ -206,7 +110,7 @@ def redact_tree(node: Any, emails: bool = True, key: str | None = None) -> Any:
 def _redact_node(node: Any, emails: bool, key: str | None, done: dict[str, str]) -> Any:
     """`redact_tree`, with `done` holding each string already redacted in this tree (keys repeat thousands of times)."""
     if isinstance(node, str):
-        if key is not None and is_secret_name(key) and not _placeholder(node):
+        if key is not None and is_secret_name(key) and not is_placeholder(node):
             return MASK
         if node not in done:
             done[node] = redact(node, emails)
@@ -225,11 +129,18 @@ def _is_line(item: Any) -> bool:
 
 
 def _mask_wrapped_lines(items: list[dict]) -> list[dict]:
-    """Evidence lines: a line right after one that ends in a masked secret may start with the secret's rest."""
+    """Evidence lines: a line right after one that ends in a masked secret may start with the secret's rest, and a
+    `value:` line right after a `name: HF_TOKEN` line holds that secret."""
     for before, after in zip(items, items[1:]):
-        follows = after["line"] == before["line"] + 1 and after.get("source") == before.get("source")
-        if follows and before["text"].rstrip(" \t\\").endswith(MASK):
+        if after["line"] != before["line"] + 1 or after.get("source") != before.get("source"):
+            continue
+        if before["text"].rstrip(" \t\\").endswith(MASK):
             after["text"] = _LINE_START.sub(_mask_wrapped_rest, after["text"], count=1)
+        if "value" in after["text"].lower() and "name" in before["text"].lower():
+            joined = before["text"] + "\n" + after["text"]
+            masked = mask_name_value_pairs(joined)
+            if masked is not joined and masked.startswith(before["text"] + "\n"):
+                after["text"] = masked[len(before["text"]) + 1:]
     return items
 
 
@@ -238,8 +149,8 @@ def masked_launch(launch: Any) -> Any:
 
     The real values stay in the launch itself: `vdiag verify` passes them to vLLM.
     """
-    env = [(k, MASK if is_secret_name(k) and not _placeholder(v) else v) for k, v in launch.env]
-    kwargs = {k: (MASK if isinstance(v, str) and is_secret_name(k) and not _placeholder(v) else v)
+    env = [(k, MASK if is_secret_name(k) and not is_placeholder(v) else v) for k, v in launch.env]
+    kwargs = {k: (MASK if isinstance(v, str) and is_secret_name(k) and not is_placeholder(v) else v)
               for k, v in launch.python_kwargs.items()}
     return replace(launch, env=env, args=_masked_args(launch.args), docker_opts=_masked_args(launch.docker_opts),
                    python_kwargs=kwargs)
@@ -250,14 +161,14 @@ def _masked_args(args: list) -> list:
     after_secret = False
     for arg in args:
         value = arg.value
-        if value is not None and is_secret_name(arg.spelled) and not _placeholder(value):
+        if value is not None and is_secret_name(arg.spelled) and not is_placeholder(value):
             arg = replace(arg, value=MASK, raw_value=MASK)
             after_secret = True
             out.append(arg)
             continue
         if value is not None and arg.spelled in ("-e", "--env") and "=" in value:
             name, _, env_value = value.partition("=")
-            if is_secret_name(name) and not _placeholder(env_value):
+            if is_secret_name(name) and not is_placeholder(env_value):
                 arg = replace(arg, value=f"{name}={MASK}", raw_value=f"{name}={MASK}")
         elif after_secret and value is None and not arg.spelled.startswith("-"):
             arg = replace(arg, spelled=MASK)  # the rest of a secret cut by a line wrap, parsed as a stray word

@@ -30,6 +30,9 @@ def parse(argv):
     i = 0
     while i < len(argv):
         word = argv[i]
+        if word.startswith("--"):
+            name, sep, rest = word.partition("=")
+            word = name.replace("_", "-") + sep + rest  # vLLM reads --api_key as --api-key
         if word.startswith("--") and "=" in word:
             key, value = word.split("=", 1)
             args[key] = value
@@ -80,8 +83,10 @@ def main():
     port = int(args.get("--port", "8000"))
     model = args.get("--model", "M")
     action = behaviour(args)
-    api_key = f", 'api_key': '{args['--api-key']}'" if "--api-key" in args else ""  # vLLM echoes it, as old releases did
+    api_key = f", 'api_key': ['{args['--api-key']}']" if "--api-key" in args else ""  # vLLM 0.9-0.11 echo it, a list
     say(f"INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {{'model': '{model}', 'port': {port}{api_key}}}")
+    if api_key:  # and older releases their whole Namespace
+        say(f"INFO 11-29 09:36:11 [api_server.py:1] args: Namespace(model='{model}', api_key=['{args['--api-key']}'])")
     max_len = int(args.get("--max-model-len", "0"))
     if max_len > POSITIONS and os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
         say("Traceback (most recent call last):")

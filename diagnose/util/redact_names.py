@@ -1,0 +1,185 @@
+"""Secrets found by the name they are written under: `name=value`, `--flag value`, `"name": "value"`, vLLM's
+`'api_key': ['KEY']`, and a Kubernetes `name: HF_TOKEN` with its `value:` on the next line.
+
+Which names hold secrets is data (diagnose/data/secrets.yaml), read once into `secret_table()` with the shapes
+`redact` looks for; this module masks the values, `redact` calls it on texts `redact_screen` lets through.
+
+>>> mask_keyed_values("non-default args: {'model': 'm', 'api_key': ['sk123', 'sk456'], 'port': 8000}")
+"non-default args: {'model': 'm', 'api_key': [REDACTED], 'port': 8000}"
+>>> mask_name_value_pairs('env:\\n- name: HF_TOKEN\\n  value: plain-token-1\\n- name: PORT\\n  value: "8000"')
+'env:\\n- name: HF_TOKEN\\n  value: [REDACTED]\\n- name: PORT\\n  value: "8000"'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from .lazy_pattern import LazyPattern, lazy
+from .redact_screen import literal_search, name_words, required_literals
+
+MASK = "[REDACTED]"
+
+_KEY_SEP = lazy(
+    r"(?<![\w.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P<close>\\?[\"']?)"
+    r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
+)
+_VALUE = lazy(
+    r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
+    r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
+    r"|\[(?P<list>[^\[\]\n]{0,1024})(?:\](?![^\s,;)}\]\"'])|(?=\n)|\Z)|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
+)
+# `- name: HF_TOKEN` then `value: …` (a Kubernetes env entry), `{"name": "HF_TOKEN", "value": …}`, `name = "X"`.
+_NAME_VALUE = lazy(
+    r"(?<![\w\-])(?P<nq>[\"']?)name(?P=nq)[ \t]{0,3}[:=][ \t]{0,3}(?P<q>[\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,127})"
+    r"(?P=q)[ \t]{0,16},?[ \t]{0,16}(?:\n[ \t]{0,64})?(?P<vq>[\"']?)value(?P=vq)[ \t]{0,3}[:=][ \t]{0,3}"
+)
+# Inside a quoted word, what says it is more than one value: a line break, a flag, another NAME= assignment.
+_MORE_IN_WORD = lazy(r"\n|\s(?:-|[A-Za-z_][A-Za-z0-9_]*=)")
+_PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
+_TRAILING = ",;:.)]}"
+_ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
+
+
+@dataclass(frozen=True)
+class SecretTable:
+    """diagnose/data/secrets.yaml, with the screens derived from it."""
+
+    endings: tuple[str, ...]
+    parts: frozenset[str]
+    env_endings: frozenset[str]
+    not_secret: frozenset[str]
+    flags: frozenset[str]
+    shapes: tuple[tuple[LazyPattern, bool], ...]  # each shape, and whether it masks only its `secret…` groups
+    unscreened: tuple[tuple[LazyPattern, bool], ...]  # those `shape_literals` does not screen: run on every text
+    shape_literals: LazyPattern | None  # finds what some screened shape's match holds; None: no shape is screened
+    name_words: LazyPattern | None  # finds what a secret name holds, in lower case; None: names always looked for
+
+
+@lru_cache(maxsize=1)
+def secret_table() -> SecretTable:
+    from .datafiles import load_yaml
+
+    data = load_yaml("secrets.yaml")
+    flags = frozenset(_normal(f) for f in data["flags"])
+    shapes = tuple((lazy(p), "(?P<secret" in p) for p in data["shapes"])
+    literals = [required_literals(p) for p in data["shapes"]]
+    found = [x for held in literals if held for x in held]
+    return SecretTable(tuple(data["name_endings"]), frozenset(data["name_parts"]), frozenset(data["env_endings"]),
+                       frozenset(data["not_secret"]), flags, shapes,
+                       tuple(shape for shape, held in zip(shapes, literals) if held is None),
+                       literal_search(found) if found else None,
+                       name_words((*data["name_endings"], *flags), data["name_parts"], data["env_endings"]))
+
+
+def _normal(name: str) -> str:
+    """`--api-key`, `apiKey`, `X-Api-Key`, `API_KEY` → `api_key`-like: what the secret tables are written in."""
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.lstrip("-"))
+    return re.sub(r"[-.]", "_", name).lower()
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a value under this name (flag, env variable, JSON key, header) is a secret.
+
+    >>> [is_secret_name(n) for n in ("--hf-token", "AWS_SECRET_ACCESS_KEY", "apiKey", "x-api-key", "NGC_API_KEY")]
+    [True, True, True, True, True]
+    >>> [is_secret_name(n) for n in ("max_tokens", "token_ids", "tokenizer", "TOKENIZERS_PARALLELISM", "pad_token", "cache_key")]
+    [False, False, False, False, False, False]
+    """
+    return _is_secret_name(name)
+
+
+@lru_cache(maxsize=4096)  # a report asks about the same few names thousands of times
+def _is_secret_name(name: str) -> bool:
+    table = secret_table()
+    bare = name.split(":", 1)[1] if name.startswith(("env:", "docker:")) else name
+    normal = _normal(bare)
+    if not normal or normal in table.not_secret:
+        return False
+    if normal in table.flags or any(normal == e or normal.endswith("_" + e) for e in table.endings):
+        return True
+    parts = normal.split("_")
+    if table.parts.intersection(parts):
+        return True
+    return bool(_ENV_NAME.fullmatch(bare.lstrip("-"))) and parts[-1].upper() in table.env_endings
+
+
+def is_placeholder(value: str) -> bool:
+    """`<your-token>`, `$HF_TOKEN`, `None`, `[REDACTED]`, `***`: text standing for a secret, shown as it is."""
+    return bool(_PLACEHOLDER.match(value.strip()))
+
+
+def mask_keyed_values(text: str) -> str:
+    """`name=value`, `name: value`, `"name": "value"`, `--flag value`: the value masked when the name is a secret's."""
+    out: list[str] = []
+    done = 0
+    for match in _KEY_SEP.finditer(text):
+        if match.start() < done:
+            continue
+        key, sep = match.group("key"), match.group("sep")
+        is_flag = key.startswith("-")
+        if not (is_flag or sep.strip()) or not is_secret_name(key):
+            continue
+        word = _quoted_word_value(text, match)
+        if word is not None:  # a shell word '--api-key=a b': the value runs up to its closing quote
+            if not is_placeholder(text[match.end():word]):
+                out += [text[done:match.end()], MASK]
+                done = word
+            continue
+        done = _mask_value_at(text, match.end(), done, out)
+    return "".join(out) + text[done:] if out else text
+
+
+def mask_name_value_pairs(text: str) -> str:
+    """A value whose name is given beside it, `name: HF_TOKEN` then `value: …` (also on the next line)."""
+    out: list[str] = []
+    done = 0
+    for match in _NAME_VALUE.finditer(text):
+        if match.start() >= done and is_secret_name(match.group("name")):
+            done = _mask_value_at(text, match.end(), done, out)
+    return "".join(out) + text[done:] if out else text
+
+
+def _quoted_word_value(text: str, key: re.Match) -> int | None:
+    """Where the value of a quoted `'NAME=value'` word ends (its closing quote), as shlex quotes `--api-key=a b`;
+    None when the name is not the start of such a word, or the quotes hold more (`"HF_TOKEN=x vllm serve --y"`)."""
+    start = key.start()
+    opener = text[start - 1:start]
+    if opener not in ("'", '"') or text[start - 2:start - 1] == "\\" or "=" not in key.group("sep") or key.group("close"):
+        return None
+    closer = text.find(opener, key.end())
+    if closer == -1 or _MORE_IN_WORD.search(text, key.end(), closer):
+        return None
+    return closer
+
+
+def _mask_value_at(text: str, at: int, done: int, out: list[str]) -> int:
+    """Mask the value that starts at `at` (adding to `out` what comes before it); the end of what is now done."""
+    value = _VALUE.match(text, at)
+    if value is None:
+        return done
+    start, end = _secret_span(value)
+    if start is None:
+        return done
+    out += [text[done:start], MASK]
+    return end
+
+
+def _secret_span(value: re.Match) -> tuple[int | None, int]:
+    """Where the secret lies in a value; None for a placeholder, or for the next option (`--api-key --port 1`)."""
+    for group in ("escaped", "double", "single"):
+        if value.group(group) is not None:
+            inner = value.group(group)
+            return (None, 0) if is_placeholder(inner) else (value.start(group), value.end(group))
+    if value.group("list") is not None:  # vLLM's own `'api_key': ['KEY']`: the whole list, brackets and all
+        start = value.start("list") - 1
+        items = [item.strip(" \t'\"") for item in value.group("list").split(",")]
+        shown = is_placeholder(value.string[start:value.end()]) or all(map(is_placeholder, items))
+        return (None, 0) if shown else (start, value.end())
+    bare = value.group("bare")
+    trimmed = bare.rstrip(_TRAILING)
+    if is_placeholder(bare) or is_placeholder(trimmed) or (bare.startswith("-") and not value.group("scheme")):
+        return None, 0
+    start = value.start("bare")
+    return start, start + len(trimmed)
