@@ -2,7 +2,12 @@
 runs of identical lines counted rather than fed line by line, and pasted-line unwrapping that holds back a bounded
 amount. No assertion here is timed: each counts what was read or fed, or reads the budget's note."""
 
+import gzip
+import json
+import os
 import random
+import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -13,8 +18,89 @@ from diagnose.ingest.source import TextSource
 from diagnose.report.build import build_report
 from diagnose.scan import scanner as scan_module
 from diagnose.scan.scanner import Scanner
+from diagnose.triage import batch
+from diagnose.triage.tickets import Ticket
 
+from .conftest import VDIAG
+
+HANG_GUARD_S = 120
 ERROR_LINE = b"RuntimeError: x\n"
+
+
+def _vdiag(*args, **env):
+    environment = {k: v for k, v in os.environ.items() if k != "VDIAG_DEBUG" and not k.startswith("VDIAG_MAX_")}
+    return subprocess.run([*VDIAG, *map(str, args)], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=HANG_GUARD_S, env={**environment, **env})
+
+
+def _error_bomb(path, lines: int):
+    with gzip.open(path, "wb", compresslevel=9) as handle:
+        handle.write(ERROR_LINE * lines)
+    return path
+
+
+def _report(done) -> dict:
+    assert done.returncode not in (70,) and "internal error" not in done.stderr, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_gz_of_error_lines_is_read_up_to_the_line_budget_and_says_so(tmp_path):
+    bomb = _error_bomb(tmp_path / "bomb.gz", 200_000)
+    report = _report(_vdiag("--no-gpu", "--format", "json", bomb, VDIAG_MAX_LINES="50000"))
+    assert report["facts"]["lines"] == 50_000
+    assert any("first 50,000 lines only" in note and "VDIAG_MAX_LINES" in note and "partial" in note
+               for note in report["notes"])
+    assert report["unexplained"][0]["text"] == "RuntimeError: x"  # a partial answer, not none
+    whole = _report(_vdiag("--no-gpu", "--format", "json", bomb, VDIAG_MAX_LINES="200000"))  # just within it
+    assert whole["facts"]["lines"] == 200_000 and whole["notes"] == []
+
+
+def test_the_bytes_a_gz_expands_to_are_bounded_by_the_budget(tmp_path):
+    bomb = _error_bomb(tmp_path / "bomb.gz", 200_000)
+    report = _report(_vdiag("--no-gpu", "--format", "json", bomb, VDIAG_MAX_BYTES="64K"))
+    assert 0 < report["facts"]["lines"] * len(ERROR_LINE) <= 64 * 1024
+    assert any("VDIAG_MAX_BYTES" in note for note in report["notes"])
+
+
+def test_a_spent_cpu_budget_ends_the_input_after_its_first_read(tmp_path):
+    log = tmp_path / "errors.log"
+    log.write_bytes(ERROR_LINE * 100_000)  # 1.6 MB: many reads
+    report = _report(_vdiag("--no-gpu", "--format", "json", log, VDIAG_MAX_CPU_S="0"))
+    assert 0 < report["facts"]["lines"] < 100_000
+    assert any("CPU time" in note and "VDIAG_MAX_CPU_S" in note for note in report["notes"])
+
+
+@pytest.mark.parametrize("variable, value", [("VDIAG_MAX_LINES", "lots"), ("VDIAG_MAX_BYTES", "-1"),
+                                             ("VDIAG_MAX_CPU_S", "inf")])
+def test_a_budget_that_is_not_a_number_is_a_usage_error(tmp_path, variable, value):
+    log = tmp_path / "errors.log"
+    log.write_bytes(ERROR_LINE)
+    for args in (("--no-gpu", log), ("triage", log)):
+        done = _vdiag(*args, **{variable: value})
+        assert done.returncode == 2 and variable in done.stderr, done.stderr
+
+
+def test_one_ticket_that_spends_its_budget_gets_a_partial_row_and_the_batch_goes_on(tmp_path):
+    tickets = tmp_path / "tickets"
+    tickets.mkdir()
+    _error_bomb(tickets / "b-bomb.log.gz", 200_000)
+    (tickets / "a.txt").write_text("$ vllm serve Qwen/Qwen2.5-7B-Instruct --port 8000\nOSError: [Errno 98] Address already in use\n")
+    (tickets / "c.txt").write_text("How do I enable prefix caching on vllm 0.8.5?\n")
+    done = _vdiag("triage", tickets, "--format", "json", VDIAG_MAX_LINES="20000")
+    assert done.returncode == 0, done.stderr
+    rows = {row["id"]: row for row in json.loads(done.stdout)["tickets"]}
+    assert list(rows) == ["a.txt", "b-bomb.log.gz", "c.txt"]
+    assert rows["a.txt"]["category"] == "port-in-use" and rows["a.txt"]["notes"] == []
+    assert rows["b-bomb.log.gz"]["status"] == "errors-unexplained"
+    assert any("first 20,000 lines only" in note for note in rows["b-bomb.log.gz"]["notes"])
+
+
+def test_a_ticket_is_read_within_the_ticket_budget_not_the_one_for_a_single_log(tmp_path, ruleset, monkeypatch):
+    monkeypatch.delenv("VDIAG_MAX_LINES", raising=False)
+    monkeypatch.setattr(batch, "TICKET_BUDGET", replace(batch.TICKET_BUDGET, lines=3000))
+    bomb = _error_bomb(tmp_path / "bomb.gz", 10_000)
+    row = batch.triage_ticket(Ticket(id="bomb", path=str(bomb)), ruleset, batch.Settings()).row
+    assert any("first 3,000 lines only" in note for note in row["notes"])
 
 
 # ---------------------------------------------------------------- runs of identical lines

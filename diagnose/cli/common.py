@@ -87,7 +87,10 @@ def _silence_stdout() -> None:
 
 
 def sources_from(files: tuple[str, ...]):
+    from ..ingest.budget import INPUT_BUDGET
     from ..ingest.source import Source
+
+    INPUT_BUDGET.with_environment()  # a bad VDIAG_MAX_* value is a usage error before anything is read
 
     if (not files or "-" in files) and (sys.stdin is None or _closed(sys.stdin)):
         raise VdiagError("no input: stdin is closed; give a log file, or pipe a log into vdiag", ExitCode.USAGE)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from ..ingest.budget import TICKET_BUDGET
 from ..util.errors import VdiagError
 from ..util.redact import redact
 from .asks import (ASK_FULL_LOG, ASK_GPUS, ASK_LAUNCH, ASK_READABLE, ASK_VERSION, NEEDS_DEPLOYMENT, QUESTION,
@@ -70,7 +71,7 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
 
         ruleset = load_rules(settings.rules_dirs)
     try:
-        source, title = ticket.source()
+        source, title = ticket.source(TICKET_BUDGET)
         outcome = diagnose([source], Options(gpu_mode="none"), ruleset)
         report = build_report(outcome)
         if report["facts"]["lines"] == 0 and source.notes.truncated_input:
@@ -200,6 +201,7 @@ def triage(tickets: Iterable[Ticket], total: int, settings: Settings = Settings(
     `ruleset` serves the in-process path; worker processes load their own rules.
     """
     jobs = jobs or default_jobs()
+    TICKET_BUDGET.with_environment()  # a bad VDIAG_MAX_* value stops the batch before its first ticket
     if settings.replies_dir is not None:
         tickets = _with_reply_names(tickets)
     summary = Summary()

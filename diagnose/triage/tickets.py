@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..ingest.budget import InputBudget
 from ..ingest.source import Source, TextSource
 from ..util.errors import InputError
 from ..util.safeio import not_regular, open_regular
@@ -40,17 +41,18 @@ class Ticket:
     reply_name: str | None = None
     title: str | None = None
 
-    def source(self) -> tuple[Source, str | None]:
-        """The ticket's text as a diagnosable source, and its title when it has one (an e-mail subject)."""
+    def source(self, budget: InputBudget) -> tuple[Source, str | None]:
+        """The ticket's text as a diagnosable source read within `budget`, and its title when it has one (an e-mail
+        subject)."""
         if self.error is not None:
             raise InputError(self.error)
         if self.text is not None:
-            return TextSource(self.id, self.text), self.title
+            return TextSource(self.id, self.text, budget), self.title
         assert self.path is not None
         if self.path.lower().endswith(".eml"):
             subject, body = read_eml(self.path)
-            return TextSource(self.id, body), subject
-        return Source(self.path), None
+            return TextSource(self.id, body, budget), subject
+        return Source(self.path, budget=budget), None
 
 
 @dataclass(frozen=True)
