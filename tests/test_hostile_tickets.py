@@ -1,11 +1,13 @@
-"""Hostile tickets (issue #25, item 7): a JSONL record too big or too deep gets a bounded, partial row
+"""Hostile tickets (issue #25, item 7): a JSONL record or an e-mail too big or too deep gets a bounded, partial row
 with a note (or an error row), never an internal error, and the batch goes on."""
 
 import json
 import os
 import subprocess
 
-from diagnose.triage import tickets
+import pytest
+
+from diagnose.triage import mail, tickets
 from diagnose.triage.tickets import JsonlFields, jsonl_tickets
 
 from .conftest import VDIAG
@@ -86,3 +88,31 @@ def test_the_reproducer_record_of_500k_comments_is_triaged_with_a_note(tmp_path)
     rows = _triage(export, "--text-field", "text", "--text-field", "comments.body", "--id-field", "key")
     assert rows["T-1"]["category"] == "port-in-use"
     assert any("500,001 JSON objects" in note for note in rows["T-1"]["notes"])
+
+
+def _nested_eml(depth: int, fold: str = " ") -> str:
+    head = "".join(f'--b{i - 1}\n' * (i > 0) + f'Content-Type:{fold}multipart/mixed; boundary="b{i}"\n\n'
+                   for i in range(depth))
+    tail = "".join(f"\n--b{i}--\n" for i in reversed(range(depth)))
+    return (f"Subject: Re: vLLM does not start\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=top\n\n"
+            f"--top\nContent-Type: text/plain\n\n{PORT_IN_USE}\n--top\n{head}--b{depth - 1}\nContent-Type: text/plain\n\n"
+            f"deep\n{tail}\n--top--\n")
+
+
+def test_a_2000_deep_multipart_email_is_a_partial_answer_with_a_note(tmp_path):
+    folder = tmp_path / "tickets"
+    folder.mkdir()
+    (folder / "deep.eml").write_text(_nested_eml(2000))
+    (folder / "folded.eml").write_text(_nested_eml(2000, fold="\n \n "))
+    rows = _triage(folder)
+    for name in ("deep.eml", "folded.eml"):
+        assert rows[name]["category"] == "port-in-use" and rows[name]["title"] == "vLLM does not start"
+        assert any("nests more than" in note and "partial" in note for note in rows[name]["notes"])
+
+
+def test_nesting_the_count_misses_is_an_error_row_not_an_internal_error(tmp_path, monkeypatch):
+    monkeypatch.setattr(mail, "MAX_NESTED_PARTS", 10**6)
+    path = tmp_path / "deep.eml"
+    path.write_text(_nested_eml(3000))
+    with pytest.raises(mail.InputError, match="nested too deeply"):
+        mail.read_eml(str(path))

@@ -56,8 +56,8 @@ class Ticket:
             return TextSource(self.id, self.text, budget), self.title, self.notes
         assert self.path is not None
         if self.path.lower().endswith(".eml"):
-            subject, body = read_eml(self.path)
-            return TextSource(self.id, body, budget), subject, ()
+            subject, body, notes = read_eml(self.path)
+            return TextSource(self.id, body, budget), subject, tuple(notes)
         return Source(self.path, budget=budget), None, ()
 
 
