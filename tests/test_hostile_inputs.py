@@ -185,3 +185,45 @@ def mutated_lines(draw):
 def test_mutated_real_log_lines_never_raise(ruleset, text):
     report = build_report(diagnose([TextSource("fuzz", text)], Options(gpu_mode="none"), ruleset))
     assert report["schema"] == 1
+
+
+# ---------------------------------------------------------------- issue #25, item 7: the exit-70 classes and --snapshot
+
+KV_CRASH = ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 40960\n"
+            "ValueError: The model’s max seq len (40960) is larger than the maximum number of tokens that can be stored "
+            "in KV cache (21296). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine. — für Ünïcode\n")
+
+
+def _snapshot_file(tmp_path, data) -> Path:
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"devices": [{"index": 0, "name": "NVIDIA A100", "total_gib": 80.0}], "processes": 5}, '"processes" is 5'),
+    ({"devices": [{"index": [1], "name": "NVIDIA A100"}]}, '"devices[0].index"'),
+    ({"devices": [{"index": 0, "total_gib": "80"}]}, '"devices[0].total_gib"'),
+    ({"devices": [{"index": 0, "total_gib": 1e308}]}, '"devices[0].total_gib"'),
+    ({"devices": [], "processes": [{"pid": {"x": 1}, "gpu_index": 0}]}, '"processes[0].pid"'),
+    ({"devices": ["a100"]}, '"devices[0]"'),
+    ({"devices": [], "driver_version": ["550"]}, '"driver_version"'),
+])
+def test_a_snapshot_with_a_field_of_the_wrong_type_is_an_input_error_naming_it(tmp_path, data, field):
+    log = tmp_path / "crash.log"
+    log.write_text(KV_CRASH)
+    done = _vdiag("--snapshot", str(_snapshot_file(tmp_path, data)), str(log))
+    assert done.returncode == 3 and field in done.stderr and "internal error" not in done.stderr, done.stderr
+
+
+def test_a_snapshot_must_be_a_regular_file_of_bounded_size(tmp_path):
+    log = tmp_path / "crash.log"
+    log.write_text(KV_CRASH)
+    fifo = tmp_path / "gpu.fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.json"
+    big.write_text('{"devices": [], "padding": "' + "x" * (8 << 20) + '"}')
+    for path, words in ((fifo, "FIFO"), ("/dev/zero", "character device"), (big, "larger than")):
+        done = _vdiag("--snapshot", str(path), str(log))  # the hang guard stops a read that would never end
+        assert done.returncode == 3 and words in done.stderr, done.stderr
