@@ -193,6 +193,43 @@ KV_CRASH = ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 40960\n"
             "ValueError: The model’s max seq len (40960) is larger than the maximum number of tokens that can be stored "
             "in KV cache (21296). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
             "initializing the engine. — für Ünïcode\n")
+NOT_UTF8_STDOUT = {"ascii": {"PYTHONIOENCODING": "ascii"}, "latin-1": {"PYTHONIOENCODING": "latin-1"},
+                   "posix": {"PYTHONCOERCECLOCALE": "0", "LC_ALL": "POSIX", "PYTHONUTF8": "0"}}
+
+
+def _run_env(args, env):
+    """vdiag with `env`; its stdout as text (click writes UTF-8 where the stream says ASCII, the rest is latin-1)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("VDIAG_DEBUG", "PYTHONIOENCODING", "PYTHONUTF8")}
+    done = subprocess.run([*VDIAG, *map(str, args)], stdin=subprocess.DEVNULL, capture_output=True, timeout=HANG_GUARD_S,
+                          env={**environment, **env})
+    try:
+        out = done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        out = done.stdout.decode("latin-1")
+    return done, out
+
+
+def test_a_report_is_written_to_a_stdout_that_is_not_utf8(tmp_path):
+    log = tmp_path / "crash.log"
+    log.write_text(KV_CRASH, encoding="utf-8")
+    for stdout, env in NOT_UTF8_STDOUT.items():
+        for fmt in ("text", "json", "md"):
+            done, out = _run_env(["--no-gpu", "--format", fmt, log], env)
+            assert done.returncode == 1, (stdout, fmt, done.stderr)
+            assert "kv-cache-too-small-for-max-len" in out and b"Traceback" not in done.stderr
+            if fmt == "json":  # an escaped character is the same character to a JSON reader
+                assert "model’s" in json.loads(out)["diagnoses"][0]["evidence"][0]["text"]
+
+
+def test_a_triage_table_is_written_to_a_stdout_that_is_not_utf8(tmp_path):
+    (tmp_path / "T-1.txt").write_text(KV_CRASH, encoding="utf-8")
+    for stdout, env in NOT_UTF8_STDOUT.items():
+        for fmt in ("text", "json"):
+            done, out = _run_env(["triage", tmp_path, "--format", fmt], env)
+            assert done.returncode == 0, (stdout, fmt, done.stderr)
+            assert "kv-cache-too-small-for-max-len" in out
+            if fmt == "json":
+                assert json.loads(out)["tickets"][0]["rule"] == "kv-cache-too-small-for-max-len"
 
 
 def _snapshot_file(tmp_path, data) -> Path:
