@@ -232,6 +232,21 @@ def test_a_triage_table_is_written_to_a_stdout_that_is_not_utf8(tmp_path):
                 assert json.loads(out)["tickets"][0]["rule"] == "kv-cache-too-small-for-max-len"
 
 
+SMI_ROWS = ("|   0  NVIDIA A10G                    On  | 00000000:00:1E.0 Off |                    0 |\n"
+            "| N/A   41C    P8             16W /   72W |  {used}MiB /  23034MiB |      0%      Default |\n")
+
+
+@pytest.mark.parametrize("used", ["99999999999999999999999999", "99999999999999999999", "30000"])
+def test_an_nvidia_smi_row_with_an_impossible_used_size_keeps_only_the_possible_figures(tmp_path, used):
+    table = tmp_path / "nvidia-smi.txt"
+    table.write_text(SMI_ROWS.format(used=used))
+    done = _vdiag("--no-gpu", "--format", "json", str(table))
+    assert done.returncode in DOCUMENTED, done.stderr
+    (gpu,) = json.loads(done.stdout)["facts"]["gpus"]
+    assert gpu["name"] == "NVIDIA A10G" and "used_gib" not in gpu and "free_gib" not in gpu
+    assert gpu.get("total_gib") in (None, 22.494)
+
+
 def _snapshot_file(tmp_path, data) -> Path:
     path = tmp_path / "gpu.json"
     path.write_text(json.dumps(data))
