@@ -22,11 +22,13 @@ def run_length(data: bytes, start: int, end: int, cut: int) -> int:
 
     Found with a doubling search over whole runs (each step one comparison of bytes), not line by line.
     """
-    unit = data[start:end + 1]  # the line with its newline
+    size = end + 1 - start  # the line with its newline
     after = end + 1
-    if not unit.endswith(b"\n") or not data.startswith(unit, after):
+    if data[after + size - 1:after + size] != b"\n":  # the next line is not as long: no copy (the usual answer)
         return 0
-    size = len(unit)
+    unit = data[start:after]
+    if not data.startswith(unit, after):
+        return 0
     most = (cut - after + size - 1) // size  # copies that start before cut
     low, high = 1, 2  # invariant: `low` copies follow; `high` do not, or more than `most` would be needed
     while high <= most and data.startswith(unit * high, after):
