@@ -185,3 +185,97 @@ def mutated_lines(draw):
 def test_mutated_real_log_lines_never_raise(ruleset, text):
     report = build_report(diagnose([TextSource("fuzz", text)], Options(gpu_mode="none"), ruleset))
     assert report["schema"] == 1
+
+
+# ---------------------------------------------------------------- issue #25, item 7: the exit-70 classes and --snapshot
+
+KV_CRASH = ("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 40960\n"
+            "ValueError: The model’s max seq len (40960) is larger than the maximum number of tokens that can be stored "
+            "in KV cache (21296). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine. — für Ünïcode\n")
+NOT_UTF8_STDOUT = {"ascii": {"PYTHONIOENCODING": "ascii"}, "latin-1": {"PYTHONIOENCODING": "latin-1"},
+                   "posix": {"PYTHONCOERCECLOCALE": "0", "LC_ALL": "POSIX", "PYTHONUTF8": "0"}}
+
+
+def _run_env(args, env):
+    """vdiag with `env`; its stdout as text (click writes UTF-8 where the stream says ASCII, the rest is latin-1)."""
+    environment = {k: v for k, v in os.environ.items() if k not in ("VDIAG_DEBUG", "PYTHONIOENCODING", "PYTHONUTF8")}
+    done = subprocess.run([*VDIAG, *map(str, args)], stdin=subprocess.DEVNULL, capture_output=True, timeout=HANG_GUARD_S,
+                          env={**environment, **env})
+    try:
+        out = done.stdout.decode("utf-8")
+    except UnicodeDecodeError:
+        out = done.stdout.decode("latin-1")
+    return done, out
+
+
+def test_a_report_is_written_to_a_stdout_that_is_not_utf8(tmp_path):
+    log = tmp_path / "crash.log"
+    log.write_text(KV_CRASH, encoding="utf-8")
+    for stdout, env in NOT_UTF8_STDOUT.items():
+        for fmt in ("text", "json", "md"):
+            done, out = _run_env(["--no-gpu", "--format", fmt, log], env)
+            assert done.returncode == 1, (stdout, fmt, done.stderr)
+            assert "kv-cache-too-small-for-max-len" in out and b"Traceback" not in done.stderr
+            if fmt == "json":  # an escaped character is the same character to a JSON reader
+                assert "model’s" in json.loads(out)["diagnoses"][0]["evidence"][0]["text"]
+
+
+def test_a_triage_table_is_written_to_a_stdout_that_is_not_utf8(tmp_path):
+    (tmp_path / "T-1.txt").write_text(KV_CRASH, encoding="utf-8")
+    for stdout, env in NOT_UTF8_STDOUT.items():
+        for fmt in ("text", "json"):
+            done, out = _run_env(["triage", tmp_path, "--format", fmt], env)
+            assert done.returncode == 0, (stdout, fmt, done.stderr)
+            assert "kv-cache-too-small-for-max-len" in out
+            if fmt == "json":
+                assert json.loads(out)["tickets"][0]["rule"] == "kv-cache-too-small-for-max-len"
+
+
+SMI_ROWS = ("|   0  NVIDIA A10G                    On  | 00000000:00:1E.0 Off |                    0 |\n"
+            "| N/A   41C    P8             16W /   72W |  {used}MiB /  23034MiB |      0%      Default |\n")
+
+
+@pytest.mark.parametrize("used", ["99999999999999999999999999", "99999999999999999999", "30000"])
+def test_an_nvidia_smi_row_with_an_impossible_used_size_keeps_only_the_possible_figures(tmp_path, used):
+    table = tmp_path / "nvidia-smi.txt"
+    table.write_text(SMI_ROWS.format(used=used))
+    done = _vdiag("--no-gpu", "--format", "json", str(table))
+    assert done.returncode in DOCUMENTED, done.stderr
+    (gpu,) = json.loads(done.stdout)["facts"]["gpus"]
+    assert gpu["name"] == "NVIDIA A10G" and "used_gib" not in gpu and "free_gib" not in gpu
+    assert gpu.get("total_gib") in (None, 22.494)
+
+
+def _snapshot_file(tmp_path, data) -> Path:
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("data, field", [
+    ({"devices": [{"index": 0, "name": "NVIDIA A100", "total_gib": 80.0}], "processes": 5}, '"processes" is 5'),
+    ({"devices": [{"index": [1], "name": "NVIDIA A100"}]}, '"devices[0].index"'),
+    ({"devices": [{"index": 0, "total_gib": "80"}]}, '"devices[0].total_gib"'),
+    ({"devices": [{"index": 0, "total_gib": 1e308}]}, '"devices[0].total_gib"'),
+    ({"devices": [], "processes": [{"pid": {"x": 1}, "gpu_index": 0}]}, '"processes[0].pid"'),
+    ({"devices": ["a100"]}, '"devices[0]"'),
+    ({"devices": [], "driver_version": ["550"]}, '"driver_version"'),
+])
+def test_a_snapshot_with_a_field_of_the_wrong_type_is_an_input_error_naming_it(tmp_path, data, field):
+    log = tmp_path / "crash.log"
+    log.write_text(KV_CRASH)
+    done = _vdiag("--snapshot", str(_snapshot_file(tmp_path, data)), str(log))
+    assert done.returncode == 3 and field in done.stderr and "internal error" not in done.stderr, done.stderr
+
+
+def test_a_snapshot_must_be_a_regular_file_of_bounded_size(tmp_path):
+    log = tmp_path / "crash.log"
+    log.write_text(KV_CRASH)
+    fifo = tmp_path / "gpu.fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.json"
+    big.write_text('{"devices": [], "padding": "' + "x" * (8 << 20) + '"}')
+    for path, words in ((fifo, "FIFO"), ("/dev/zero", "character device"), (big, "larger than")):
+        done = _vdiag("--snapshot", str(path), str(log))  # the hang guard stops a read that would never end
+        assert done.returncode == 3 and words in done.stderr, done.stderr

@@ -20,8 +20,24 @@ def fail(error: VdiagError) -> None:
     sys.exit(int(error.exit_code))
 
 
+def tolerate_unencodable_output() -> None:
+    """Write what standard output's encoding cannot hold as escapes (`\\u2014`), never fail on it.
+
+    A POSIX locale or PYTHONIOENCODING=ascii/latin-1 gives stdout an encoding a log's text does not fit (the POSIX
+    locale's `surrogateescape` fails on it too); the report is still written (in JSON an escape of this form is the
+    same character). Stderr does this already.
+    """
+    stream = sys.stdout
+    if getattr(stream, "errors", None) in ("strict", "surrogateescape") and hasattr(stream, "reconfigure"):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (ValueError, OSError):  # a closed or detached stream: the write reports it, as it always did
+            pass
+
+
 def run_guarded(fn, *args, **kwargs):
     """Clear messages and exit codes instead of tracebacks."""
+    tolerate_unencodable_output()
     try:
         return fn(*args, **kwargs)
     except VdiagError as error:
@@ -87,7 +103,10 @@ def _silence_stdout() -> None:
 
 
 def sources_from(files: tuple[str, ...]):
+    from ..ingest.budget import INPUT_BUDGET
     from ..ingest.source import Source
+
+    INPUT_BUDGET.with_environment()  # a bad VDIAG_MAX_* value is a usage error before anything is read
 
     if (not files or "-" in files) and (sys.stdin is None or _closed(sys.stdin)):
         raise VdiagError("no input: stdin is closed; give a log file, or pipe a log into vdiag", ExitCode.USAGE)

@@ -12,7 +12,7 @@ from .record import Facts, GpuProcess
 
 _NAME = r"(?:NVIDIA|Tesla|Quadro|GeForce|AMD|Instinct|Radeon)[\w .\-/]{0,80}?"
 _SMI_NAME_ROW = lazy(r"^\|\s*(?P<index>\d{1,20})\s+(?P<name>" + _NAME + r")\s{1,40}(?:On|Off)\s*\|")
-_SMI_MEMORY_ROW = lazy(r"(?P<used>\d{1,20})\s*MiB\s*/\s*(?P<total>\d{1,20})\s*MiB")
+_SMI_MEMORY_ROW = lazy(r"(?<!\d)(?P<used>\d{1,20})\s*MiB\s*/\s*(?P<total>\d{1,20})\s*MiB")  # whole numbers only
 _SMI_DRIVER = lazy(r"Driver Version:\s*(?P<driver>[\d.]{1,32})(?:\s+CUDA Version:\s*(?P<cuda>[\d.]{1,32}))?")
 _SMI_PROCESS = lazy(r"^\|\s*(?P<gpu>\d{1,20})\s+(?:\S{1,40}\s{1,40}\S{1,40}\s{1,40})?(?P<pid>\d{1,20})\s+(?:C|G|C\+G)\s+(?P<name>\S{1,400})\s{1,40}(?P<used>\d{1,20})\s*MiB\s*\|")
 _SMI_LIST = lazy(r"^GPU (?P<index>\d{1,20}): (?P<name>.{1,80}?) \(UUID: (?P<uuid>[\w-]+)\)")
@@ -44,9 +44,7 @@ class GpuTextExtractor(ExtractorBase):
             gpu = facts.gpu(int(match.group("index")))
             gpu.name = match.group("name").strip()
             if following and (mem := _SMI_MEMORY_ROW.search(following[0])):
-                gpu.used_gib = size_gib(mem.group("used") + " MiB")
-                gpu.total_gib = size_gib(mem.group("total") + " MiB")
-                gpu.free_gib = round(gpu.total_gib - gpu.used_gib, 3)
+                _set_memory(gpu, size_gib(mem.group("used") + " MiB"), size_gib(mem.group("total") + " MiB"))
             return
         if starts_row and (match := _SMI_PROCESS.search(message)):
             pid = int(match.group("pid"))
@@ -95,3 +93,20 @@ class GpuTextExtractor(ExtractorBase):
             facts.driver_version = match.group("driver")
         if (low is None or "cuda runtime version" in low) and (match := _ENV_CUDA.search(message)):
             facts.cuda_version = match.group("cuda")
+
+
+def _set_memory(gpu, used_gib: float | None, total_gib: float | None) -> None:
+    """A table row's memory figures, where they are physically possible: a total no size parser rejects (see
+    `size_gib`), and a used figure not above it; any other figure is not a fact.
+
+    >>> from .record import GpuFact
+    >>> gpu = GpuFact(index=0)
+    >>> _set_memory(gpu, None, 22.494); (gpu.used_gib, gpu.total_gib, gpu.free_gib)
+    (None, 22.494, None)
+    """
+    if total_gib is None or total_gib <= 0:
+        return
+    gpu.total_gib = total_gib
+    if used_gib is not None and 0 <= used_gib <= total_gib:
+        gpu.used_gib = used_gib
+        gpu.free_gib = round(total_gib - used_gib, 3)

@@ -48,14 +48,17 @@ class UnexplainedExtractor:
         self.echo_lines: dict[str, int] = {}
         self.quiet_lines: dict[str, int] = {}  # error-looking lines vLLM itself logged below ERROR
         self.dropped = 0  # error-looking lines seen once MAX_ERROR_LINES were kept
+        self._last_counted = False  # whether the line fed last was an error line logged at ERROR (see `repeated`)
 
     def feed(self, line_no: int, message: str, following: list[str], quiet: bool = False) -> None:
+        self._last_counted = False
         if not _ERROR_LINE.search(message):
             return
         if quiet:
             if len(self.quiet_lines) < MAX_ERROR_LINES:
                 self.quiet_lines.setdefault(message[:ERROR_LINE_CHARS], line_no)
             return
+        self._last_counted = True
         if len(self.lines) >= MAX_ERROR_LINES:
             self.dropped += 1
             return
@@ -63,6 +66,11 @@ class UnexplainedExtractor:
         target = self.echo_lines if any(echo in message for echo in echoes()) else self.lines
         if key not in target and len(target) < MAX_ERROR_LINES:
             target[key] = line_no
+
+    def repeated(self, count: int) -> None:
+        """The line fed last came `count` more times (scan/repeats): each is kept already, or counted as dropped."""
+        if self._last_counted and len(self.lines) >= MAX_ERROR_LINES:
+            self.dropped += count
 
 
 class ValidationErrorExtractor:
@@ -89,3 +97,6 @@ class ValidationErrorExtractor:
             if not text or text.startswith(("For further information", "http")) or len(self.errors.lines) >= MAX_ERROR_LINES:
                 continue
             self.errors.lines.setdefault(text[:ERROR_LINE_CHARS], line_no + offset)
+
+    def repeated(self, count: int) -> None:
+        """The line fed last came `count` more times, with the same lines below (scan/repeats): those are kept already."""

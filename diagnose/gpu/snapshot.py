@@ -11,11 +11,12 @@ import json
 import os
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
+from ..util.safeio import open_regular
+from ..util.units import MAX_PLAUSIBLE_GIB
 
 GIB = 2**30
 
@@ -183,22 +184,90 @@ def process_command(pid: int) -> Any:
         return Unavailable(f"cannot read process {pid}: {type(exc).__name__} (host pid seen from a container?)")
 
 
+MAX_SNAPSHOT_BYTES = 4 << 20  # `vdiag snapshot` writes a few KiB even for a full node
+
+
+def _is_size(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= MAX_PLAUSIBLE_GIB
+
+
+def _is_index(value) -> bool:
+    return _is_count(value) and 0 <= value < 1 << 32
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_text(value) -> bool:
+    return isinstance(value, str)
+
+
+def _is_flag(value) -> bool:
+    return isinstance(value, bool)
+
+
+_TEXT, _FLAG, _COUNT = (_is_text, "a string"), (_is_flag, "true or false"), (_is_count, "a whole number")
+_INDEX, _SIZE = (_is_index, "a whole number from 0"), (_is_size, f"a size in GiB from 0 to {MAX_PLAUSIBLE_GIB:,.0f}")
+# What `vdiag snapshot --format json` writes, field by field; a field may also be null or {"unavailable": reason}.
+_TOP_FIELDS = {"driver_version": _TEXT, "cuda_version": _TEXT, "error": _TEXT, "cuda_visible_devices": _TEXT}
+_DEVICE_FIELDS = {"index": _INDEX, "visible": _FLAG, "uuid": _TEXT, "name": _TEXT, "compute_capability": _TEXT,
+                  "total_gib": _SIZE, "used_gib": _SIZE, "free_gib": _SIZE, "mig_mode": _FLAG,
+                  "persistence_mode": _COUNT, "compute_mode": _COUNT, "ecc_errors": _COUNT, "error": _TEXT}
+_PROCESS_FIELDS = {"gpu_index": _INDEX, "pid": _INDEX, "used_gib": _SIZE, "command": _TEXT, "is_vllm": _FLAG,
+                   "is_vllm_under_diagnosis": _FLAG, "error": _TEXT}
+
+
 def load_snapshot(path: str) -> Snapshot:
+    """A snapshot saved by `vdiag snapshot --format json`; InputError for anything else: not a regular file (a FIFO
+    is never waited on, a device never read without end), over MAX_SNAPSHOT_BYTES, not JSON, or a field of another
+    type than vdiag writes (named in the message)."""
+    with open_regular(path, "snapshot file") as handle:
+        raw = handle.read(MAX_SNAPSHOT_BYTES + 1)
+    if len(raw) > MAX_SNAPSHOT_BYTES:
+        raise InputError(f"{path}: larger than {MAX_SNAPSHOT_BYTES >> 20} MiB: not a snapshot written by `vdiag snapshot "
+                         "--format json`")
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: snapshot file not found") from None
-    except (OSError, ValueError) as exc:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError as exc:
         raise InputError(f"{path}: not a snapshot written by `vdiag snapshot --format json` ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("devices"), list):
         raise InputError(f"{path}: not a snapshot written by `vdiag snapshot --format json`")
-
-    def restore(value):
-        return Unavailable(value["unavailable"]) if isinstance(value, dict) and "unavailable" in value else value
-
-    snap = Snapshot(f"file:{path}", driver_version=restore(data.get("driver_version")),
-                    cuda_version=restore(data.get("cuda_version")), error=data.get("error"),
-                    cuda_visible_devices=data.get("cuda_visible_devices"))
-    snap.devices = [{k: restore(v) for k, v in d.items()} for d in data["devices"] if isinstance(d, dict)]
-    snap.processes = [{k: restore(v) for k, v in p.items()} for p in data.get("processes", []) if isinstance(p, dict)]
+    processes = data.get("processes", [])
+    if not isinstance(processes, list):
+        raise _wrong(path, "processes", processes, "a list")
+    top = _checked(path, "", data, _TOP_FIELDS)
+    snap = Snapshot(f"file:{path}", driver_version=top.get("driver_version"), cuda_version=top.get("cuda_version"),
+                    error=_plain(top.get("error")), cuda_visible_devices=_plain(top.get("cuda_visible_devices")))
+    snap.devices = [_checked(path, f"devices[{n}].", d, _DEVICE_FIELDS) for n, d in enumerate(data["devices"])]
+    snap.processes = [_checked(path, f"processes[{n}].", p, _PROCESS_FIELDS) for n, p in enumerate(processes)]
     return snap
+
+
+def _checked(path: str, where: str, entry: Any, fields: dict[str, tuple[Callable[[Any], bool], str]]) -> dict:
+    """An entry's fields with the types vdiag writes (unavailable ones restored); InputError naming the first that
+    has another type. Fields vdiag does not read are left out."""
+    if not isinstance(entry, dict):
+        raise _wrong(path, where.rstrip("."), entry, "an object")
+    checked = {}
+    for name, (valid, wanted) in fields.items():
+        if name not in entry:
+            continue
+        value = entry[name]
+        if isinstance(value, dict) and set(value) == {"unavailable"} and isinstance(value["unavailable"], str):
+            checked[name] = Unavailable(value["unavailable"])
+        elif value is None or valid(value):
+            checked[name] = value
+        else:
+            raise _wrong(path, where + name, value, wanted)
+    return checked
+
+
+def _plain(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _wrong(path: str, field_name: str, value: Any, wanted: str) -> InputError:
+    shown = json.dumps(value)[:40]
+    return InputError(f'{path}: "{field_name}" is {shown}, not {wanted}: not a snapshot written by `vdiag snapshot '
+                      "--format json`")

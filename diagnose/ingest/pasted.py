@@ -39,6 +39,7 @@ MIN_WIDTH = 20
 MIN_WRAPPED_LINES = 3
 MIN_SHARE = 0.05
 MIN_CONTINUATION_SHARE = 0.6
+MAX_JOINED_BYTES = 1 << 20  # a run of wrapped lines held back at most: past it the join ends there (real ones are KiBs)
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
 # how a new log line starts: a level, a timestamp, a process tag, a traceback; a wrapped line's rest does not
 _NEW_LINE = lazy(
@@ -127,7 +128,9 @@ def unwrap_blocks(blocks: Iterable[bytes]) -> Iterator[bytes]:
     carry = b""
     for block in _chain(head, iterator):
         data = carry + block
-        cut = _safe_cut(data, width)
+        cut = _safe_cut(data, width, len(carry))
+        if cut == 0 and len(data) > MAX_JOINED_BYTES:
+            cut = len(data)  # every line is of the width: not a pasted excerpt, and holding it all back is quadratic
         if cut > 0:
             yield unwrap_block(data[:cut], width)
         carry = data[cut:]
@@ -135,10 +138,11 @@ def unwrap_blocks(blocks: Iterable[bytes]) -> Iterator[bytes]:
         yield unwrap_block(carry, width)
 
 
-def _safe_cut(data: bytes, width: int) -> int:
-    """Where the block can end: after a whole line that is not wrapped onto the next one."""
+def _safe_cut(data: bytes, width: int, known: int = 0) -> int:
+    """Where the block can end: after a whole line that is not wrapped onto the next one. The lines of the first
+    `known` bytes were held back already, so each of them is wrapped: the search stops where they start."""
     end = data.rfind(b"\n")
-    while end >= 0:
+    while end >= known:
         start = data.rfind(b"\n", 0, end) + 1
         if len(data[start:end].decode("utf-8", "replace").rstrip("\r")) != width:
             return end + 1

@@ -2,7 +2,9 @@
 
 Memory stays flat whatever the input size: the raw stream is read in fixed
 chunks, a line longer than `MAX_LINE_CHARS` is cut (and counted), and the
-caller receives blocks of whole lines, never the whole input.
+caller receives blocks of whole lines, never the whole input. Time is bounded by
+the input's budget of lines, bytes and CPU seconds (see budget): past it the
+blocks end and the notes say so.
 
 Envelopes are unwrapped here (see envelopes) so that later stages only see log
 text: docker's `json-file` lines (`{"log": …}`), `journalctl -o json` and
@@ -22,6 +24,7 @@ from typing import BinaryIO, Iterable, Iterator
 from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
+from .budget import INPUT_BUDGET, InputBudget
 from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, docker_record, envelope_block, journal_export_messages,
                         journal_json_record, text_blocks)
 from .textdetect import as_utf8, looks_binary
@@ -46,6 +49,10 @@ class Source:
 
     name: str
     notes: IngestNotes = field(default_factory=IngestNotes)
+    budget: InputBudget = INPUT_BUDGET  # how much of it is read (see budget); VDIAG_MAX_* replace its figures
+
+    def _spent(self, note: str) -> None:
+        self.notes.truncated_input = note
 
     def open_binary(self) -> BinaryIO:
         if self.name == "-":
@@ -53,10 +60,13 @@ class Source:
         return open_regular(self.name, "log file")
 
     def raw_blocks(self) -> Iterator[bytes]:
-        """Blocks of whole, cleaned lines as UTF-8 bytes (what the scanner reads), each ending with a newline."""
+        """Blocks of whole, cleaned lines as UTF-8 bytes (what the scanner reads), each ending with a newline;
+        they end early, with a note, once the input's budget is spent."""
+        meter = self.budget.with_environment().meter(self._spent)
         raw = self.open_binary()
         try:
-            yield from _raw_blocks(as_utf8(_maybe_gunzip(raw, self))[0], self.notes, self.name)
+            stream = as_utf8(meter.stream(_maybe_gunzip(raw, self)))[0]
+            yield from meter.lines_of(_raw_blocks(stream, self.notes, self.name))
         finally:
             if raw is not sys.stdin.buffer:
                 raw.close()
@@ -70,8 +80,8 @@ class Source:
 class TextSource(Source):
     """An in-memory text (tests, triage of JSONL records, verify's live log)."""
 
-    def __init__(self, name: str, text: str):
-        super().__init__(name)
+    def __init__(self, name: str, text: str, budget: InputBudget = INPUT_BUDGET):
+        super().__init__(name, budget=budget)
         self._data = text.encode("utf-8", "surrogatepass")
 
     def open_binary(self) -> BinaryIO:

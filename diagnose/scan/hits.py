@@ -41,6 +41,14 @@ class SignatureHits:
         self.count += 1
         self._latest = (line, message, text)
 
+    def add_repeats(self, first_line: int, count: int) -> None:
+        """The latest match came again, the same text, on the `count` lines from `first_line` on (see repeats)."""
+        latest = self.last
+        room = max(0, MAX_EVIDENCE_PER_SIGNATURE - len(self.first))
+        self.first += [Match(line, latest.text, dict(latest.captures)) for line in range(first_line, first_line + min(count, room))]
+        self.count += count
+        self._latest = Match(first_line + count - 1, latest.text, dict(latest.captures))
+
     @property
     def last(self) -> Match | None:
         if isinstance(self._latest, tuple):

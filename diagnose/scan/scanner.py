@@ -17,12 +17,14 @@ and counted, and the report says so.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from typing import Iterable, Iterator, Protocol, Sequence
 
 from ..ingest.lineformat import MAX_EXTRACTOR_LINE_CHARS, below_error_level
 from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
 from .hits import MAX_EVIDENCE_PER_SIGNATURE, ScanResult, SignatureHits, named_captures
 from .prefilter import make_finder
+from .repeats import count_repeats, may_skip_repeats, run_length
 from .retire import Retirement
 from .shapes import digit_blind, shape_of
 from .window import MAX_LOOKAHEAD_LINES, LineMessages, Window
@@ -123,6 +125,8 @@ class Scanner:
             message, end = messages.at(start)
             quiet: bool | None = None  # an INFO/WARNING/DEBUG line, worked out only when a target asks
             following = Window(messages, end, lookahead)  # decoded line by line, only as far as a target reads
+            matched: list[Signature] = []  # the signatures that counted this line, and how many timed out on it
+            timed_out = 0
             for kind, target in targets:
                 if kind is _SIGNATURE:
                     if target.family and not target.any_level:
@@ -130,7 +134,11 @@ class Scanner:
                             quiet = _below_error_level(data[start:min(end, start + 400)])
                         if quiet:
                             continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
-                    self._match_once(target, line_no, message, following, result)
+                    outcome = self._match_once(target, line_no, message, following, result)
+                    if outcome:
+                        matched.append(target)
+                    elif outcome is None:
+                        timed_out += 1
                 elif kind is _PLAIN:
                     target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
                 elif kind is _WITH_LITERALS:  # told which of its literals the line holds: no search for each of them
@@ -148,6 +156,12 @@ class Scanner:
                 self._use_literals_in_use()
                 candidates = self._finder.candidates(data, cut)
                 order, index = [later for later in sorted(candidates) if later > start], 0
+            elif not asks and (skipped := run_length(data, start, end, cut) - lookahead) > 0 \
+                    and may_skip_repeats(targets, _SIGNATURE):  # the same line again and again: counted, not fed
+                count_repeats(matched, timed_out, targets, _SIGNATURE, result, line_no + 1, skipped)
+                previous = start + (end + 1 - start) * skipped  # the last repeat skipped
+                line_no += skipped
+                index = bisect_left(order, previous + 1, index)
             messages.forget_before(start)
 
     def _use_literals_in_use(self) -> None:
@@ -174,22 +188,23 @@ class Scanner:
         # and whether an extractor that asks was among them: only a line fed to one can make an idle literal needed
         return [(kind, t) for kind, t, needs in entry if needs is None or needs(literals)], True
 
-    def _match_once(self, sig: Signature, line_no: int, message: str, following: Sequence[str], result: ScanResult) -> None:
+    def _match_once(self, sig: Signature, line_no: int, message: str, following: Sequence[str],
+                    result: ScanResult) -> bool | None:
         """`_match`, with the answer for a pattern and text already matched reused: logs repeat their messages (every
         rank, every retry) under headers that differ only by time and pid, and rules share patterns (the CUDA OOM
-        wordings)."""
+        wordings). Whether the line was counted as a match; None when the pattern timed out."""
         text = " ".join([message, *following[: sig.window]]) if sig.window else message
         shape = None
         if digit_blind(sig.regex):  # asked first: a line naming new pids is never seen twice, its shape is
             shape = (sig.regex, self._shape_of(text))
             matched = self._shapes.get(shape)
             if matched is False:
-                return
+                return False
             if matched:
                 hits = result.hits.get(sig.key)
                 if hits is not None and len(hits.first) >= MAX_EVIDENCE_PER_SIGNATURE:  # only the latest is read now
                     hits.add_unread(line_no, message, text)
-                    return
+                    return True
         key = (sig.regex, text)  # every signature compiles with the same flags: the pattern text is the pattern
         captures = self._answers.get(key, _UNSEEN)
         if captures is _UNSEEN:
@@ -198,12 +213,14 @@ class Scanner:
                 self._shapes.clear()
             captures = _search(sig, text, result)
             if captures is _TIMED_OUT:
-                return
+                return None
             self._answers[key] = captures
             if shape is not None:
                 self._shapes[shape] = captures is not None
-        if captures is not None:
-            _record(sig, line_no, message, captures, result)
+        if captures is None:
+            return False
+        _record(sig, line_no, message, captures, result)
+        return True
 
     def _shape_of(self, text: str) -> str:
         """`shape_of`, once per text: a line is matched against several patterns in a row."""

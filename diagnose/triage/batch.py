@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
+from ..ingest.budget import TICKET_BUDGET
 from ..util.errors import VdiagError
 from ..util.redact import redact
 from .asks import (ASK_FULL_LOG, ASK_GPUS, ASK_LAUNCH, ASK_READABLE, ASK_VERSION, NEEDS_DEPLOYMENT, QUESTION,
@@ -70,7 +71,7 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
 
         ruleset = load_rules(settings.rules_dirs)
     try:
-        source, title = ticket.source()
+        source, title, read_notes = ticket.source(TICKET_BUDGET)
         outcome = diagnose([source], Options(gpu_mode="none"), ruleset)
         report = build_report(outcome)
         if report["facts"]["lines"] == 0 and source.notes.truncated_input:
@@ -82,7 +83,7 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
             raise
         return _error_result(ticket, title, f"{INTERNAL_ERROR_PREFIX}{type(error).__name__}: {error}", settings)
     text = _head(source)
-    result = _summarise(ticket, title, report, text)
+    result = _summarise(ticket, title, report, text, read_notes)
     if settings.replies_dir is not None:
         row = result.row
         server_lines = server_request_lines(text) if row["kind"] == "request-error" else []
@@ -104,7 +105,8 @@ def _head(source) -> str:
     return "".join(parts)
 
 
-def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any], text: str) -> TicketResult:
+def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any], text: str,
+               read_notes: tuple[str, ...]) -> TicketResult:
     top = report["diagnoses"][0] if report["diagnoses"] else None
     fix = top["fixes"][0] if top and top["fixes"] else None
     templates: dict[str, tuple[str, str]] = {}
@@ -133,7 +135,7 @@ def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any], text: 
                                           prose.deployment, NEEDS_DEPLOYMENT),
         "stated": {k: _clean(v) if isinstance(v, str) else [_clean(x) for x in v] for k, v in prose.as_json().items()},
         "unexplained": {"first": _clean(report["unexplained"][0]["text"]), "templates": template_ids} if template_ids else None,
-        "notes": [_clean(n) for n in report.get("notes", [])],
+        "notes": [_clean(n) for n in [*read_notes, *report.get("notes", [])]],
         "error": None,
     }
     return TicketResult(row, templates)
@@ -200,6 +202,7 @@ def triage(tickets: Iterable[Ticket], total: int, settings: Settings = Settings(
     `ruleset` serves the in-process path; worker processes load their own rules.
     """
     jobs = jobs or default_jobs()
+    TICKET_BUDGET.with_environment()  # a bad VDIAG_MAX_* value stops the batch before its first ticket
     if settings.replies_dir is not None:
         tickets = _with_reply_names(tickets)
     summary = Summary()

@@ -19,6 +19,10 @@ from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
 
 ATTACHMENT_SUFFIXES = (".txt", ".log", ".md")
+MAX_EMAIL_BYTES = 64 << 20  # the most of an .eml read; the parser takes a message cut short as it is
+MAX_NESTED_PARTS = 64  # multipart and message/* parts read; Python's e-mail parser recurses once per nesting level
+# A part's Content-Type that holds other parts, its header possibly folded over several lines.
+_CONTAINER_PART = lazy(rb"^content-type:(?:[ \t]|\r?\n[ \t])*(?:multipart|message)/", re.IGNORECASE | re.MULTILINE)
 _REPLY_PREFIX = lazy(r"^\s*(?:(?:re|fwd?|aw|wg|antw|sv|vs|tr)\s*(?:\[\d+\])?\s*[:：]|(?:回复|答复|转发)\s*[:：])\s*",
                      re.IGNORECASE)
 # Where the quoted history of a reply begins, in the mail clients' own wordings (English, German, Chinese).
@@ -49,13 +53,47 @@ def latest_message(body: str) -> str:
     return "\n".join(kept).strip()
 
 
-def read_eml(path: str) -> tuple[str | None, str]:
-    """An e-mail's clean subject and its text: each text/plain part's newest message, plus attached .log/.txt files."""
+def read_eml(path: str) -> tuple[str | None, str, list[str]]:
+    """An e-mail's clean subject and its text: each text/plain part's newest message, plus attached .log/.txt files;
+    and notes on what was left unread (past MAX_EMAIL_BYTES, or parts nested deeper than MAX_NESTED_PARTS)."""
     try:
         with open_regular(path, "e-mail file") as handle:
-            message = email.message_from_binary_file(handle, policy=email.policy.default)
+            data = handle.read(MAX_EMAIL_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
+    notes = []
+    if len(data) > MAX_EMAIL_BYTES:
+        data = data[:MAX_EMAIL_BYTES]
+        notes.append(f"the e-mail is longer than {MAX_EMAIL_BYTES >> 20} MiB: the rest was not read")
+    data, nested = _within_nesting(data)
+    if nested:
+        notes.append(f"the e-mail nests more than {MAX_NESTED_PARTS} multipart parts: the parts from the "
+                     f"{MAX_NESTED_PARTS + 1}th on were not read")
+    try:
+        message = email.message_from_bytes(data, policy=email.policy.default)
+        parts = _texts(message)
+    except RecursionError:  # nesting the count above did not see (it reads only the raw headers)
+        raise InputError(f"{path}: the e-mail is nested too deeply to read") from None
+    if not parts:
+        raise InputError(f"{path}: the e-mail has no text/plain part to diagnose")
+    return clean_subject(message.get("subject")), "\n".join(parts), [f"{note}, so this answer may be partial" for note in notes]
+
+
+def _within_nesting(data: bytes) -> tuple[bytes, bool]:
+    """The raw message up to its (MAX_NESTED_PARTS + 1)th part that holds other parts, and whether it was cut there.
+
+    >>> _within_nesting(b"Content-Type: multipart/mixed; boundary=a\\n\\n--a\\n" * (MAX_NESTED_PARTS + 5))[1]
+    True
+    """
+    count = 0
+    for found in _CONTAINER_PART.finditer(data):
+        count += 1
+        if count > MAX_NESTED_PARTS:
+            return data[:found.start()], True
+    return data, False
+
+
+def _texts(message) -> list[str]:
     parts: list[str] = []
     for part in message.walk():
         if part.is_multipart():
@@ -65,9 +103,7 @@ def read_eml(path: str) -> tuple[str | None, str]:
             parts.append(_part_text(part))
         elif part.get_content_type() == "text/plain" and not filename:
             parts.append(latest_message(_part_text(part)))
-    if not parts:
-        raise InputError(f"{path}: the e-mail has no text/plain part to diagnose")
-    return clean_subject(message.get("subject")), "\n".join(parts)
+    return parts
 
 
 def _part_text(part) -> str:

@@ -20,13 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from ..ingest.budget import InputBudget
 from ..ingest.source import Source, TextSource
 from ..util.errors import InputError
 from ..util.safeio import not_regular, open_regular
+from ..util.units import human_bytes
 from .mail import clean_subject, read_eml
 
 TICKET_SUFFIXES = (".txt", ".md", ".eml", ".log", ".gz")
 EXPORT_SUFFIX = ".jsonl"
+MAX_RECORD_BYTES = 32 << 20  # a longer JSONL record is a ticket with an error: JSON cut short cannot be read
+MAX_RECORD_OBJECTS = 10_000  # JSON objects read per record (comments, fields); the rest are parsed and dropped
+MAX_RECORD_TEXTS = 10_000  # texts taken from one record's text fields (a comment's body each); the rest are left
+_END = object()
 
 
 @dataclass(frozen=True)
@@ -39,18 +45,20 @@ class Ticket:
     error: str | None = None
     reply_name: str | None = None
     title: str | None = None
+    notes: tuple[str, ...] = ()  # what reading it left out (a record's objects past MAX_RECORD_OBJECTS)
 
-    def source(self) -> tuple[Source, str | None]:
-        """The ticket's text as a diagnosable source, and its title when it has one (an e-mail subject)."""
+    def source(self, budget: InputBudget) -> tuple[Source, str | None, tuple[str, ...]]:
+        """The ticket's text as a diagnosable source read within `budget`, its title when it has one (an e-mail
+        subject), and notes on what reading it left out."""
         if self.error is not None:
             raise InputError(self.error)
         if self.text is not None:
-            return TextSource(self.id, self.text), self.title
+            return TextSource(self.id, self.text, budget), self.title, self.notes
         assert self.path is not None
         if self.path.lower().endswith(".eml"):
-            subject, body = read_eml(self.path)
-            return TextSource(self.id, body), subject
-        return Source(self.path), None
+            subject, body, notes = read_eml(self.path)
+            return TextSource(self.id, body, budget), subject, tuple(notes)
+        return Source(self.path, budget=budget), None, ()
 
 
 @dataclass(frozen=True)
@@ -116,7 +124,45 @@ def _ticket_files(folder: str) -> list[str]:
 
 def _count_records(path: str) -> int:
     with open_regular(path, ".jsonl file") as handle:
-        return sum(1 for line in handle if line.strip())
+        return sum(1 for line, _ in _bounded_lines(handle) if line.strip())
+
+
+def _bounded_lines(handle) -> Iterator[tuple[bytes, bool]]:
+    """Each line of a file, at most MAX_RECORD_BYTES of it, and whether it was longer (the rest is read in pieces
+    and dropped: one huge record never sits in memory whole)."""
+    while True:
+        line = handle.readline(MAX_RECORD_BYTES + 1)
+        if not line:
+            return
+        if len(line) <= MAX_RECORD_BYTES or line.endswith(b"\n"):
+            yield line, False
+            continue
+        rest = line
+        while rest and not rest.endswith(b"\n"):
+            rest = handle.readline(1 << 20)
+        yield line[:MAX_RECORD_BYTES], True
+
+
+class _BoundedObjects:
+    """An `object_pairs_hook` that makes the first `most` objects of a record and drops the rest (None in their
+    place): a record of 500,000 comments costs their bytes, not half a million dicts. The record itself, the last
+    object the parser finishes, is made from its pairs whatever the count."""
+
+    def __init__(self, most: int):
+        self.left = most
+        self.dropped = 0
+        self.last_pairs: list = []
+
+    def __call__(self, pairs: list) -> dict | None:
+        self.last_pairs = pairs
+        if self.left > 0:
+            self.left -= 1
+            return dict(pairs)
+        self.dropped += 1
+        return None
+
+    def record(self, parsed: Any) -> Any:
+        return dict(self.last_pairs) if parsed is None and self.dropped else parsed
 
 
 def _iterate(plan: list[tuple[str, str, str]], fields: JsonlFields) -> Iterator[Ticket]:
@@ -131,36 +177,66 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> It
     """One ticket per record; a record without any text field becomes a ticket with an error."""
     name = name or Path(path).name
     with open_regular(path, ".jsonl file") as handle:
-        for line_no, raw in enumerate(handle, start=1):
+        for line_no, (raw, cut) in enumerate(_bounded_lines(handle), start=1):
             if not raw.strip():
                 continue
             fallback_id = f"{name}:{line_no}"
+            if cut:
+                yield Ticket(id=fallback_id, error=f"the record on line {line_no} is longer than "
+                                                   f"{human_bytes(MAX_RECORD_BYTES)}; not read")
+                continue
+            objects = _BoundedObjects(MAX_RECORD_OBJECTS)
             try:
-                record = json.loads(raw.decode("utf-8", "replace"))
+                record = objects.record(json.loads(raw.decode("utf-8", "replace"), object_pairs_hook=objects))
             except ValueError as exc:
                 yield Ticket(id=fallback_id, error=f"line {line_no} is not valid JSON ({exc.msg})")
                 continue
+            except RecursionError:
+                yield Ticket(id=fallback_id, error=f"the record on line {line_no} is nested too deeply to read")
+                continue
+            notes = [f"the record on line {line_no} holds {MAX_RECORD_OBJECTS + objects.dropped:,} JSON objects: the "
+                     f"first {MAX_RECORD_OBJECTS:,} were read (comments, fields), so this answer may be partial"] \
+                if objects.dropped else []
             ticket_id = fallback_id
             if fields.id:
                 found = dotted_get(record, fields.id)
                 if isinstance(found, (str, int, float)) and not isinstance(found, bool) and str(found).strip():
                     ticket_id = str(found).strip()
-            texts = [part for dotted in fields.text for part in _strings(dotted_get(record, dotted))]
+            texts: list[str] = []
+            for dotted in fields.text:
+                texts += _strings(dotted_get(record, dotted), MAX_RECORD_TEXTS + 1 - len(texts))
+            if len(texts) > MAX_RECORD_TEXTS:
+                texts = texts[:MAX_RECORD_TEXTS]
+                notes.append(f"the record on line {line_no} holds more than {MAX_RECORD_TEXTS:,} texts in its text "
+                             "fields: the first were read, so this answer may be partial")
             if not texts:
                 wanted = ", ".join(repr(f) for f in fields.text)
                 yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted}")
                 continue
-            title = _strings(dotted_get(record, fields.title)) if fields.title else []
-            yield Ticket(id=ticket_id, text="\n".join(texts), title=clean_subject(title[0]) if title else None)
+            title = _strings(dotted_get(record, fields.title), 1) if fields.title else []
+            yield Ticket(id=ticket_id, text="\n".join(texts), title=clean_subject(title[0]) if title else None,
+                         notes=tuple(notes))
 
 
-def _strings(found: Any) -> list[str]:
-    """The text a field holds: a string, or the strings of a list (nested lists from a path over lists)."""
-    if isinstance(found, str):
-        return [found] if found.strip() else []
-    if isinstance(found, list):
-        return [text for item in found for text in _strings(item)]
-    return []
+def _strings(found: Any, most: int) -> list[str]:
+    """The text a field holds: a string, or the strings of a list (nested lists from a path over lists), in order;
+    the first `most` of them.
+
+    >>> _strings(["a", ["b", " ", ["c"]], 5, "d"], 3)
+    ['a', 'b', 'c']
+    """
+    texts: list[str] = []
+    pending = [iter((found,))]  # a stack of lists being read, not recursion: a list may be nested deeply
+    while pending and len(texts) < most:
+        item = next(pending[-1], _END)
+        if item is _END:
+            pending.pop()
+        elif isinstance(item, str):
+            if item.strip():
+                texts.append(item)
+        elif isinstance(item, list):
+            pending.append(iter(item))
+    return texts
 
 
 def dotted_get(record: Any, dotted: str) -> Any:
