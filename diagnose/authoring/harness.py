@@ -14,6 +14,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..context.host import SealedHost
 from ..diagnosis.pipeline import Options, diagnose
 from ..fixes.retrigger import violated_after_fix
 from ..ingest.source import TextSource
@@ -137,12 +138,17 @@ def _broken(path: Path, rule: str, name: str, problem: str) -> Case:
 GUESSES = ("traceback-step", "wording")
 
 
+def case_options(launch: str | None) -> Options:
+    """How a case (or a snapshot) is diagnosed: sealed from the machine, so a model folder, a Hugging Face cache or
+    a GPU on it changes nothing — `vdiag rules test` gives the same answer on every machine, installed or not."""
+    return Options(launch_text=launch, gpu_mode="none", use_rule_cache=False, host=SealedHost())
+
+
 def run_case(case: Case, ruleset: RuleSet) -> list[str]:
     """Problems with this case (empty when it passes)."""
     if case.problems:
         return list(case.problems)
-    outcome = diagnose([TextSource(case.name, case.log_text)],
-                       Options(launch_text=case.launch, gpu_mode="none", use_rule_cache=False), ruleset)
+    outcome = diagnose([TextSource(case.name, case.log_text)], case_options(case.launch), ruleset)
     report = build_report(outcome)
     fired = [d["rule"] for d in report["diagnoses"]]
     # a guess from where a cut traceback stopped or from the wording is not the rule recognising the case

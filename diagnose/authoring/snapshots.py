@@ -3,28 +3,24 @@
 One snapshot per rule case (`tests/fixtures/cases/*.cases.yaml`, with the case's
 launch) and per corpus log or ticket under `tests/fixtures/`; each is the report
 `vdiag --format json --no-gpu` prints, made in-process and normalised: the
-repository's path becomes `<root>`, keys are sorted, and no local model cache
-is consulted (the Hugging Face cache points at an empty folder while reports
-are made), so the same tree gives the same bytes on every machine.
+repository's path becomes `<root>`, keys are sorted, and the machine is sealed
+off as for the rule cases (no model folder, Hugging Face cache, GPU or port of
+this machine is read), so the same tree gives the same bytes on every machine.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
-from ..diagnosis.pipeline import Options, diagnose
+from ..diagnosis.pipeline import diagnose
 from ..ingest.source import Source, TextSource
 from ..knowledge.rules import RuleSet
 from ..report.build import build_report
 from ..report.render import to_json
-from .harness import discover_cases
+from .harness import case_options, discover_cases
 
 CORPUS_SUFFIXES = (".log", ".md", ".txt")
 
@@ -60,28 +56,10 @@ def snapshot_inputs(fixtures: Path) -> list[SnapshotInput]:
 
 def report_json(item: SnapshotInput, ruleset: RuleSet, root: Path) -> str:
     """The normalised JSON report for one input, ending with a newline."""
-    with no_model_cache():
-        outcome = diagnose([item.source()], Options(launch_text=item.launch, gpu_mode="none"), ruleset)
+    outcome = diagnose([item.source()], case_options(item.launch), ruleset)
     report = json.loads(to_json(build_report(outcome)))
     text = json.dumps(report, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     return text.replace(str(root.resolve()), "<root>")
-
-
-@contextlib.contextmanager
-def no_model_cache() -> Iterator[None]:
-    """Point the Hugging Face cache at an empty folder, so a model this machine happens to hold changes nothing."""
-    saved = {k: os.environ.get(k) for k in ("HF_HUB_CACHE", "HF_HOME", "VDIAG_CHECK_PORTS")}
-    with tempfile.TemporaryDirectory(prefix="vdiag-snap-") as empty:
-        os.environ["HF_HUB_CACHE"] = os.environ["HF_HOME"] = empty
-        os.environ.pop("VDIAG_CHECK_PORTS", None)
-        try:
-            yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 def _file_stem(name: str) -> str:

@@ -17,6 +17,7 @@ from ..model import memory
 from ..model.info import ModelInfo
 from ..scan.hits import ScanResult
 from ..util.units import parse_float, parse_int, plausible_int
+from .host import Host, LiveHost
 
 MAX_PARALLEL = 1 << 16  # a parallel size above this is not a fact, whatever the text says
 
@@ -40,6 +41,7 @@ class Context:
     phases: PhaseLog = field(default_factory=PhaseLog)
     advice: AdviceLines = field(default_factory=AdviceLines)  # lines that tell the operator what to do
     focus_line: int | None = None  # the first error line of the diagnosis being evaluated
+    host: Host = LiveHost()  # the machine fixes may consult (a free port); sealed for rule cases and snapshots
 
     def for_rule(self, captures: dict[str, str], focus_line: int | None) -> Context:
         """This context as one rule sees it: with the rule's captures and the line of its first error."""

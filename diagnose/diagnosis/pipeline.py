@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from ..context.context import Context
+from ..context.host import Host, LiveHost
 from ..facts.advice_lines import AdviceLines
 from ..facts.args import ArgsExtractor
 from ..facts.era import EraExtractor
@@ -45,7 +46,8 @@ MAX_UNEXPLAINED = 10
 
 @dataclass
 class Options:
-    """How to diagnose: the launch when the log lacks it, extra rules, where GPU facts come from."""
+    """How to diagnose: the launch when the log lacks it, extra rules, where GPU facts come from, and the machine
+    the diagnosis may read (`SealedHost()`: none, for reports that must not depend on where they are made)."""
 
     launch_text: str | None = None
     rules_dirs: tuple[Path, ...] = ()
@@ -53,6 +55,7 @@ class Options:
     snapshot_path: str | None = None
     use_rule_cache: bool = True
     on_bytes: Callable[[int], None] | None = None
+    host: Host = field(default_factory=LiveHost)
 
 
 @dataclass
@@ -163,8 +166,8 @@ def build_context(facts: Facts, result: ScanResult, hints: set[str], options: Op
     unresolved = Context(facts=facts, scan=result, launch=launch)
     name = unresolved.model_name()
     return Context(facts=facts, scan=result, launch=launch, launch_source=launch_source,
-                   model=resolve_model(name) if name else None, text_hints=hints, phases=phases, advice=advice,
-                   **gpu_fields(facts, snapshot))
+                   model=resolve_model(name, files=options.host.model_files) if name else None, text_hints=hints,
+                   phases=phases, advice=advice, host=options.host, **gpu_fields(facts, snapshot))
 
 
 def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> tuple[Launch | None, str | None]:
@@ -221,9 +224,7 @@ def _snapshot(options: Options) -> Snapshot | None:
 
         return load_snapshot(options.snapshot_path)
     if options.gpu_mode == "auto":
-        from ..gpu.snapshot import live_snapshot
-
-        return live_snapshot()
+        return options.host.live_gpus()
     return None
 
 

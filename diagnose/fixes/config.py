@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -165,7 +164,7 @@ def change_port(ctx: Context, params: dict) -> Fix | None:
     taken = f"Port {port} is taken" + (f" by {holder}" if holder else "") + f" (find it with `ss -ltnp 'sport = :{port}'`)"
     owner = port_owner(ctx.launch, port) if ctx.captures.get("host") is None else None
     if owner is not None and owner.setting != "--port":
-        free = _free_port_near(owner.base + 100)
+        free = ctx.host.free_port_near(owner.base + 100)
         name = owner.setting[4:] if owner.setting.startswith("env:") else owner.setting
         shown = f"{name}={free}" if owner.setting.startswith("env:") else f"{name} {free}"
         source = "set in the launch" if owner.given else "vLLM's default"
@@ -177,12 +176,12 @@ def change_port(ctx: Context, params: dict) -> Fix | None:
     if port != http:
         if vllm_port is not None:
             return _unset_vllm_port(vllm_port, f"{taken}. It is not the HTTP port ({http}) but one of vLLM's internal ones. ")
-        free = _free_port_near(port + 100)
+        free = ctx.host.free_port_near(port + 100)
         return Fix(title=f"Give this instance its own internal ports: VLLM_PORT={free}", changes={"env:VLLM_PORT": str(free)},
                    why=f"{taken}. It is not the HTTP port ({http}) but one of vLLM's internal ones (torch.distributed, "
                        "ZMQ), which start at VLLM_PORT; another instance on this host uses the same range.",
                    cost="config", cost_note="none for clients: the HTTP port stays", will_start=True)
-    free = _free_port_near(port + 1)
+    free = ctx.host.free_port_near(port + 1)
     return Fix(title=f"Use a free port: --port {free}", changes={"--port": str(free)}, why=f"{taken}.",
                cost="config", cost_note="clients must use the new port", will_start=True)
 
@@ -192,21 +191,6 @@ def _unset_vllm_port(value: str | None, taken: str) -> Fix:
                why=f"{taken}vLLM numbers its internal ports (torch.distributed, ZMQ) from VLLM_PORT (here {value!r}), so "
                    "two instances on one host with the same value collide; unset, vLLM picks free ports itself.",
                cost="config", cost_note="none for clients: the HTTP port stays", will_start=True)
-
-
-def _free_port_near(start: int) -> int:
-    if os.environ.get("VDIAG_CHECK_PORTS") != "1":
-        return start
-    import socket
-
-    for port in range(start, start + 50):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-                return port
-            except OSError:
-                continue
-    return start
 
 
 @strategy("attention-backend")

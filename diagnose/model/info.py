@@ -1,19 +1,17 @@
-"""Model architecture: from a local config.json, the HF cache, the bundled catalog, or the name.
+"""Model architecture: from a local config.json or the HF cache (`files`), the bundled catalog, or the name.
 
 Never downloads anything. The source used is always reported.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from ..util.lazy_pattern import lazy
+from .files import ModelFiles
 
 
 @dataclass
@@ -67,11 +65,13 @@ def catalog() -> dict[str, dict]:
     return index
 
 
-def resolve(model: str | None, engine_config: dict[str, str] | None = None) -> ModelInfo | None:
-    """Best architecture facts for a model name or path."""
+def resolve(model: str | None, engine_config: dict[str, str] | None = None,
+            files: ModelFiles | None = ModelFiles()) -> ModelInfo | None:
+    """Best architecture facts for a model name or path: its config.json among `files` (this machine's by default;
+    None: no files at all), else the catalog, else what the name says."""
     if not model:
         return None
-    local = _config_from_path(model) or _config_from_hf_cache(model)
+    local = files.config(model) if files is not None else None
     if local is not None:
         config, source = local
         return _from_config(model, config, source)
@@ -92,48 +92,6 @@ def _catalog_entry(model: str) -> dict | None:
     cache_form = re.match(r".*models--([^/]+)--([^/]+)", key)
     if cache_form:
         return index.get(f"{cache_form.group(1)}/{cache_form.group(2)}")
-    return None
-
-
-MAX_CONFIG_BYTES = 4 * 2**20
-
-
-def _read_config(path: Path) -> dict | None:
-    """A config.json as a dict, or None when it cannot be one (too big, not JSON, too deep, a list…)."""
-    try:
-        if path.stat().st_size > MAX_CONFIG_BYTES:
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _config_from_path(model: str) -> tuple[dict, str] | None:
-    try:
-        candidate = Path(os.path.expanduser(model)) / "config.json"
-        if candidate.is_file():
-            config = _read_config(candidate)
-            return (config, "config.json") if config is not None else None
-    except (OSError, ValueError):
-        return None
-    return None
-
-
-def _config_from_hf_cache(model: str) -> tuple[dict, str] | None:
-    if "/" not in model or model.startswith(("/", ".", "~")):
-        return None
-    home = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub")
-    snapshots = Path(home) / ("models--" + model.replace("/", "--")) / "snapshots"
-    try:
-        for snapshot in sorted(snapshots.iterdir(), reverse=True):
-            config_path = snapshot / "config.json"
-            if config_path.is_file():
-                config = _read_config(config_path)
-                return (config, "hf-cache") if config is not None else None
-    except (OSError, ValueError):
-        return None
     return None
 
 
