@@ -14,7 +14,7 @@ True
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
@@ -22,19 +22,17 @@ from typing import Mapping
 from ..util.errors import InputError, VdiagError
 from .deadline import HookTimeout, deadline
 from .journald import JOURNAL_SOCKET, JournalQuery, JournalSource, ReadState, find_journalctl, last_invocation_id
-from .fleet import MESSAGE_ID, host_identity, journal_positions
+from .fleet import host_identity, journal_positions
 from .state import (choose_state_dir, continue_loop, find_diagnosed, rotate_reports, should_log, state_dir_candidates,
                     write_report)
+from .summary import (MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, PRIORITY_DEBUG, HookResult, base_fields, failure_result,
+                      one_line, summarize)
 from .trigger import Trigger, read_trigger
 from .unit import UnitFacts, drop_in, read_unit, systemd_lines
 
 DEFAULT_KEEP_REPORTS = 20
 DEFAULT_MAX_AGE_DAYS = 30.0
 DEFAULT_TIMEOUT_S = 10.0
-MAX_MESSAGE_CHARS = 1000
-MAX_FIELD_CHARS = 4096
-PRIORITY_WARNING = "4"
-PRIORITY_DEBUG = "7"
 
 
 @dataclass
@@ -55,16 +53,6 @@ class HookSettings:
     max_age_days: float | None = DEFAULT_MAX_AGE_DAYS
 
 
-@dataclass
-class HookResult:
-    """One summary line for the journal (or stdout), its structured fields, and the files written."""
-
-    message: str
-    fields: dict[str, str]
-    reports: list[Path] = field(default_factory=list)
-    quiet: bool = False  # nothing worth a journal line (a clean stop, a run already diagnosed, a rate-limited repeat)
-
-
 def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
     """Diagnose the failed run systemd describes in `env`. Never raises: its own failures become the result."""
     trigger: Trigger | None = None
@@ -72,7 +60,7 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
         trigger = read_trigger(env, settings.unit, settings.invocation_id)
         if trigger.clean:
             return HookResult(f"vdiag: {trigger.unit or 'the unit'} stopped cleanly; nothing to diagnose",
-                              _base_fields(trigger, PRIORITY_DEBUG), quiet=True)
+                              base_fields(trigger, PRIORITY_DEBUG), quiet=True)
         if trigger.unit is None and trigger.invocation_id is None:
             raise InputError("no unit and no invocation to diagnose: give --unit or --invocation, "
                              "or run from ExecStopPost= or an OnFailure= handler")
@@ -81,7 +69,7 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
             done = find_diagnosed(search_dirs, trigger.unit, trigger.invocation_id)
             if done is not None:
                 return HookResult(f"vdiag: invocation {trigger.invocation_id} already diagnosed: {done}",
-                                  _base_fields(trigger, PRIORITY_DEBUG), [done], quiet=True)
+                                  base_fields(trigger, PRIORITY_DEBUG), [done], quiet=True)
         state_dir, state_note = choose_state_dir(write_dirs)
         reserve_s = min(2.0, settings.timeout_s / 3)
         try:
@@ -96,11 +84,11 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
                 report = bare_report(trigger, reason)
         return keep_report(trigger, settings, report, state_dir, state_note)
     except HookTimeout as exc:
-        return _failure(trigger, f"{exc}; no report written")
+        return failure_result(trigger, f"{exc}; no report written")
     except VdiagError as exc:
-        return _failure(trigger, str(exc))
+        return failure_result(trigger, str(exc))
     except Exception as exc:  # a bug in vdiag must not fail the unit's stop: say it in one line
-        return _failure(trigger, f"internal error: {type(exc).__name__}: {exc}")
+        return failure_result(trigger, f"internal error: {type(exc).__name__}: {exc}")
 
 
 def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_dir: Path, state_note: str | None) -> HookResult:
@@ -130,8 +118,8 @@ def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_di
         except OSError as exc:
             problems.append(f"cannot write {settings.textfile}: {exc.strerror or exc}")
     if problems:
-        result.message = _one_line(f"{result.message}; " + "; ".join(problems), MAX_MESSAGE_CHARS)
-        result.fields.update(MESSAGE=result.message, VDIAG_ERROR=_one_line("; ".join(problems), MAX_FIELD_CHARS))
+        result.message = one_line(f"{result.message}; " + "; ".join(problems), MAX_MESSAGE_CHARS)
+        result.fields.update(MESSAGE=result.message, VDIAG_ERROR=one_line("; ".join(problems), MAX_FIELD_CHARS))
         result.quiet = False
     return result
 
@@ -215,76 +203,6 @@ def _systemd_section(trigger: Trigger, unit: UnitFacts, report: dict, host: dict
     fixes = report["diagnoses"][0]["fixes"] if report["diagnoses"] else []
     section["drop_in"] = drop_in(trigger.unit, fixes[0], from_unit) if fixes else None
     return section
-
-
-def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_note: str | None) -> HookResult:
-    """One journal line saying what failed (systemd's result first), the rank-1 fix and where the report is.
-    Any failed run is logged at priority 4 (warning) or more urgent, so alerts on `PRIORITY<=4` see each one."""
-    from ..util.redact import redact, redact_tree
-
-    report = redact_tree(report)
-    json_path, md_path = paths
-    fields = _base_fields(trigger, PRIORITY_WARNING)
-    fields["VDIAG_STATUS"] = report["status"]
-    fields["VDIAG_REPORT"] = str(json_path)
-    repeats = report["systemd"].get("repeats") or {}
-    fields["VDIAG_COUNT"] = str(repeats.get("count", 1))
-    phase = report["facts"].get("phase")
-    if phase:
-        fields["VDIAG_PHASE"] = phase
-    head = f"vdiag: {trigger.unit or 'unit'} failed" + (f" [{trigger.how_it_ended()}]" if trigger.how_it_ended() else "")
-    if repeats.get("count", 1) > 1:
-        head += f" ({repeats['count']} times since {repeats['first']})"
-    if report["diagnoses"]:
-        top = report["diagnoses"][0]
-        fields.update(VDIAG_RULE=top["rule"], VDIAG_CATEGORY=top["category"], VDIAG_CONFIDENCE=f"{top['confidence']:.2f}")
-        what = f"{top['title']} ({top['category']}, confidence {top['confidence']:.2f}"
-        what += f", start-up reached {phase})" if phase and phase != "serving" and phase != "traffic" else ")"
-        fix = top["fixes"][0] if top["fixes"] else None
-        action = (fix.get("command") or fix.get("step") or fix["title"]) if fix else None
-        if fix and (fix.get("command") or fix.get("step")):
-            fields["VDIAG_COMMAND"] = _one_line(redact(fix.get("command") or fix.get("step")), MAX_FIELD_CHARS)
-        what += f"; fix: {action}" if action else ""
-    elif report["unexplained"]:
-        what = f"no known failure; {len(report['unexplained'])} unexplained error line(s), first: {report['unexplained'][0]['text']}"
-    else:
-        what = f"no vLLM failure found in {report['facts']['lines']} journal line(s)"
-    if report["systemd"].get("partial"):
-        what += f" (partial report: {report['systemd']['partial']} while reading the journal)"
-    tail = f"; report {md_path}" + (f" ({state_note})" if state_note else "")
-    message = _one_line(redact(f"{head}: {what}"), MAX_MESSAGE_CHARS - len(tail)) + tail
-    fields["MESSAGE"] = message
-    return HookResult(message, fields, [json_path, md_path])
-
-
-def _base_fields(trigger: Trigger | None, priority: str) -> dict[str, str]:
-    """The fields of every line: MESSAGE_ID (the catalog entry), and OBJECT_SYSTEMD_UNIT so that
-    `journalctl -u UNIT` shows the diagnosis beside the unit's own lines."""
-    fields = {"SYSLOG_IDENTIFIER": "vdiag", "PRIORITY": priority, "MESSAGE_ID": MESSAGE_ID}
-    if trigger is not None:
-        for key, value in (("OBJECT_SYSTEMD_UNIT", trigger.unit), ("VDIAG_UNIT", trigger.unit),
-                           ("VDIAG_INVOCATION_ID", trigger.invocation_id), ("VDIAG_SERVICE_RESULT", trigger.service_result),
-                           ("VDIAG_EXIT_CODE", trigger.exit_code), ("VDIAG_EXIT_STATUS", trigger.exit_status)):
-            if value:
-                fields[key] = _one_line(value, MAX_FIELD_CHARS)
-    return fields
-
-
-def _failure(trigger: Trigger | None, reason: str) -> HookResult:
-    from ..util.redact import redact
-
-    what = "the unit"
-    if trigger is not None and (trigger.unit or trigger.invocation_id):
-        what = trigger.unit or f"invocation {trigger.invocation_id}"
-    message = _one_line(redact(f"vdiag hook: could not diagnose {what}: {reason}"), MAX_MESSAGE_CHARS)
-    fields = _base_fields(trigger, PRIORITY_WARNING)
-    fields.update(MESSAGE=message, VDIAG_STATUS="hook-error", VDIAG_ERROR=_one_line(redact(reason), MAX_FIELD_CHARS))
-    return HookResult(message, fields)
-
-
-def _one_line(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
 
 
 def journal_socket(env: Mapping[str, str]) -> str:
