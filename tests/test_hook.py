@@ -377,12 +377,19 @@ def test_not_a_journal_file_exits_zero_with_a_message(tmp_path):
     assert result.exit_code == 0 and "could not diagnose" in result.output and len(result.output.splitlines()) == 1
 
 
+def vdiag_with_tools_in(folder: Path) -> list[str]:
+    """The vdiag command with `folder` as the only place the hook takes journalctl and systemctl from."""
+    code = (f"from diagnose.hook import tools; tools.TRUSTED_TOOL_DIRS = ({str(folder)!r},); "
+            "from diagnose.cli.main import process_main; process_main()")
+    return [sys.executable, "-c", code]
+
+
 def test_missing_journalctl_exits_zero_with_a_message(tmp_path):
-    empty_path = tmp_path / "bin"
-    empty_path.mkdir()
-    env = {**exec_stop_post_env(tmp_path), "PATH": str(empty_path), "HOME": str(tmp_path)}
-    done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--state-dir", str(tmp_path / "state")],
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**exec_stop_post_env(tmp_path), "HOME": str(tmp_path)}
+    done = subprocess.run([*vdiag_with_tools_in(empty), "hook", "--unit", "vllm.service", "--state-dir", str(tmp_path / "state")],
+                          env={**os.environ, **env}, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "journalctl not found" in done.stdout and len(done.stdout.splitlines()) == 1
 
@@ -394,10 +401,11 @@ def test_timeout_is_honoured_and_journalctl_is_stopped(tmp_path):
     fake = fake_bin / "journalctl"
     fake.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 30\n")
     fake.chmod(0o755)
-    env = {**os.environ, **exec_stop_post_env(tmp_path), "PATH": f"{fake_bin}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, **exec_stop_post_env(tmp_path)}
     started = time.monotonic()
-    done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--timeout", "1", "--no-gpu", "--state-dir",
-                           str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*vdiag_with_tools_in(fake_bin), "hook", "--unit", "vllm.service", "--timeout", "1", "--no-gpu",
+                           "--state-dir", str(tmp_path / "state")], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
     elapsed = time.monotonic() - started
     assert done.returncode == 0 and elapsed < 8, (elapsed, done.stdout, done.stderr)
     assert "gave up after 1 s" in done.stdout and "partial report" in done.stdout

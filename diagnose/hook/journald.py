@@ -4,6 +4,8 @@ Reading streams `journalctl -o json` line by line into vdiag's ingest, so memory
 that logged for weeks before it crashed is read as its first `HEAD_ENTRIES` and last `TAIL_ENTRIES`
 entries: the launch and the configuration are at the start, the crash at the end.
 
+journalctl is the system's own (hook.tools), never one on the service's PATH, run with vdiag's environment.
+
 Writing uses journald's native protocol on its datagram socket (no dependency): one `KEY=value` line per
 field, or `KEY\\n<64-bit little-endian length><value>\\n` when the value holds a newline.
 
@@ -15,9 +17,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -28,6 +27,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 from ..ingest.source import Source
 from ..util.errors import InputError
 from .readstate import ReadState, realtime_us
+from .tools import tool_environment
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
 HEAD_ENTRIES = 20_000
@@ -70,18 +70,12 @@ class JournalQuery:
         return [f"_SYSTEMD_INVOCATION_ID={self.invocation_id}", "+", f"INVOCATION_ID={self.invocation_id}"]
 
 
-def find_journalctl(env: Mapping[str, str]) -> str:
-    path = shutil.which("journalctl", path=env.get("PATH", os.defpath))
-    if path is None:
-        raise InputError("journalctl not found on PATH; cannot read the journal")
-    return path
-
-
 def last_invocation_id(query: JournalQuery, timeout_s: float) -> str | None:
     """The invocation id of the unit's most recent entries, or None when the journal has none."""
     argv = query.base_argv() + ["-n", "200", "--output-fields=_SYSTEMD_INVOCATION_ID,INVOCATION_ID", "-u", query.unit or ""]
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=max(timeout_s, 0.1))
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=max(timeout_s, 0.1),
+                              env=tool_environment())
     except subprocess.TimeoutExpired:
         raise InputError(f"journalctl did not answer within {timeout_s:.1f} s") from None
     except OSError as exc:
@@ -158,7 +152,8 @@ def _run_lines(argv: list[str], state: ReadState, limit: int | None = None) -> I
     """Run journalctl and yield its stdout lines; the process is killed when the consumer stops early."""
     with tempfile.TemporaryFile() as stderr:
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                                    env=tool_environment())
         except OSError as exc:
             raise InputError(f"cannot run journalctl: {exc.strerror or exc}") from None
         reached_end = False

@@ -21,12 +21,13 @@ from typing import Mapping
 
 from ..util.errors import InputError, VdiagError
 from .deadline import HookTimeout, deadline
-from .journald import JOURNAL_SOCKET, JournalQuery, JournalSource, ReadState, find_journalctl, last_invocation_id
+from .journald import JOURNAL_SOCKET, JournalQuery, JournalSource, ReadState, last_invocation_id
 from .fleet import host_identity, journal_positions
 from .state import (choose_state_dir, continue_loop, find_diagnosed, rotate_reports, should_log, state_dir_candidates,
                     write_report)
 from .summary import (MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, PRIORITY_DEBUG, HookResult, base_fields, failure_result,
                       one_line, summarize)
+from .tools import trusted_tool
 from .trigger import Trigger, read_trigger
 from .unit import UnitFacts, drop_in, read_unit, systemd_lines
 
@@ -79,7 +80,7 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
             reason = f"gave up after {settings.timeout_s:g} s (--timeout)"
             try:
                 with deadline(reserve_s):
-                    report = partial_report(trigger, settings, env, reason)
+                    report = partial_report(trigger, settings, reason)
             except HookTimeout:
                 report = bare_report(trigger, reason)
         return keep_report(trigger, settings, report, state_dir, state_note)
@@ -132,7 +133,7 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
 
     started = time.monotonic()
     query = JournalQuery(trigger.invocation_id, trigger.unit, tuple(settings.journal_files), settings.journal_directory,
-                         find_journalctl(env))
+                         trusted_tool("journalctl"))
     notes: list[str] = []
     if query.invocation_id is None:
         query.invocation_id = last_invocation_id(query, settings.timeout_s - (time.monotonic() - started))
@@ -141,7 +142,7 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
         else:
             notes.append(f"no invocation id from systemd: diagnosed {trigger.unit}'s last run in the journal ({query.invocation_id})")
             trigger.invocation_id = query.invocation_id
-    unit = read_unit(trigger.unit, settings.unit_file, env, live=not (settings.journal_files or settings.journal_directory))
+    unit = read_unit(trigger.unit, settings.unit_file, live=not (settings.journal_files or settings.journal_directory))
     state = ReadState()
     source = JournalSource(f"journal:{trigger.unit or ''}/{query.invocation_id or 'last'}", query, state,
                            lambda seen: _added_lines(trigger, unit, seen.systemd_said))
@@ -160,13 +161,13 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
     return report
 
 
-def partial_report(trigger: Trigger, settings: HookSettings, env: Mapping[str, str], reason: str) -> dict:
+def partial_report(trigger: Trigger, settings: HookSettings, reason: str) -> dict:
     """When the journal could not be read in time: a report from systemd's own evidence alone, marked partial."""
     from ..diagnosis.pipeline import Options, diagnose
     from ..ingest.source import TextSource
     from ..report.build import build_report
 
-    unit = read_unit(trigger.unit, settings.unit_file, env, live=False)
+    unit = read_unit(trigger.unit, settings.unit_file, live=False)
     lines = _added_lines(trigger, unit, set()) or [f"{trigger.unit or 'the unit'}: failed (systemd gave no result)"]
     report = build_report(diagnose([TextSource("systemd", "\n".join(lines) + "\n")], Options(gpu_mode="none")))
     report["notes"].append(f"partial report: {reason} while reading the journal; only systemd's own evidence "
