@@ -10,18 +10,29 @@ What used to hang forever runs in a child interpreter, so a regression fails the
 
 from __future__ import annotations
 
+import json
 import os
+import stat
 import subprocess
+import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from diagnose.cli.main import main
 from diagnose.hook import state as hook_state
-from diagnose.hook.run import HookSettings, run_hook
+from diagnose.hook.fleet import append_jsonl, update_textfile
+from diagnose.hook.run import HookSettings, bare_report, run_hook
+from diagnose.hook.state import choose_state_dir, find_diagnosed, state_dir_candidates, write_report
+from diagnose.hook.trigger import read_trigger
 
-from .conftest import VDIAG
+from .conftest import ROOT, VDIAG
 from .test_hook import FAILED_ID, JournalWriter, exec_stop_post_env, needs_journal_tools
 
+NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
+REPORT_STEM = f"vllm.service-20250101T120000Z-{FAILED_ID}"
 PORT_IN_USE = "ERROR 11-03 02:00:09 [api_server.py:900] OSError: [Errno 98] Address already in use"
 HOSTILE_TOOL = "#!/bin/sh\necho \"uid=$(id -u)\" > {marker}\n"
 
@@ -29,6 +40,14 @@ HOSTILE_TOOL = "#!/bin/sh\necho \"uid=$(id -u)\" > {marker}\n"
 @pytest.fixture(autouse=True)
 def no_system_state_dir(tmp_path, monkeypatch):
     monkeypatch.setattr(hook_state, "DEFAULT_STATE_DIR", str(tmp_path / "var-lib-vdiag"))
+
+
+def run_child(code: str, timeout_s: float = 30) -> subprocess.CompletedProcess:
+    """`code` in a fresh interpreter; a hang ends this test, not the test session."""
+    try:
+        return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"hung for more than {timeout_s} s")
 
 
 def hostile_bin(tmp_path: Path) -> Path:
@@ -40,6 +59,16 @@ def hostile_bin(tmp_path: Path) -> Path:
         tool.write_text(HOSTILE_TOOL.format(marker=tmp_path / f"PWNED-{name}"))
         tool.chmod(0o755)
     return folder
+
+
+def trigger_of(tmp_path: Path):
+    return read_trigger(exec_stop_post_env(tmp_path), unit="vllm.service")
+
+
+def stored_report(tmp_path: Path, trigger) -> dict:
+    report = bare_report(trigger, "gave up after 1 s (--timeout)")
+    report["systemd"]["repeats"] = {"count": 1}
+    return report
 
 
 # HK1: the service's PATH
@@ -95,3 +124,216 @@ def test_a_journalctl_on_the_services_path_never_runs_and_the_journal_is_still_r
                            "--state-dir", str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "port-in-use" in done.stdout, done.stdout + done.stderr
     assert sorted(p.name for p in tmp_path.glob("PWNED-*")) == []
+
+
+# HK2-HK4: the fleet outputs
+
+
+def test_a_symlink_planted_at_the_textfile_lock_is_not_followed(tmp_path):
+    folder = tmp_path / "textfile_collector"
+    folder.mkdir()
+    victim = tmp_path / "etc" / "nologin"
+    victim.parent.mkdir()
+    (folder / ".vdiag.prom.lock").symlink_to(victim)
+    with pytest.raises(OSError):
+        update_textfile(str(folder / "vdiag.prom"), ("vllm.service", "port-in-use", "port-in-use"), 1.7e9)
+    assert not victim.exists() and not (folder / "vdiag.prom").exists()
+
+
+@pytest.mark.parametrize("planted", [".vdiag.prom.lock", "vdiag.prom", ".vdiag.prom.{pid}.tmp"])
+def test_a_fifo_planted_beside_the_textfile_does_not_hang(tmp_path, planted):
+    folder = tmp_path / "textfile_collector"
+    folder.mkdir()
+    code = (f"import os\nfrom diagnose.hook.fleet import update_textfile\n"
+            f"os.mkfifo(os.path.join({str(folder)!r}, {planted!r}.format(pid=os.getpid())))\n"
+            f"try:\n    update_textfile({str(folder / 'vdiag.prom')!r}, ('vllm.service', 'c', 'r'), 1.7e9)\n"
+            f"    print('written')\nexcept OSError as error:\n    print('refused:', error)\n")
+    done = run_child(code)
+    assert done.returncode == 0, done.stderr
+    if planted.endswith(".tmp"):  # the temporary name is no longer predictable: the FIFO is simply not used
+        assert done.stdout.startswith("written") and stat.S_ISREG((folder / "vdiag.prom").lstat().st_mode)
+    else:
+        assert done.stdout.startswith("refused:") and "FIFO" in done.stdout
+    assert [p.name for p in folder.iterdir() if stat.S_ISFIFO(p.lstat().st_mode)] != [], "the planted FIFO is left alone"
+
+
+def test_a_fifo_at_the_jsonl_path_does_not_hang(tmp_path):
+    fifo = tmp_path / "diagnoses.jsonl"
+    os.mkfifo(fifo)
+    done = run_child(f"from diagnose.hook.fleet import append_jsonl\ntry:\n    append_jsonl({str(fifo)!r}, {{'a': 1}})\n"
+                     f"except OSError as error:\n    print('refused:', error)\n")
+    assert done.returncode == 0 and done.stdout.startswith("refused:") and "FIFO" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_hard_linked_or_symlinked_jsonl_is_refused(tmp_path):
+    victim = tmp_path / "passwd"
+    victim.write_text("root:x:0:0::/root:/bin/sh\n")
+    linked, symlinked = tmp_path / "linked.jsonl", tmp_path / "symlinked.jsonl"
+    os.link(victim, linked)
+    symlinked.symlink_to(victim)
+    for path in (linked, symlinked):
+        with pytest.raises(OSError):
+            append_jsonl(str(path), {"message": "x"})
+    assert victim.read_text() == "root:x:0:0::/root:/bin/sh\n"
+    append_jsonl(str(tmp_path / "new.jsonl"), {"message": "x"})
+    append_jsonl(str(tmp_path / "new.jsonl"), {"message": "y"})
+    assert [json.loads(line)["message"] for line in (tmp_path / "new.jsonl").read_text().splitlines()] == ["x", "y"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="files owned by another user can only be made as root")
+def test_a_jsonl_or_lock_owned_by_another_user_is_refused(tmp_path):
+    jsonl, folder = tmp_path / "diagnoses.jsonl", tmp_path / "textfile"
+    folder.mkdir()
+    jsonl.write_text("")
+    (folder / ".vdiag.prom.lock").write_text("")
+    for path in (jsonl, folder / ".vdiag.prom.lock"):
+        os.chown(path, 65534, 65534)
+    with pytest.raises(OSError):
+        append_jsonl(str(jsonl), {"message": "x"})
+    with pytest.raises(OSError):
+        update_textfile(str(folder / "vdiag.prom"), ("u", "c", "r"), 1.0)
+    assert jsonl.read_text() == "" and not (folder / "vdiag.prom").exists()
+
+
+# the reports' temporary names and the state folders
+
+
+def test_a_fifo_at_the_old_temporary_report_names_does_not_hang(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    code = (f"import os\nfrom datetime import datetime, timezone\nfrom pathlib import Path\n"
+            f"from diagnose.hook.run import bare_report\nfrom diagnose.hook.state import write_report\n"
+            f"from diagnose.hook.trigger import read_trigger\n"
+            f"state = Path({str(state)!r})\n"
+            f"for suffix in ('.json', '.md'):\n    os.mkfifo(state / f'.{REPORT_STEM}{{suffix}}.{{os.getpid()}}.tmp')\n"
+            f"trigger = read_trigger({exec_stop_post_env(tmp_path)!r}, unit='vllm.service')\n"
+            f"report = bare_report(trigger, 'x')\nreport['systemd']['repeats'] = {{'count': 1}}\n"
+            f"print(write_report(state, trigger, report, datetime(2025, 1, 1, 12, tzinfo=timezone.utc))[0].name)\n")
+    done = run_child(code)
+    assert done.returncode == 0 and done.stdout.strip() == f"{REPORT_STEM}.json", done.stderr
+    for suffix in (".json", ".md"):
+        assert stat.S_ISREG((state / f"{REPORT_STEM}{suffix}").lstat().st_mode)
+
+
+def test_hard_links_at_the_old_temporary_report_names_do_not_give_the_report_away(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    bait = tmp_path / "attackers-file"
+    bait.write_text("the attacker's file\n")
+    if os.geteuid() == 0:
+        os.chown(bait, 65534, 65534)
+    for suffix in (".json", ".md"):
+        os.link(bait, state / f".{REPORT_STEM}{suffix}.{os.getpid()}.tmp")
+    trigger = trigger_of(tmp_path)
+    paths = write_report(state, trigger, stored_report(tmp_path, trigger), NOW)
+    assert bait.read_text() == "the attacker's file\n"
+    for path in paths:
+        info = path.lstat()
+        assert info.st_ino != bait.stat().st_ino and info.st_nlink == 1 and info.st_uid == os.geteuid()
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path):
+    """A full disk, as a file size limit: the write fails, and the temporary file goes with it."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    code = (f"import resource, signal\nfrom datetime import datetime, timezone\nfrom pathlib import Path\n"
+            f"from diagnose.hook.run import bare_report\nfrom diagnose.hook.state import write_report\n"
+            f"from diagnose.hook.trigger import read_trigger\n"
+            f"trigger = read_trigger({exec_stop_post_env(tmp_path)!r}, unit='vllm.service')\n"
+            f"report = bare_report(trigger, 'x')\nreport['systemd']['repeats'] = {{'count': 1}}\n"
+            f"signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\nresource.setrlimit(resource.RLIMIT_FSIZE, (64, 64))\n"
+            f"try:\n    write_report(Path({str(state)!r}), trigger, report, datetime(2025, 1, 1, tzinfo=timezone.utc))\n"
+            f"except OSError as error:\n    print('failed:', error.strerror)\n")
+    done = run_child(code)
+    assert done.stdout.startswith("failed:"), done.stdout + done.stderr
+    assert [p.name for p in state.iterdir()] == []
+
+
+def test_a_symlinked_fallback_state_folder_is_refused(tmp_path, monkeypatch):
+    """HK5: the first folder is unwritable and `$XDG_STATE_HOME/vdiag` points elsewhere."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    elsewhere = tmp_path / "etc-cron.d"
+    elsewhere.mkdir()
+    xdg = tmp_path / "xdg"
+    xdg.mkdir()
+    (xdg / "vdiag").symlink_to(elsewhere)
+    private = tmp_path / "tmp-vdiag-uid"
+    monkeypatch.setattr(hook_state, "private_tmp_dir", lambda: private)
+    write_dirs, _ = state_dir_candidates(str(blocker / "vdiag"), {"XDG_STATE_HOME": str(xdg)}, None)
+    chosen, note = choose_state_dir(write_dirs)
+    assert chosen == private and str(xdg / "vdiag") not in (note or "").split(" reports go to ")[-1]
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("make", ["group-writable", "world-writable-parent", "symlinked-parent", "other-owner"])
+def test_state_folders_others_can_write_are_refused(tmp_path, monkeypatch, make):
+    private = tmp_path / "tmp-vdiag-uid"
+    monkeypatch.setattr(hook_state, "private_tmp_dir", lambda: private)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    candidate = shared / "vdiag"
+    if make == "group-writable":
+        candidate.mkdir()
+        candidate.chmod(0o770)
+    elif make == "world-writable-parent":
+        shared.chmod(0o777)
+    elif make == "symlinked-parent":
+        if os.geteuid() != 0:
+            pytest.skip("a symlink owned by another user can only be made as root")
+        real = tmp_path / "real"
+        real.mkdir()
+        link = tmp_path / "link"
+        link.symlink_to(real)
+        os.lchown(link, 65534, 65534)
+        candidate = link / "vdiag"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("a folder owned by another user can only be made as root")
+        candidate.mkdir(mode=0o750)
+        os.chown(candidate, 65534, 65534)
+    chosen, note = choose_state_dir([candidate, private])
+    assert chosen == private and note and str(candidate) in note
+    assert not candidate.exists() or not any(candidate.iterdir())
+
+
+def test_a_report_in_a_folder_others_can_write_does_not_count_as_already_diagnosed(tmp_path):
+    shared = tmp_path / "var-lib-vdiag"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / f"{REPORT_STEM}.json").write_text("{}")
+    assert find_diagnosed([shared], "vllm.service", FAILED_ID) is None
+    shared.chmod(0o750)
+    assert find_diagnosed([shared], "vllm.service", FAILED_ID) == shared / f"{REPORT_STEM}.json"
+
+
+def test_a_unit_file_that_is_a_fifo_is_refused_without_waiting(tmp_path):
+    fifo = tmp_path / "vllm.service"
+    os.mkfifo(fifo)
+    done = run_child(f"from diagnose.hook.unit import read_unit\nprint(read_unit('vllm.service', {str(fifo)!r}, live=False).note)\n")
+    assert done.returncode == 0 and "FIFO" in done.stdout, done.stdout + done.stderr
+
+
+def write_stored_report(state: Path, line: str) -> None:
+    """A report as the hook leaves one, quoting `line` of the service's log."""
+    state.mkdir(mode=0o700)
+    report = {"schema": 1, "status": "errors-unexplained", "diagnoses": [], "notes": [],
+              "unexplained": [{"line": 1, "text": line}], "systemd": {"unit": "vllm.service", "invocation_id": FAILED_ID}}
+    (state / f"{REPORT_STEM}.json").write_text(json.dumps(report, ensure_ascii=False))
+    (state / f"{REPORT_STEM}.md").write_text(f"# vdiag\n\n- {line}\n\ttabbed\n")
+
+
+def test_reports_show_does_not_wait_on_a_fifo_or_follow_a_symlink(tmp_path):
+    state = tmp_path / "state"
+    write_stored_report(state, PORT_IN_USE)
+    (state / f"{REPORT_STEM}.md").unlink()
+    os.mkfifo(state / f"{REPORT_STEM}.md")
+    done = run_child(f"import sys\nfrom diagnose.cli.main import main\nsys.argv = ['vdiag', 'reports', 'show', "
+                     f"{FAILED_ID[:8]!r}, '--state-dir', {str(state)!r}]\nmain()\n")
+    assert done.returncode != 0 and "FIFO" in done.stdout + done.stderr
+    secret = tmp_path / "secret"
+    secret.write_text("root's secret\n")
+    (state / f"{REPORT_STEM}.md").unlink()
+    (state / f"{REPORT_STEM}.md").symlink_to(secret)
+    shown = CliRunner().invoke(main, ["reports", "show", FAILED_ID[:8], "--state-dir", str(state)])
+    assert shown.exit_code != 0 and "root's secret" not in shown.output

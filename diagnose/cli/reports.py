@@ -1,4 +1,6 @@
-"""`vdiag reports [list | show ID]`: browse the hook's state folder, as `coredumpctl` does its dumps."""
+"""`vdiag reports [list | show ID]`: browse the hook's state folder, as `coredumpctl` does its dumps.
+
+A report file is read only when it is a regular file: no symlink followed, no FIFO waited on."""
 
 from __future__ import annotations
 
@@ -70,16 +72,12 @@ def show_report(reference, state_dir, fmt):
     """Print one report: REFERENCE is its file name, an invocation id (a prefix will do) or a unit (its newest)."""
 
     def run():
-        from ..hook.browse import find_stored
+        from ..hook.browse import find_stored, read_stored_text
         from ..util.redact import redact
 
         stored = find_stored(_state_dir(state_dir), reference)
-        path = stored.path if fmt == "json" else stored.path.with_suffix(".md")
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as error:
-            raise OSError(error.errno, error.strerror, str(path)) from None
-        click.echo(redact(text).rstrip("\n"))
+        text = redact(read_stored_text(stored.path if fmt == "json" else stored.path.with_suffix(".md")))
+        click.echo(text.rstrip("\n"))
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
+from ..util.safeio import open_regular
 from .tools import tool_environment, trusted_tool
 from .trigger import Trigger
 
@@ -65,8 +66,10 @@ def read_unit(unit: str | None, unit_file: str | None, live: bool) -> UnitFacts:
     """`ExecStart=` and `NRestarts` from `--unit-file`, else from `systemctl show` when the run is on this host."""
     if unit_file:
         try:
-            with open(unit_file, "rb") as handle:
+            with open_regular(unit_file, "unit file") as handle:
                 text = handle.read(_UNIT_FILE_MAX_BYTES).decode("utf-8", "replace")
+        except InputError as exc:
+            return UnitFacts(note=f"cannot read the unit file: {exc}")
         except OSError as exc:
             return UnitFacts(note=f"cannot read the unit file {unit_file}: {exc.strerror or exc}")
         command = exec_start_of_unit_file(text)
