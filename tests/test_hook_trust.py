@@ -126,6 +126,24 @@ def test_a_journalctl_on_the_services_path_never_runs_and_the_journal_is_still_r
     assert sorted(p.name for p in tmp_path.glob("PWNED-*")) == []
 
 
+@needs_journal_tools
+@pytest.mark.parametrize("writable_by_others", [True, False])
+def test_nvml_is_not_loaded_from_a_library_path_others_can_write(tmp_path, writable_by_others):
+    """The loader read the unit's LD_LIBRARY_PATH when vdiag started: a libnvidia-ml.so.1 planted there would run."""
+    writer = JournalWriter()
+    writer.service_line(PORT_IN_USE, "vllm.service", FAILED_ID, 42)
+    journal = writer.write(tmp_path)
+    libraries = tmp_path / "venv-lib"
+    libraries.mkdir(mode=0o755)
+    if writable_by_others:
+        libraries.chmod(0o777)
+    settings = HookSettings(unit="vllm.service", journal_files=(str(journal),), state_dir=str(tmp_path / "state"))
+    result = run_hook(settings, {**exec_stop_post_env(tmp_path), "LD_LIBRARY_PATH": f"/usr/lib:{libraries}"})
+    notes = json.loads(result.reports[0].read_text())["notes"]
+    skipped = [note for note in notes if note.startswith("the live GPU was not read")]
+    assert bool(skipped) == writable_by_others and all(str(libraries) in note for note in skipped)
+
+
 # HK2-HK4: the fleet outputs
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from ..util.errors import InputError, VdiagError
+from ..util.safewrite import folder_problem
 from .deadline import HookTimeout, deadline
 from .journald import JOURNAL_SOCKET, JournalQuery, JournalSource, ReadState, last_invocation_id
 from .fleet import host_identity, journal_positions
@@ -146,7 +147,13 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
     state = ReadState()
     source = JournalSource(f"journal:{trigger.unit or ''}/{query.invocation_id or 'last'}", query, state,
                            lambda seen: _added_lines(trigger, unit, seen.systemd_said))
-    outcome = diagnose([source], Options(gpu_mode="auto" if settings.use_gpu else "none"))
+    use_gpu = settings.use_gpu
+    untrusted = _untrusted_library_folder(env) if use_gpu and trigger.origin == "ExecStopPost" else None
+    if untrusted:  # the loader read the unit's LD_LIBRARY_PATH at start: NVML would be looked for there first
+        use_gpu = False
+        notes.append(f"the live GPU was not read: the unit's LD_LIBRARY_PATH names {untrusted}, where NVML would be "
+                     "loaded from")
+    outcome = diagnose([source], Options(gpu_mode="auto" if use_gpu else "none"))
     if state.entries == 0:
         what = f"invocation {query.invocation_id}" if query.invocation_id else f"unit {trigger.unit}"
         said = f" (journalctl: {state.stderr})" if state.stderr else ""
@@ -159,6 +166,17 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
     report["systemd"] = _systemd_section(trigger, unit, report, state.host, added)
     report["systemd"]["journal"] = journal_positions(report, state.position_of)
     return report
+
+
+def _untrusted_library_folder(env: Mapping[str, str]) -> str | None:
+    """A folder of LD_LIBRARY_PATH that someone but root or this user could write a library into (an empty entry
+    is the working folder), in words; None when there is none."""
+    value = env.get("LD_LIBRARY_PATH")
+    for folder in value.split(":") if value else ():
+        problem = folder_problem(folder or ".", root_may_own=True)
+        if problem:
+            return f"{folder or 'the working folder'} ({problem})"
+    return None
 
 
 def partial_report(trigger: Trigger, settings: HookSettings, reason: str) -> dict:
