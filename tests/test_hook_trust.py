@@ -10,11 +10,13 @@ What used to hang forever runs in a child interpreter, so a regression fails the
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import stat
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -23,13 +25,14 @@ from click.testing import CliRunner
 
 from diagnose.cli.main import main
 from diagnose.hook import state as hook_state
+from diagnose.hook.deadline import Deadline, HookTimeout
 from diagnose.hook.fleet import append_jsonl, update_textfile
 from diagnose.hook.run import HookSettings, bare_report, run_hook
 from diagnose.hook.state import choose_state_dir, find_diagnosed, state_dir_candidates, write_report
 from diagnose.hook.trigger import read_trigger
 
 from .conftest import ROOT, VDIAG
-from .test_hook import FAILED_ID, JournalWriter, exec_stop_post_env, needs_journal_tools
+from .test_hook import FAILED_ID, JournalWriter, exec_stop_post_env, needs_journal_tools, reports_in
 
 NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
 REPORT_STEM = f"vllm.service-20250101T120000Z-{FAILED_ID}"
@@ -211,6 +214,49 @@ def test_a_jsonl_or_lock_owned_by_another_user_is_refused(tmp_path):
     with pytest.raises(OSError):
         update_textfile(str(folder / "vdiag.prom"), ("u", "c", "r"), 1.0)
     assert jsonl.read_text() == "" and not (folder / "vdiag.prom").exists()
+
+
+@needs_journal_tools
+def test_a_held_textfile_lock_cannot_hold_the_hook_past_its_timeout(tmp_path):
+    """The fleet outputs are inside the hook's one deadline: the report is kept and the line says what was not written."""
+    writer = JournalWriter()
+    writer.service_line(PORT_IN_USE, "vllm.service", FAILED_ID, 42)
+    journal = writer.write(tmp_path)
+    folder = tmp_path / "textfile_collector"
+    folder.mkdir()
+    with open(folder / ".vdiag.prom.lock", "w") as held:
+        os.chmod(folder / ".vdiag.prom.lock", 0o600)
+        fcntl.flock(held, fcntl.LOCK_EX)
+        env = {**os.environ, **exec_stop_post_env(tmp_path)}
+        try:
+            done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--journal-file", str(journal), "--no-gpu",
+                                   "--timeout", "3", "--state-dir", str(tmp_path / "state"), "--textfile",
+                                   str(folder / "vdiag.prom")], env=env, capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the hook waited for the lock past --timeout")
+    assert done.returncode == 0
+    assert "port-in-use" in done.stdout and f"cannot write {folder / 'vdiag.prom'}" in done.stdout
+    assert "gave up after 3 s (--timeout)" in done.stdout
+    assert len(reports_in(tmp_path / "state")) == 1
+
+
+def test_an_inner_deadline_never_outlasts_the_one_around_it():
+    with pytest.raises(HookTimeout) as caught:
+        with Deadline(0.3, "all of the hook's work") as overall:
+            with Deadline(60, "the diagnosis"):
+                for _ in range(400):  # 20 s: far past the outer deadline
+                    time.sleep(0.05)
+    assert caught.value.deadline is overall
+
+
+def test_the_deadline_around_is_armed_again_when_an_inner_one_ends():
+    with pytest.raises(HookTimeout) as caught:
+        with Deadline(0.5, "all of the hook's work") as overall:
+            with Deadline(0.1, "the diagnosis"):
+                pass
+            for _ in range(400):
+                time.sleep(0.05)
+    assert caught.value.deadline is overall and str(caught.value) == "all of the hook's work"
 
 
 # the reports' temporary names and the state folders

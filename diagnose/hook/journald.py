@@ -236,11 +236,12 @@ def encode_fields(fields: Mapping[str, str]) -> bytes:
     return bytes(out)
 
 
-def send_entry(fields: Mapping[str, str], socket_path: str = JOURNAL_SOCKET) -> bool:
-    """Send one entry to journald; False when there is no journald to take it (the caller prints instead)."""
+def send_entry(fields: Mapping[str, str], socket_path: str = JOURNAL_SOCKET, timeout_s: float = 1.0) -> bool:
+    """Send one entry to journald; False when there is no journald to take it within `timeout_s` (the caller
+    prints instead)."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-            sock.settimeout(1.0)
+            sock.settimeout(timeout_s)
             sock.sendto(encode_fields(fields), socket_path)
     except OSError:
         return False

@@ -4,8 +4,9 @@ systemd tells the hook which run ended and how: `ExecStopPost=` commands get `SE
 `EXIT_STATUS` and `INVOCATION_ID`; an `OnFailure=` handler gets the same as `MONITOR_*` plus `MONITOR_UNIT`.
 The hook reads exactly that invocation's journal entries, diagnoses them with the GPU snapshot of the moment,
 writes the report as JSON and Markdown into a state directory, and returns one summary line with structured
-fields for the journal. It never makes things worse: time is bounded, and every failure of its own becomes
-a result line instead of an exception.
+fields for the journal. It never makes things worse: one deadline bounds all of its work (the journal, the
+diagnosis, the report, the fleet outputs), and every failure of its own becomes a result line instead of an
+exception.
 
 >>> read_trigger({"SERVICE_RESULT": "success", "INVOCATION_ID": "ab" * 16}, unit="vllm.service").clean
 True
@@ -21,7 +22,7 @@ from typing import Mapping
 
 from ..util.errors import InputError, VdiagError
 from ..util.safewrite import folder_problem
-from .deadline import HookTimeout, deadline
+from .deadline import Deadline, HookTimeout
 from .journald import JOURNAL_SOCKET, JournalQuery, JournalSource, ReadState, last_invocation_id
 from .fleet import host_identity, journal_positions
 from .state import (choose_state_dir, continue_loop, find_diagnosed, rotate_reports, should_log, state_dir_candidates,
@@ -55,36 +56,33 @@ class HookSettings:
     max_age_days: float | None = DEFAULT_MAX_AGE_DAYS
 
 
+def send_timeout_s(timeout_s: float) -> float:
+    """The part of `--timeout` kept for sending the summary line to journald, after all the other work."""
+    return min(0.5, timeout_s / 10)
+
+
 def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
     """Diagnose the failed run systemd describes in `env`. Never raises: its own failures become the result."""
     trigger: Trigger | None = None
+    timed_out = f"gave up after {settings.timeout_s:g} s (--timeout)"
     try:
-        trigger = read_trigger(env, settings.unit, settings.invocation_id)
-        if trigger.clean:
-            return HookResult(f"vdiag: {trigger.unit or 'the unit'} stopped cleanly; nothing to diagnose",
-                              base_fields(trigger, PRIORITY_DEBUG), quiet=True)
-        if trigger.unit is None and trigger.invocation_id is None:
-            raise InputError("no unit and no invocation to diagnose: give --unit or --invocation, "
-                             "or run from ExecStopPost= or an OnFailure= handler")
-        write_dirs, search_dirs = state_dir_candidates(settings.state_dir, env, trigger)
-        if trigger.origin != "by hand" and trigger.invocation_id:
-            done = find_diagnosed(search_dirs, trigger.unit, trigger.invocation_id)
-            if done is not None:
-                return HookResult(f"vdiag: invocation {trigger.invocation_id} already diagnosed: {done}",
-                                  base_fields(trigger, PRIORITY_DEBUG), [done], quiet=True)
-        state_dir, state_note = choose_state_dir(write_dirs)
-        reserve_s = min(2.0, settings.timeout_s / 3)
-        try:
-            with deadline(settings.timeout_s - reserve_s):
-                report = diagnose_invocation(trigger, settings, env)
-        except HookTimeout:
-            reason = f"gave up after {settings.timeout_s:g} s (--timeout)"
-            try:
-                with deadline(reserve_s):
-                    report = partial_report(trigger, settings, reason)
-            except HookTimeout:
-                report = bare_report(trigger, reason)
-        return keep_report(trigger, settings, report, state_dir, state_note)
+        with Deadline(settings.timeout_s - send_timeout_s(settings.timeout_s), timed_out) as overall:
+            trigger = read_trigger(env, settings.unit, settings.invocation_id)
+            if trigger.clean:
+                return HookResult(f"vdiag: {trigger.unit or 'the unit'} stopped cleanly; nothing to diagnose",
+                                  base_fields(trigger, PRIORITY_DEBUG), quiet=True)
+            if trigger.unit is None and trigger.invocation_id is None:
+                raise InputError("no unit and no invocation to diagnose: give --unit or --invocation, "
+                                 "or run from ExecStopPost= or an OnFailure= handler")
+            write_dirs, search_dirs = state_dir_candidates(settings.state_dir, env, trigger)
+            if trigger.origin != "by hand" and trigger.invocation_id:
+                done = find_diagnosed(search_dirs, trigger.unit, trigger.invocation_id)
+                if done is not None:
+                    return HookResult(f"vdiag: invocation {trigger.invocation_id} already diagnosed: {done}",
+                                      base_fields(trigger, PRIORITY_DEBUG), [done], quiet=True)
+            state_dir, state_note = choose_state_dir(write_dirs)
+            report = _report_in_time(trigger, settings, env, overall, timed_out)
+            return keep_report(trigger, settings, report, state_dir, state_note, overall)
     except HookTimeout as exc:
         return failure_result(trigger, f"{exc}; no report written")
     except VdiagError as exc:
@@ -93,8 +91,32 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
         return failure_result(trigger, f"internal error: {type(exc).__name__}: {exc}")
 
 
-def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_dir: Path, state_note: str | None) -> HookResult:
-    """Write the report (or update the crash loop's), rotate, feed the fleet outputs, and say it once."""
+def _report_in_time(trigger: Trigger, settings: HookSettings, env: Mapping[str, str], overall: Deadline,
+                    timed_out: str) -> dict:
+    """The diagnosis, leaving time for a partial report and for the outputs; else the partial report from
+    systemd's evidence alone; else the bare one."""
+    partial_s, outputs_s = min(2.0, settings.timeout_s / 4), min(1.0, settings.timeout_s / 10)
+    diagnosing = Deadline(overall.left() - partial_s - outputs_s, timed_out)
+    try:
+        with diagnosing:
+            return diagnose_invocation(trigger, settings, env)
+    except HookTimeout as exc:
+        if exc.deadline is not diagnosing:
+            raise
+    partial = Deadline(min(partial_s, overall.left() - outputs_s), timed_out)
+    try:
+        with partial:
+            return partial_report(trigger, settings, timed_out)
+    except HookTimeout as exc:
+        if exc.deadline is not partial:
+            raise
+    return bare_report(trigger, timed_out)
+
+
+def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_dir: Path, state_note: str | None,
+                overall: Deadline) -> HookResult:
+    """Write the report (or update the crash loop's), rotate, feed the fleet outputs, and say it once. The
+    outputs share what is left of `overall`: one that cannot finish in time is named in the line."""
     from .fleet import append_jsonl, fleet_record, metric_labels, update_textfile
 
     now = datetime.now(timezone.utc)
@@ -108,17 +130,23 @@ def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_di
     rotate_reports(state_dir, settings.keep_reports, max_age_s, now)
     result = summarize(trigger, report, paths, state_note)
     result.quiet = not log
-    problems = []
+    outputs = []
     if settings.jsonl:
-        try:
-            append_jsonl(settings.jsonl, fleet_record(report, result.fields, now))
-        except OSError as exc:
-            problems.append(f"cannot append to {settings.jsonl}: {exc.strerror or exc}")
+        outputs.append((f"cannot append to {settings.jsonl}",
+                        lambda: append_jsonl(settings.jsonl, fleet_record(report, result.fields, now))))
     if settings.textfile:
+        outputs.append((f"cannot write {settings.textfile}",
+                        lambda: update_textfile(settings.textfile, metric_labels(report), now.timestamp())))
+    problems = []
+    for failed, write in outputs:
         try:
-            update_textfile(settings.textfile, metric_labels(report), now.timestamp())
+            if overall.left() <= 0:
+                raise HookTimeout(overall.message, overall)
+            write()
+        except HookTimeout as exc:
+            problems.append(f"{failed}: {exc}")
         except OSError as exc:
-            problems.append(f"cannot write {settings.textfile}: {exc.strerror or exc}")
+            problems.append(f"{failed}: {exc.strerror or exc}")
     if problems:
         result.message = one_line(f"{result.message}; " + "; ".join(problems), MAX_MESSAGE_CHARS)
         result.fields.update(MESSAGE=result.message, VDIAG_ERROR=one_line("; ".join(problems), MAX_FIELD_CHARS))
