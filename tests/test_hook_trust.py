@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from diagnose.cli.main import main
 from diagnose.hook import state as hook_state
 from diagnose.hook.deadline import Deadline, HookTimeout
-from diagnose.hook.fleet import append_jsonl, update_textfile
+from diagnose.hook.fleet import MESSAGE_ID, append_jsonl, update_textfile
 from diagnose.hook.run import HookSettings, bare_report, run_hook
 from diagnose.hook.state import choose_state_dir, find_diagnosed, state_dir_candidates, write_report
 from diagnose.hook.trigger import read_trigger
@@ -401,3 +401,29 @@ def test_reports_show_does_not_wait_on_a_fifo_or_follow_a_symlink(tmp_path):
     (state / f"{REPORT_STEM}.md").symlink_to(secret)
     shown = CliRunner().invoke(main, ["reports", "show", FAILED_ID[:8], "--state-dir", str(state)])
     assert shown.exit_code != 0 and "root's secret" not in shown.output
+
+
+# HK10: a service that calls itself vdiag
+
+
+@needs_journal_tools
+def test_a_service_logging_as_vdiag_is_still_diagnosed_and_the_hooks_own_line_is_not(tmp_path):
+    writer = JournalWriter()
+    writer.service_line("INFO 11-03 02:00:05 [api_server.py:1000] vLLM API server version 0.9.1", "vllm.service",
+                        FAILED_ID, 42, identifier="vdiag")
+    writer.service_line(PORT_IN_USE, "vllm.service", FAILED_ID, 42, identifier="vdiag")
+    journal = writer.write(tmp_path)
+    settings = HookSettings(unit="vllm.service", journal_files=(str(journal),), state_dir=str(tmp_path / "state"), use_gpu=False)
+    result = run_hook(settings, exec_stop_post_env(tmp_path))
+    assert result.fields.get("VDIAG_CATEGORY") == "port-in-use", result.message
+
+    own = JournalWriter()  # the summary an earlier hook run wrote natively, inside the service's cgroup (ExecStopPost=+)
+    own.service_line("INFO:     Application startup complete.", "vllm.service", FAILED_ID, 42)
+    own.add(f"vdiag: vllm.service failed: no known failure; 1 unexplained error line(s), first: {PORT_IN_USE}",
+            _TRANSPORT="journal", _SYSTEMD_UNIT="vllm.service", _SYSTEMD_INVOCATION_ID=FAILED_ID, _UID="0", _PID="77",
+            SYSLOG_IDENTIFIER="vdiag", MESSAGE_ID=MESSAGE_ID, VDIAG_UNIT="vllm.service")
+    (tmp_path / "own").mkdir()
+    settings.journal_files = (str(own.write(tmp_path / "own")),)
+    settings.state_dir = str(tmp_path / "state-own")
+    again = run_hook(settings, exec_stop_post_env(tmp_path))
+    assert "port-in-use" not in again.message and "Address already in use" not in again.message

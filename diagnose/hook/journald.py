@@ -5,6 +5,8 @@ that logged for weeks before it crashed is read as its first `HEAD_ENTRIES` and 
 entries: the launch and the configuration are at the start, the crash at the end.
 
 journalctl is the system's own (hook.tools), never one on the service's PATH, run with vdiag's environment.
+The hook's own summary lines are left out of what it reads by what journald itself records about their sender
+(`_TRANSPORT`, `_UID`) beside vdiag's MESSAGE_ID, not by a SYSLOG_IDENTIFIER any service can log under.
 
 Writing uses journald's native protocol on its datagram socket (no dependency): one `KEY=value` line per
 field, or `KEY\\n<64-bit little-endian length><value>\\n` when the value holds a newline.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import socket
 import struct
 import subprocess
@@ -26,6 +29,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from ..ingest.source import Source
 from ..util.errors import InputError
+from .fleet import MESSAGE_ID
 from .readstate import ReadState, realtime_us
 from .tools import tool_environment
 
@@ -35,7 +39,7 @@ TAIL_ENTRIES = 20_000
 UNIT_FALLBACK_ENTRIES = 5_000
 MAX_ENTRY_BYTES = 1 << 20
 _STDERR_KEEP_BYTES = 2048
-_OWN_ENTRY = b'"SYSLOG_IDENTIFIER":"vdiag"'  # a re-run must not read vdiag's earlier summary as vLLM output
+_OWN_MESSAGE_ID = b'"MESSAGE_ID":"' + MESSAGE_ID.encode() + b'"'
 
 
 @dataclass
@@ -50,7 +54,7 @@ class JournalQuery:
 
     def base_argv(self) -> list[str]:
         argv = [self.journalctl, "--no-pager", "-o", "json", "--all",
-                "--output-fields=MESSAGE,SYSLOG_IDENTIFIER,_HOSTNAME,_MACHINE_ID,_BOOT_ID"]
+                "--output-fields=MESSAGE,SYSLOG_IDENTIFIER,MESSAGE_ID,_TRANSPORT,_UID,_HOSTNAME,_MACHINE_ID,_BOOT_ID"]
         argv += [f"--file={f}" for f in self.files]
         if self.directory:
             argv.append(f"--directory={self.directory}")
@@ -68,6 +72,26 @@ class JournalQuery:
     def _invocation_matches(self) -> list[str]:
         """The service's own output, and systemd's messages about that run."""
         return [f"_SYSTEMD_INVOCATION_ID={self.invocation_id}", "+", f"INVOCATION_ID={self.invocation_id}"]
+
+
+def is_own_entry(line: bytes) -> bool:
+    """Whether a journal entry (a `journalctl -o json` line) is a summary line of the hook itself, which a re-run
+    must not read as the service's output: vdiag's MESSAGE_ID, sent natively (`_TRANSPORT=journal`) by root or by
+    the user running this hook. journald sets `_TRANSPORT` and `_UID` itself; a sender cannot.
+
+    >>> is_own_entry(b'{"MESSAGE_ID":"a9549cc2b86044f1991180998705e4c0","_TRANSPORT":"journal","_UID":"0"}')
+    True
+    >>> is_own_entry(b'{"SYSLOG_IDENTIFIER":"vdiag","_TRANSPORT":"stdout","_UID":"998","MESSAGE":"crash"}')
+    False
+    """
+    if _OWN_MESSAGE_ID not in line:
+        return False
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return False
+    return (isinstance(entry, dict) and entry.get("MESSAGE_ID") == MESSAGE_ID and entry.get("_TRANSPORT") == "journal"
+            and entry.get("_UID") in ("0", str(os.geteuid())))
 
 
 def last_invocation_id(query: JournalQuery, timeout_s: float) -> str | None:
@@ -119,7 +143,7 @@ class JournalSource(Source):
         last_line = b""
         for line in _run_lines(self.query.head_argv(), self.state, limit=HEAD_ENTRIES):
             last_line = line
-            if _OWN_ENTRY not in line:
+            if not is_own_entry(line):
                 yield line
         if self.state.entries < HEAD_ENTRIES or not self.query.invocation_id:
             return
@@ -129,7 +153,7 @@ class JournalSource(Source):
         """The last TAIL_ENTRIES entries, without those the head already gave (journal order is time order)."""
         needle = _cursor_needle(head_last)
         head_time = realtime_us(head_last)
-        tail = (line for line in _run_lines(self.query.tail_argv(), ReadState()) if _OWN_ENTRY not in line)
+        tail = (line for line in _run_lines(self.query.tail_argv(), ReadState()) if not is_own_entry(line))
         passed = False
         overlapped = False
         for line in tail:
