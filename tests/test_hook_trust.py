@@ -38,6 +38,12 @@ NOW = datetime(2025, 1, 1, 12, 0, 0, tzinfo=timezone.utc)
 REPORT_STEM = f"vllm.service-20250101T120000Z-{FAILED_ID}"
 PORT_IN_USE = "ERROR 11-03 02:00:09 [api_server.py:900] OSError: [Errno 98] Address already in use"
 HOSTILE_TOOL = "#!/bin/sh\necho \"uid=$(id -u)\" > {marker}\n"
+# what may not reach a terminal: C0 controls but tab and newline, DEL, C1, bidi controls, zero-width characters
+FORBIDDEN = {chr(c) for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))} | set(
+    "\u061c\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2066\u2067\u2068\u2069\ufeff")
+HOSTILE_LINE = ("RuntimeError: engine core died \x1b]52;c;Y3VybCBldmlsfHNo\x07 see \x1b]8;;https://evil.example/\x1b\\here"
+                "\x1b]8;;\x1b\\ \x1b]0;pwned title\x07 \x1bP+q544e\x1b\\ \x1b_Gi=31;AAAA\x1b\\ \x1bc \x9b2J \x9d0;t\x9c "
+                "\u202egnp.exe\u202c zero\u200bwidth")
 
 
 @pytest.fixture(autouse=True)
@@ -427,3 +433,39 @@ def test_a_service_logging_as_vdiag_is_still_diagnosed_and_the_hooks_own_line_is
     settings.state_dir = str(tmp_path / "state-own")
     again = run_hook(settings, exec_stop_post_env(tmp_path))
     assert "port-in-use" not in again.message and "Address already in use" not in again.message
+
+
+# HK11: escape sequences
+
+
+def assert_inert(text: str) -> None:
+    raw = sorted({f"U+{ord(c):04X}" for c in text if c in FORBIDDEN and c not in "\t\n"})
+    assert raw == [], f"raw control characters reach the terminal: {raw}"
+
+
+@needs_journal_tools
+def test_escape_sequences_in_the_log_never_reach_the_journal_fields(tmp_path):
+    writer = JournalWriter()
+    writer.service_line(HOSTILE_LINE, "vllm.service", FAILED_ID, 42)
+    journal = writer.write(tmp_path)
+    settings = HookSettings(unit="vllm.service", journal_files=(str(journal),), state_dir=str(tmp_path / "state"), use_gpu=False)
+    result = run_hook(settings, exec_stop_post_env(tmp_path))
+    assert "engine core died" in result.message, result.message
+    for value in result.fields.values():
+        assert_inert(value)
+        assert "\n" not in value
+    assert "\\x1b]52;" in result.message and "U+202E" in result.message, "shown, not silently dropped"
+
+
+@pytest.mark.parametrize("fmt", ["md", "json"])
+def test_reports_show_prints_escape_sequences_visibly(tmp_path, fmt):
+    state = tmp_path / "state"
+    write_stored_report(state, HOSTILE_LINE)
+    shown = CliRunner().invoke(main, ["reports", "show", FAILED_ID[:8], "--state-dir", str(state), "--format", fmt])
+    assert shown.exit_code == 0, shown.output
+    assert_inert(shown.output)
+    assert "engine core died" in shown.output
+    if fmt == "json":
+        assert json.loads(shown.output)["unexplained"][0]["text"] == HOSTILE_LINE, "the JSON still says what the log said"
+    else:
+        assert "\\x1b]52;" in shown.output and "U+202E" in shown.output and "\ttabbed" in shown.output

@@ -6,7 +6,8 @@ The hook reads exactly that invocation's journal entries, diagnoses them with th
 writes the report as JSON and Markdown into a state directory, and returns one summary line with structured
 fields for the journal. It never makes things worse: one deadline bounds all of its work (the journal, the
 diagnosis, the report, the fleet outputs), and every failure of its own becomes a result line instead of an
-exception.
+exception. It trusts nothing of the service: the programs it runs, the folders and files it writes and the
+characters it logs are checked (hook.tools, util.safewrite, hook.visible).
 
 >>> read_trigger({"SERVICE_RESULT": "success", "INVOCATION_ID": "ab" * 16}, unit="vllm.service").clean
 True

@@ -1,8 +1,11 @@
 """The hook's one journal line: what failed (systemd's result first), the rank-1 fix and where the report is,
 with structured fields (`VDIAG_*`, MESSAGE_ID, OBJECT_SYSTEMD_UNIT) for alerts and `journalctl -u UNIT`.
 
->>> one_line("RuntimeError: boom\\n  in engine core", 60)
-'RuntimeError: boom in engine core'
+Every value passes through `one_line`, which also shows each character that could drive a terminal visibly
+(hook.visible): the line quotes the service's own log.
+
+>>> one_line("RuntimeError: boom\\n\\x1b]52;c;ZWNobw==\\x07", 60)
+'RuntimeError: boom \\\\x1b]52;c;ZWNobw==\\\\x07'
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from pathlib import Path
 
 from .fleet import MESSAGE_ID
 from .trigger import Trigger
+from .visible import visible
 
 MAX_MESSAGE_CHARS = 1000
 MAX_FIELD_CHARS = 4096
@@ -38,7 +42,7 @@ def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_no
     json_path, md_path = paths
     fields = base_fields(trigger, PRIORITY_WARNING)
     fields["VDIAG_STATUS"] = report["status"]
-    fields["VDIAG_REPORT"] = str(json_path)
+    fields["VDIAG_REPORT"] = one_line(str(json_path), MAX_FIELD_CHARS)
     repeats = report["systemd"].get("repeats") or {}
     fields["VDIAG_COUNT"] = str(repeats.get("count", 1))
     phase = report["facts"].get("phase")
@@ -63,7 +67,7 @@ def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_no
         what = f"no vLLM failure found in {report['facts']['lines']} journal line(s)"
     if report["systemd"].get("partial"):
         what += f" (partial report: {report['systemd']['partial']} while reading the journal)"
-    tail = f"; report {md_path}" + (f" ({state_note})" if state_note else "")
+    tail = visible(f"; report {md_path}" + (f" ({state_note})" if state_note else ""))
     message = one_line(redact(f"{head}: {what}"), MAX_MESSAGE_CHARS - len(tail)) + tail
     fields["MESSAGE"] = message
     return HookResult(message, fields, [json_path, md_path])
@@ -96,6 +100,6 @@ def failure_result(trigger: Trigger | None, reason: str) -> HookResult:
 
 
 def one_line(text: str, limit: int) -> str:
-    """One line of at most `limit` characters."""
-    text = " ".join(text.split())
+    """One line of at most `limit` characters, each that could drive a terminal shown visibly."""
+    text = " ".join(visible(text).split())
     return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
