@@ -21,8 +21,11 @@ import pytest
 from click.testing import CliRunner
 
 from diagnose.cli.main import main
+from diagnose.hook import deadline as hook_deadline
 from diagnose.hook import journald
 from diagnose.hook import run as hook_lib
+from diagnose.hook import summary as hook_summary
+from diagnose.hook import visible as hook_visible
 from diagnose.hook import state as hook_state
 from diagnose.hook.run import HookSettings, run_hook
 from diagnose.hook.state import rotate_reports
@@ -376,12 +379,19 @@ def test_not_a_journal_file_exits_zero_with_a_message(tmp_path):
     assert result.exit_code == 0 and "could not diagnose" in result.output and len(result.output.splitlines()) == 1
 
 
+def vdiag_with_tools_in(folder: Path) -> list[str]:
+    """The vdiag command with `folder` as the only place the hook takes journalctl and systemctl from."""
+    code = (f"from diagnose.hook import tools; tools.TRUSTED_TOOL_DIRS = ({str(folder)!r},); "
+            "from diagnose.cli.main import process_main; process_main()")
+    return [sys.executable, "-c", code]
+
+
 def test_missing_journalctl_exits_zero_with_a_message(tmp_path):
-    empty_path = tmp_path / "bin"
-    empty_path.mkdir()
-    env = {**exec_stop_post_env(tmp_path), "PATH": str(empty_path), "HOME": str(tmp_path)}
-    done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--state-dir", str(tmp_path / "state")],
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**exec_stop_post_env(tmp_path), "HOME": str(tmp_path)}
+    done = subprocess.run([*vdiag_with_tools_in(empty), "hook", "--unit", "vllm.service", "--state-dir", str(tmp_path / "state")],
+                          env={**os.environ, **env}, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "journalctl not found" in done.stdout and len(done.stdout.splitlines()) == 1
 
@@ -393,16 +403,17 @@ def test_timeout_is_honoured_and_journalctl_is_stopped(tmp_path):
     fake = fake_bin / "journalctl"
     fake.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 30\n")
     fake.chmod(0o755)
-    env = {**os.environ, **exec_stop_post_env(tmp_path), "PATH": f"{fake_bin}:{os.environ.get('PATH', '')}"}
+    env = {**os.environ, **exec_stop_post_env(tmp_path)}
     started = time.monotonic()
-    done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--timeout", "1", "--no-gpu", "--state-dir",
-                           str(tmp_path / "state")], env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([*vdiag_with_tools_in(fake_bin), "hook", "--unit", "vllm.service", "--timeout", "2", "--no-gpu",
+                           "--state-dir", str(tmp_path / "state")], env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
     elapsed = time.monotonic() - started
     assert done.returncode == 0 and elapsed < 8, (elapsed, done.stdout, done.stderr)
-    assert "gave up after 1 s" in done.stdout and "partial report" in done.stdout
+    assert "gave up after 2 s" in done.stdout and "partial report" in done.stdout
     [report_path] = reports_in(tmp_path / "state")
     report = json.loads(report_path.read_text())
-    assert report["systemd"]["partial"] == "gave up after 1 s (--timeout)"
+    assert report["systemd"]["partial"] == "gave up after 2 s (--timeout)"
     assert any(note.startswith("partial report") for note in report["notes"])
     pid = int(pid_file.read_text())
     with pytest.raises(ProcessLookupError):
@@ -488,7 +499,7 @@ def test_head_and_tail_that_overlap_read_each_entry_once(tmp_path, monkeypatch):
 def test_docstring_examples_run():
     import doctest
 
-    for module in (hook_lib, journald):
+    for module in (hook_lib, journald, hook_deadline, hook_summary, hook_visible):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 

@@ -7,7 +7,8 @@ import sys
 
 import click
 
-from ..hook.run import DEFAULT_KEEP_REPORTS, DEFAULT_MAX_AGE_DAYS, DEFAULT_TIMEOUT_S, HookSettings, journal_socket, run_hook
+from ..hook.run import (DEFAULT_KEEP_REPORTS, DEFAULT_MAX_AGE_DAYS, DEFAULT_TIMEOUT_S, HookSettings, journal_socket,
+                        run_hook, send_timeout_s)
 
 
 class _AlwaysZero(click.Command):
@@ -36,7 +37,7 @@ class _AlwaysZero(click.Command):
 @click.option("--jsonl", type=click.Path(dir_okay=False), help="Append one JSON line per diagnosis to this file (Loki, Vector, Fluent Bit).")
 @click.option("--textfile", type=click.Path(dir_okay=False), help="Keep Prometheus counters in this node_exporter textfile (*.prom).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT_S, show_default=True,
-              help="Give up after this many seconds.")
+              help="Give up after this many seconds, all outputs included.")
 @click.option("--no-gpu", is_flag=True, help="Do not read the live GPU through NVML.")
 def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_days, unit_file, jsonl, textfile, timeout_s, no_gpu):
     """Diagnose the failed run of a systemd unit, keep the report, and log a one-line summary to the journal.
@@ -55,7 +56,7 @@ def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_da
         if result.quiet:
             if sys.stdout.isatty():
                 click.echo(result.message)
-        elif not send_entry(result.fields, journal_socket(os.environ)) or sys.stdout.isatty():
+        elif not send_entry(result.fields, journal_socket(os.environ), send_timeout_s(timeout_s)) or sys.stdout.isatty():
             click.echo(result.message)
     except BaseException as error:  # noqa: BLE001  the hook must exit 0 whatever happens, interrupts included
         click.echo(f"vdiag hook: internal error: {type(error).__name__}: {error}"[:500])

@@ -1,4 +1,8 @@
-"""`vdiag reports [list | show ID]`: browse the hook's state folder, as `coredumpctl` does its dumps."""
+"""`vdiag reports [list | show ID]`: browse the hook's state folder, as `coredumpctl` does its dumps.
+
+A report quotes the service's log: what is printed shows every character that could drive a terminal visibly
+(`\\x1b`, `U+202E`; in JSON as `\\u` escapes), and a report file is read only when it is a regular file (no
+symlink followed, no FIFO waited on)."""
 
 from __future__ import annotations
 
@@ -43,9 +47,11 @@ def list_reports(state_dir, unit, fmt):
         import json
 
         from ..hook.browse import report_rows
+        from ..hook.visible import visible
         from ..util.redact import redact_tree
 
-        rows = redact_tree(report_rows(_state_dir(state_dir), unit))
+        rows = [{key: visible(value) if isinstance(value, str) else value for key, value in row.items()}
+                for row in redact_tree(report_rows(_state_dir(state_dir), unit))]
         if fmt == "json":
             click.echo(json.dumps(rows, indent=2))
             return ExitCode.NOTHING_FOUND
@@ -70,16 +76,13 @@ def show_report(reference, state_dir, fmt):
     """Print one report: REFERENCE is its file name, an invocation id (a prefix will do) or a unit (its newest)."""
 
     def run():
-        from ..hook.browse import find_stored
+        from ..hook.browse import find_stored, read_stored_text
+        from ..hook.visible import visible, visible_in_json
         from ..util.redact import redact
 
         stored = find_stored(_state_dir(state_dir), reference)
-        path = stored.path if fmt == "json" else stored.path.with_suffix(".md")
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as error:
-            raise OSError(error.errno, error.strerror, str(path)) from None
-        click.echo(redact(text).rstrip("\n"))
+        text = redact(read_stored_text(stored.path if fmt == "json" else stored.path.with_suffix(".md")))
+        click.echo((visible_in_json(text) if fmt == "json" else visible(text)).rstrip("\n"))
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))

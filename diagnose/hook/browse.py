@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..util.errors import InputError
-from .state import StoredReport, repeats_of, stored_reports
+from ..util.safeio import open_regular
+from .state import MAX_REPORT_BYTES, StoredReport, repeats_of, stored_reports
 
 
 def report_rows(state_dir: Path, unit: str | None = None) -> list[dict]:
@@ -55,3 +56,9 @@ def find_stored(state_dir: Path, reference: str) -> StoredReport:
 
 def _looks_like_id(text: str) -> bool:
     return all(c in "0123456789abcdef-" for c in text.strip().lower()) and bool(text.strip())
+
+
+def read_stored_text(path: Path) -> str:
+    """A report file's text; InputError unless it is a regular file (a symlink is not followed, a FIFO not waited on)."""
+    with open_regular(str(path), "report", follow_symlinks=False) as handle:
+        return handle.read(MAX_REPORT_BYTES).decode("utf-8", "replace")

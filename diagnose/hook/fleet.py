@@ -1,7 +1,10 @@
 """What a fleet's existing stacks read: the host's identity, journal positions, a JSON line per diagnosis for
 Loki/Vector/Fluent Bit, and a Prometheus node_exporter textfile. No aggregator of vdiag's own.
 
-The textfile holds two families, rewritten atomically (a temporary file renamed over it) under a lock:
+The textfile holds two families, rewritten atomically (a temporary file renamed over it) under a lock. The
+folders of both often belong to the operator's stack, so every file vdiag opens there is checked first
+(util.safewrite): a symlink, FIFO, hard link or a file of another user at the JSONL path, the lock or the
+textfile is refused, never followed or waited on.
 
 >>> print(render_textfile({("vllm.service", "port-in-use", "port-in-use"): 2}, {"vllm.service": 1700000000.0}), end="")
 # HELP vdiag_failures_total Failed runs of a systemd unit that vdiag diagnosed, by category and rule.
@@ -22,12 +25,16 @@ import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
+from ..util.safeio import open_regular
+from ..util.safewrite import file_problem, open_own_file, refused, replace_file
 
 # The journal catalog entry for vdiag's summary line (contrib/systemd/vdiag.catalog): stable, never reused.
 MESSAGE_ID = "a9549cc2b86044f1991180998705e4c0"
 _SAMPLE = lazy(r'^(vdiag_failures_total|vdiag_last_failure_timestamp_seconds)\{(.*)\} (\S+)$')
 _LABEL = lazy(r'(\w+)="((?:[^"\\]|\\.)*)"')
+_MAX_TEXTFILE_BYTES = 16 << 20
 
 
 def host_identity(from_journal: dict[str, str]) -> dict[str, str | None]:
@@ -99,7 +106,7 @@ def append_jsonl(path: str, record: dict) -> None:
     from ..util.redact import redact_tree
 
     data = (json.dumps(redact_tree(record), ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o640)
+    fd = open_own_file(path, os.O_WRONLY | os.O_APPEND)
     try:
         os.write(fd, data)
     finally:
@@ -115,27 +122,35 @@ def metric_labels(report: dict) -> tuple[str, str, str]:
 
 
 def update_textfile(path: str, labels: tuple[str, str, str], when_s: float) -> None:
-    """Count one more failure in a node_exporter textfile, atomically; the file is read back as vdiag wrote it."""
+    """Count one more failure in a node_exporter textfile, atomically; the file is read back as vdiag wrote it.
+    The lock is waited for as long as the hook's deadline allows."""
     target = Path(path)
-    with open(target.with_name(f".{target.name}.lock"), "a") as lock:
+    lock = open_own_file(target.with_name(f".{target.name}.lock"), os.O_RDWR, 0o600)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         counts, last = read_textfile(target)
         counts[labels] = counts.get(labels, 0) + 1
         last[labels[0]] = max(last.get(labels[0], 0.0), when_s)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(render_textfile(counts, last))
-        os.replace(tmp, target)
+        replace_file(target, render_textfile(counts, last).encode("utf-8"), 0o644)
+    finally:
+        os.close(lock)
 
 
 def read_textfile(path: Path) -> tuple[dict[tuple[str, str, str], int], dict[str, float]]:
+    """The counts of vdiag's textfile; none when it does not exist yet. OSError when something else is there."""
     counts: dict[tuple[str, str, str], int] = {}
     last: dict[str, float] = {}
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        problem = file_problem(os.lstat(path))
+    except FileNotFoundError:
         return counts, last
+    if problem:
+        raise refused(path, problem)
+    try:
+        with open_regular(str(path), "textfile", follow_symlinks=False) as handle:
+            text = handle.read(_MAX_TEXTFILE_BYTES).decode("utf-8", "replace")
+    except InputError as exc:
+        raise refused(path, str(exc)) from None
     for line in text.splitlines():
         sample = _SAMPLE.match(line)
         if not sample:

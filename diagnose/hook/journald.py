@@ -4,6 +4,10 @@ Reading streams `journalctl -o json` line by line into vdiag's ingest, so memory
 that logged for weeks before it crashed is read as its first `HEAD_ENTRIES` and last `TAIL_ENTRIES`
 entries: the launch and the configuration are at the start, the crash at the end.
 
+journalctl is the system's own (hook.tools), never one on the service's PATH, run with vdiag's environment.
+The hook's own summary lines are left out of what it reads by what journald itself records about their sender
+(`_TRANSPORT`, `_UID`) beside vdiag's MESSAGE_ID, not by a SYSLOG_IDENTIFIER any service can log under.
+
 Writing uses journald's native protocol on its datagram socket (no dependency): one `KEY=value` line per
 field, or `KEY\\n<64-bit little-endian length><value>\\n` when the value holds a newline.
 
@@ -16,8 +20,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import re
-import shutil
 import socket
 import struct
 import subprocess
@@ -27,7 +29,9 @@ from typing import Callable, Iterator, Mapping, Sequence
 
 from ..ingest.source import Source
 from ..util.errors import InputError
+from .fleet import MESSAGE_ID
 from .readstate import ReadState, realtime_us
+from .tools import tool_environment
 
 JOURNAL_SOCKET = "/run/systemd/journal/socket"
 HEAD_ENTRIES = 20_000
@@ -35,7 +39,7 @@ TAIL_ENTRIES = 20_000
 UNIT_FALLBACK_ENTRIES = 5_000
 MAX_ENTRY_BYTES = 1 << 20
 _STDERR_KEEP_BYTES = 2048
-_OWN_ENTRY = b'"SYSLOG_IDENTIFIER":"vdiag"'  # a re-run must not read vdiag's earlier summary as vLLM output
+_OWN_MESSAGE_ID = b'"MESSAGE_ID":"' + MESSAGE_ID.encode() + b'"'
 
 
 @dataclass
@@ -50,7 +54,7 @@ class JournalQuery:
 
     def base_argv(self) -> list[str]:
         argv = [self.journalctl, "--no-pager", "-o", "json", "--all",
-                "--output-fields=MESSAGE,SYSLOG_IDENTIFIER,_HOSTNAME,_MACHINE_ID,_BOOT_ID"]
+                "--output-fields=MESSAGE,SYSLOG_IDENTIFIER,MESSAGE_ID,_TRANSPORT,_UID,_HOSTNAME,_MACHINE_ID,_BOOT_ID"]
         argv += [f"--file={f}" for f in self.files]
         if self.directory:
             argv.append(f"--directory={self.directory}")
@@ -70,18 +74,32 @@ class JournalQuery:
         return [f"_SYSTEMD_INVOCATION_ID={self.invocation_id}", "+", f"INVOCATION_ID={self.invocation_id}"]
 
 
-def find_journalctl(env: Mapping[str, str]) -> str:
-    path = shutil.which("journalctl", path=env.get("PATH", os.defpath))
-    if path is None:
-        raise InputError("journalctl not found on PATH; cannot read the journal")
-    return path
+def is_own_entry(line: bytes) -> bool:
+    """Whether a journal entry (a `journalctl -o json` line) is a summary line of the hook itself, which a re-run
+    must not read as the service's output: vdiag's MESSAGE_ID, sent natively (`_TRANSPORT=journal`) by root or by
+    the user running this hook. journald sets `_TRANSPORT` and `_UID` itself; a sender cannot.
+
+    >>> is_own_entry(b'{"MESSAGE_ID":"a9549cc2b86044f1991180998705e4c0","_TRANSPORT":"journal","_UID":"0"}')
+    True
+    >>> is_own_entry(b'{"SYSLOG_IDENTIFIER":"vdiag","_TRANSPORT":"stdout","_UID":"998","MESSAGE":"crash"}')
+    False
+    """
+    if _OWN_MESSAGE_ID not in line:
+        return False
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return False
+    return (isinstance(entry, dict) and entry.get("MESSAGE_ID") == MESSAGE_ID and entry.get("_TRANSPORT") == "journal"
+            and entry.get("_UID") in ("0", str(os.geteuid())))
 
 
 def last_invocation_id(query: JournalQuery, timeout_s: float) -> str | None:
     """The invocation id of the unit's most recent entries, or None when the journal has none."""
     argv = query.base_argv() + ["-n", "200", "--output-fields=_SYSTEMD_INVOCATION_ID,INVOCATION_ID", "-u", query.unit or ""]
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=max(timeout_s, 0.1))
+        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=max(timeout_s, 0.1),
+                              env=tool_environment())
     except subprocess.TimeoutExpired:
         raise InputError(f"journalctl did not answer within {timeout_s:.1f} s") from None
     except OSError as exc:
@@ -125,7 +143,7 @@ class JournalSource(Source):
         last_line = b""
         for line in _run_lines(self.query.head_argv(), self.state, limit=HEAD_ENTRIES):
             last_line = line
-            if _OWN_ENTRY not in line:
+            if not is_own_entry(line):
                 yield line
         if self.state.entries < HEAD_ENTRIES or not self.query.invocation_id:
             return
@@ -135,7 +153,7 @@ class JournalSource(Source):
         """The last TAIL_ENTRIES entries, without those the head already gave (journal order is time order)."""
         needle = _cursor_needle(head_last)
         head_time = realtime_us(head_last)
-        tail = (line for line in _run_lines(self.query.tail_argv(), ReadState()) if _OWN_ENTRY not in line)
+        tail = (line for line in _run_lines(self.query.tail_argv(), ReadState()) if not is_own_entry(line))
         passed = False
         overlapped = False
         for line in tail:
@@ -158,7 +176,8 @@ def _run_lines(argv: list[str], state: ReadState, limit: int | None = None) -> I
     """Run journalctl and yield its stdout lines; the process is killed when the consumer stops early."""
     with tempfile.TemporaryFile() as stderr:
         try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr)
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=stderr,
+                                    env=tool_environment())
         except OSError as exc:
             raise InputError(f"cannot run journalctl: {exc.strerror or exc}") from None
         reached_end = False
@@ -241,11 +260,12 @@ def encode_fields(fields: Mapping[str, str]) -> bytes:
     return bytes(out)
 
 
-def send_entry(fields: Mapping[str, str], socket_path: str = JOURNAL_SOCKET) -> bool:
-    """Send one entry to journald; False when there is no journald to take it (the caller prints instead)."""
+def send_entry(fields: Mapping[str, str], socket_path: str = JOURNAL_SOCKET, timeout_s: float = 1.0) -> bool:
+    """Send one entry to journald; False when there is no journald to take it within `timeout_s` (the caller
+    prints instead)."""
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
-            sock.settimeout(1.0)
+            sock.settimeout(timeout_s)
             sock.sendto(encode_fields(fields), socket_path)
     except OSError:
         return False

@@ -4,6 +4,10 @@ A report is `<unit>-<UTC time>-<invocation>.{json,md}`. The same failure on cons
 loop) updates the unit's newest report instead of writing a new one: `systemd.repeats` in its JSON counts the runs,
 with the first and last time and the invocation ids seen, so an invocation is found as diagnosed whichever report
 holds it and whichever state folder the other wiring wrote to.
+
+A state folder, the first choice or a fallback, is used only when nobody but the hook's user (or root) can change
+it or a folder above it (util.safewrite): under `ExecStopPost=+` the hook is root and `$XDG_STATE_HOME` may lie in
+the service user's home. Reports are written under unpredictable temporary names and renamed into place.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from typing import Mapping
 
 from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
+from ..util.safeio import open_regular
+from ..util.safewrite import folder_problem, make_private_folder, replace_file
 from .trigger import Trigger
 
 DEFAULT_STATE_DIR = "/var/lib/vdiag"
 MAX_INVOCATIONS_KEPT = 200
 REPORT_NAME = lazy(r"^(?P<unit>[A-Za-z0-9:_.@\\-]+)-(?P<stamp>\d{8}T\d{6}Z)-(?P<invocation>[0-9a-f]{32}|unknown)\.json$")
-_MAX_REPORT_BYTES = 64 << 20
+MAX_REPORT_BYTES = 64 << 20
 
 
 def state_dir_candidates(requested: str | None, env: Mapping[str, str], trigger: Trigger | None) -> tuple[list[Path], list[Path]]:
@@ -59,26 +65,30 @@ def private_tmp_dir() -> Path:
 
 
 def choose_state_dir(candidates: list[Path]) -> tuple[Path, str | None]:
-    """The first writable candidate; the note says when it had to fall back."""
+    """The first candidate that is a private folder of this user and writable; the note says when it had to fall
+    back, and why."""
+    first_problem = None
     for candidate in candidates:
-        if _writable_dir(candidate, private=candidate == private_tmp_dir()):
-            note = None if candidate == candidates[0] else f"{candidates[0]} is not writable, reports go to {candidate}"
+        problem = _state_dir_problem(candidate, private=candidate == private_tmp_dir())
+        if problem is None:
+            note = None if candidate == candidates[0] else f"{candidates[0]} {first_problem}, reports go to {candidate}"
             return candidate, note
-    raise InputError(f"no writable state directory (tried {', '.join(str(p) for p in candidates)})")
+        first_problem = first_problem or problem
+    raise InputError(f"no writable state directory (tried {', '.join(str(p) for p in candidates)}; "
+                     f"{candidates[0]} {first_problem})")
 
 
-def _writable_dir(path: Path, private: bool) -> bool:
+def _state_dir_problem(path: Path, private: bool) -> str | None:
+    """Why reports cannot go to `path` ("is not writable", "is not a private folder (why)"), or None."""
     try:
-        path.mkdir(mode=0o700 if private else 0o750, parents=True, exist_ok=True)
-        if private:
-            info = os.lstat(path)
-            if not os.path.isdir(path) or os.path.islink(path) or info.st_uid != os.getuid():
-                return False
+        problem = make_private_folder(path, 0o700 if private else 0o750)
+        if problem:
+            return f"is not a private folder ({problem})"
         with tempfile.TemporaryFile(dir=path):
             pass
     except OSError:
-        return False
-    return True
+        return "is not writable"
+    return None
 
 
 @dataclass
@@ -116,19 +126,23 @@ def stored_reports(state_dir: Path, unit: str | None = None) -> list[StoredRepor
 
 
 def read_report(path: Path) -> dict:
-    """A report's JSON, or {} when it is unreadable (a report is never executed, only parsed as JSON)."""
+    """A report's JSON, or {} when it is unreadable or not a regular file (a symlink is not followed, a FIFO not
+    waited on); a report is never executed, only parsed as JSON."""
     try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read(_MAX_REPORT_BYTES))
-    except (OSError, ValueError):
+        with open_regular(str(path), "report", follow_symlinks=False) as handle:
+            data = json.loads(handle.read(MAX_REPORT_BYTES))
+    except (InputError, OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
 def find_diagnosed(candidates: list[Path], unit: str | None, invocation_id: str) -> Path | None:
-    """The report that already holds this invocation, in any of the folders either wiring writes to."""
+    """The report that already holds this invocation, in any of the folders either wiring writes to that nobody
+    else can write to (a report planted elsewhere must not make the hook skip a failure)."""
     for state_dir in candidates:
-        for path in state_dir.glob(f"*-{invocation_id}.json") if state_dir.is_dir() else ():
+        if folder_problem(state_dir, root_may_own=True):
+            continue
+        for path in state_dir.glob(f"*-{invocation_id}.json"):
             if REPORT_NAME.match(path.name):
                 return path
         newest = stored_reports(state_dir, unit)[-1:] if unit else []
@@ -203,11 +217,7 @@ def write_report(state_dir: Path, trigger: Trigger, report: dict, now: datetime,
                f"{loop}_\n\n")
     markdown = context + to_markdown(report) + systemd_markdown(report)
     for path, text in ((md_path, markdown), (json_path, to_json(report) + "\n")):
-        tmp = state_dir / f".{path.name}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o640)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
+        replace_file(path, text.encode("utf-8"), 0o640)
     return json_path, md_path
 
 

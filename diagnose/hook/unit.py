@@ -15,13 +15,14 @@ failed, which is after `ExecStopPost=` commands ran. The hook adds the lines the
 from __future__ import annotations
 
 import re
-import shutil
 import signal
 import subprocess
 from dataclasses import dataclass
-from typing import Mapping
 
+from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
+from ..util.safeio import open_regular
+from .tools import tool_environment, trusted_tool
 from .trigger import Trigger
 
 _ARGV = lazy(r"argv\[\]=(.*?) ; ignore_errors=")
@@ -61,12 +62,14 @@ class UnitFacts:
     note: str | None = None
 
 
-def read_unit(unit: str | None, unit_file: str | None, env: Mapping[str, str], live: bool) -> UnitFacts:
+def read_unit(unit: str | None, unit_file: str | None, live: bool) -> UnitFacts:
     """`ExecStart=` and `NRestarts` from `--unit-file`, else from `systemctl show` when the run is on this host."""
     if unit_file:
         try:
-            with open(unit_file, "rb") as handle:
+            with open_regular(unit_file, "unit file") as handle:
                 text = handle.read(_UNIT_FILE_MAX_BYTES).decode("utf-8", "replace")
+        except InputError as exc:
+            return UnitFacts(note=f"cannot read the unit file: {exc}")
         except OSError as exc:
             return UnitFacts(note=f"cannot read the unit file {unit_file}: {exc.strerror or exc}")
         command = exec_start_of_unit_file(text)
@@ -74,7 +77,7 @@ def read_unit(unit: str | None, unit_file: str | None, env: Mapping[str, str], l
                          None if command else f"{unit_file} has no ExecStart= line")
     if not live or not unit:
         return UnitFacts()
-    return _systemctl_show(unit, env)
+    return _systemctl_show(unit)
 
 
 def exec_start_of_unit_file(text: str) -> str | None:
@@ -87,13 +90,15 @@ def exec_start_of_unit_file(text: str) -> str | None:
     return command
 
 
-def _systemctl_show(unit: str, env: Mapping[str, str]) -> UnitFacts:
-    systemctl = shutil.which("systemctl", path=env.get("PATH"))
-    if systemctl is None:
-        return UnitFacts(note="systemctl not found: the unit's ExecStart= and NRestarts were not read")
+def _systemctl_show(unit: str) -> UnitFacts:
+    try:
+        systemctl = trusted_tool("systemctl")
+    except InputError as exc:
+        return UnitFacts(note=f"{exc}: the unit's ExecStart= and NRestarts were not read")
     try:
         done = subprocess.run([systemctl, "show", "--no-pager", "-p", "ExecStart", "-p", "NRestarts", "--", unit],
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=_SHOW_TIMEOUT_S)
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=_SHOW_TIMEOUT_S,
+                              env=tool_environment())
     except (OSError, subprocess.TimeoutExpired) as exc:
         return UnitFacts(note=f"systemctl show {unit} failed: {exc}")
     if done.returncode != 0:

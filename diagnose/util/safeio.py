@@ -38,10 +38,11 @@ def not_regular(path: str) -> str | None:
     return None if stat.S_ISREG(mode) else kind_of(mode)
 
 
-def open_regular(path: str, what: str = "file") -> BinaryIO:
-    """`path` opened for binary reading; InputError for anything but an existing, readable regular file."""
+def open_regular(path: str, what: str = "file", follow_symlinks: bool = True) -> BinaryIO:
+    """`path` opened for binary reading; InputError for anything but an existing, readable regular file
+    (with `follow_symlinks=False`, a symbolic link is refused too, as O_NOFOLLOW does)."""
     try:
-        mode = os.stat(path).st_mode
+        mode = (os.stat if follow_symlinks else os.lstat)(path).st_mode
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except PermissionError:
@@ -50,9 +51,13 @@ def open_regular(path: str, what: str = "file") -> BinaryIO:
         raise InputError(f"{path}: cannot open ({exc.strerror or exc})") from None
     if stat.S_ISDIR(mode):
         raise InputError(f"{path}: is a directory, not a {what}")
+    if stat.S_ISLNK(mode):
+        raise InputError(f"{path}: is a symbolic link, not followed; nothing read")
     if not stat.S_ISREG(mode):
         raise InputError(f"{path}: is {kind_of(mode)}, not a regular {what}; nothing read")
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except FileNotFoundError:
