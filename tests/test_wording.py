@@ -28,20 +28,24 @@ def test_features_are_words_and_pairs_without_numbers():
     assert features("GPU 0 has 24 GiB free") == ["gpu", "has", "gib", "free", "gib free"]
 
 
-UNKNOWN_WORDING = ("My deployment with the new loader keeps failing, the worker crashed while loading safetensors "
-                   "checkpoint shards and then the engine core failed to start; the weights are 70B in bf16.\n")
+UNKNOWN_WORDING = ("My deployment keeps failing: the worker crashed while loading safetensors checkpoint shards, the "
+                   "host runs out of RAM and the OOM killer ends the process.\n")
 
 
 def test_an_unplaced_paste_gets_a_low_confidence_guess_that_says_it_is_one(ruleset):
     report = diagnose_text(UNKNOWN_WORDING, rules=ruleset).report
     assert report["diagnoses"], report
     top = report["diagnoses"][0]
+    assert top["basis"] == "wording" and top["category"] == "host-ram-oom"
+    assert report["status"] == "errors-unexplained"
     assert top["confidence"] <= 0.3
     assert "from its wording" in top["why"]
     assert all(d["confidence"] <= top["confidence"] for d in report["diagnoses"])
 
 
 @pytest.mark.parametrize("text", [
+    # words every category shares: no guess rests on them
+    "RuntimeError: engine core died, see the log above\n",
     # a client's request refused by a server that works
     "Error code: 400 - This model's maximum context length is 16384 tokens. However, you requested 19591 tokens. "
     "Please reduce the length of the messages or completion.\n",

@@ -20,6 +20,7 @@ from .excerpts import candidate_texts, rule_for
 # held-out accuracy of the top answer on pastes no other mechanism placed was about a third: that is its confidence
 WORDING_CONFIDENCES = (0.3, 0.15, 0.1)
 MIN_KNOWN_FEATURES = 4
+MIN_TELLING_FEATURES = 2
 MIN_TOP_PROBABILITY = 0.5
 _FAILED = lazy(r"(?i)\b(?:error|exception|fail(?:ed|ure|s)?|cannot|can't|could not|unable|not supported|unsupported|"
                r"invalid|killed|abort(?:ed)?|segmentation fault|core dumped|out of memory|oom|refused|denied|"
@@ -50,6 +51,8 @@ def wording_diagnoses(lines: list[tuple[int, str]], model: WordingModel, rules: 
     ranked = [(c, p) for c, p in model.classify(document) if c != "none"]
     if not ranked or ranked[0][1] < MIN_TOP_PROBABILITY or model.classify(document)[0][0] == "none":
         return []
+    if len(model.telling_features(document, ranked[0][0])) < MIN_TELLING_FEATURES:
+        return []  # the answer rests on words every category shares
     evidence = next(text for line_no, text in lines if line_no == failure_line)
     out = []
     for (category, probability), confidence in zip(ranked, WORDING_CONFIDENCES):

@@ -23,6 +23,8 @@ from typing import Iterable
 from .message_fragments import words
 
 SMOOTHING = 0.1
+MIN_FEATURE_COUNT = 3
+TELLING_SHARE = 0.6
 MAX_DOCUMENT_WORDS = 2000
 # words that say nothing about a category, in every log and ticket
 _STOP = frozenset("the a an of to in is are was be for on at by with and or it this that from as not no".split())
@@ -76,6 +78,17 @@ class WordingModel:
         weights = {c: math.exp(s - top) for c, s in scores.items()}
         total = sum(weights.values())
         return sorted(((c, w / total) for c, w in weights.items()), key=lambda cw: (-cw[1], cw[0]))
+
+    def telling_features(self, text: str, category: str) -> list[str]:
+        """The text's features that point at `category` on their own: seen at least MIN_FEATURE_COUNT times, in
+        that category at least TELLING_SHARE of the time (words every category shares, "engine core", tell nothing)."""
+        out = []
+        for feature in sorted(set(features(text))):
+            counts = [self._counts[c].get(feature, 0) for c in self.categories]
+            total = sum(counts)
+            if total >= MIN_FEATURE_COUNT and self._counts.get(category, {}).get(feature, 0) >= TELLING_SHARE * total:
+                out.append(feature)
+        return out
 
     def known_features(self, text: str) -> int:
         """How many of the text's features the model has seen: a text of unseen words gets no answer."""
