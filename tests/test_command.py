@@ -113,3 +113,31 @@ def test_prose_mentioning_vllm_serve_is_not_taken_for_a_launch(diagnose_text):
 
 def test_plain_words_are_not_a_launch():
     assert parse_launch("hello world") is None
+
+
+def test_every_word_the_log_gave_is_quoted_and_only_a_bare_variable_stays_expandable():
+    out = fixed("vllm serve m --served-model-name ${X:-$HOME} --chat-template '<x>' --tool-call-parser a*b $1", {"--port": "1"})
+    assert out == "vllm serve m --served-model-name '${X:-$HOME}' --chat-template '<x>' --tool-call-parser 'a*b' '$1' --port 1"
+
+
+def test_a_comment_ends_the_launch_so_no_fix_lands_inside_it():
+    launch = parse_launch("vllm serve m --port 8000 # harmless --kv-cache-dtype fp8")
+    assert launch.get("--kv-cache-dtype") is None and launch.tail[0] == "#"
+    assert render(apply_changes(launch, {"--kv-cache-dtype": "fp8"})) == "vllm serve m --port 8000 --kv-cache-dtype fp8"
+
+
+def test_what_follows_the_launch_on_its_line_is_no_part_of_the_command():
+    assert fixed("vllm serve m --max-model-len 8192 2>&1 | tee log; rm -rf ~", {"--max-model-len": "4096"}) == \
+        "vllm serve m --max-model-len 4096"
+
+
+def test_a_unit_environment_value_a_shell_would_expand_is_single_quoted():
+    unit = '[Service]\nEnvironment="VLLM_HOST_IP=$(id)" "A=b c"\nExecStart=/opt/vllm/bin/vllm serve m'
+    drop_in = render(apply_changes(parse_launch(unit), {"--port": "8001"}))
+    assert "\nEnvironment='VLLM_HOST_IP=$(id)'\nEnvironment=\"A=b c\"\n" in drop_in
+
+
+def test_a_pod_spec_value_a_shell_would_expand_is_single_quoted():
+    spec = "containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  args: [m, --served-model-name, '$(id)']"
+    assert render(parse_launch(spec)) == "{image: 'vllm/vllm-openai:v0.9.2', args: [m, --served-model-name, '$(id)']}"
+    assert "\n- '$(id)'\n" in render(apply_changes(parse_launch(spec), {"--port": "8001"}))

@@ -153,7 +153,7 @@ def _is_placeholder(model: str | None) -> bool:
 
 def _split_tail(tokens: list[Token]) -> tuple[list[Token], list[str]]:
     for index, token in enumerate(tokens):
-        if token.raw in SHELL_OPERATORS or token.raw.startswith(("&>", "2>", ">", "|", ";")):
+        if token.raw in SHELL_OPERATORS or token.raw.startswith(("&>", "2>", ">", "|", ";", "#")):
             return tokens[:index], [t.raw for t in tokens[index:]]
     return tokens, []
 
