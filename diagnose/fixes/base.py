@@ -28,6 +28,7 @@ class Fix:
     predicted: dict[str, Any] = field(default_factory=dict)
     not_evaluable: str | None = None
     step_command: str | None = None
+    step_not_shown: str | None = None  # why the step (the user's launch as read) is not printed (launch.print_policy)
     workaround: bool = False
     strategy: str = ""
 

@@ -128,11 +128,12 @@ def launch_as_read(ctx: Context, params: dict) -> Fix | None:
     repeated after an image whose entrypoint runs it is dropped, the model put right after the image."""
     if ctx.launch is None or ctx.launch.form != "docker":
         return None
-    from ..launch.render import render
+    from ..launch.print_policy import printed_command
 
+    printed = printed_command(ctx.launch)
     return Fix(title=fill(params.get("title", "Run the container with vLLM's arguments only"), ctx),
-               step_command=render(ctx.launch), why=fill(params.get("why", ""), ctx), cost="config", cost_note="none",
-               will_start=None)
+               step_command=printed.command, step_not_shown=printed.not_shown, why=fill(params.get("why", ""), ctx),
+               cost="config", cost_note="none", will_start=None)
 
 
 @strategy("docker-option")

@@ -93,6 +93,58 @@ def word_value(raw: str) -> str:
         return raw.strip("'\"")
 
 
+def line_syntax(tokens: list[Token], skip: set[int] = frozenset()) -> list[str]:
+    """The shell syntax a tokenized line holds, each kind once (the words at the indices in `skip` aside).
+
+    >>> line_syntax(tokenize("vllm serve m --chat-template <(curl x) 2>&1 | tee log"))
+    ['a process substitution', '`2>&1`', '`|`']
+    """
+    found = []
+    for index, token in enumerate(tokens):
+        if index in skip:
+            continue
+        after = tokens[index + 1].raw if index + 1 < len(tokens) else ""
+        kind = "a process substitution" if token.raw in ("<", ">") and after.startswith("(") else shell_syntax(token)
+        if kind and kind not in found:
+            found.append(kind)
+    return found
+
+
+def shell_syntax(token: Token) -> str | None:
+    """The shell syntax a word is or holds, as bash reads it pasted; None for a word that only stands for text.
+
+    >>> [shell_syntax(t) for t in tokenize("vllm serve m '$(a)' \\"$(b)\\" `c` $((1)) # x; y")]
+    [None, None, None, None, 'a `$(…)` command substitution', 'a backtick command substitution', 'a `$((…))` arithmetic expansion', 'a `#` comment', None, '`;`', None]
+    """
+    raw = token.raw
+    if _OPERATOR.fullmatch(raw):
+        return f"`{raw}`"
+    if raw.startswith("#"):
+        return "a `#` comment"
+    i, n, quoted = 0, len(raw), False
+    while i < n:
+        ch = raw[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "'" and not quoted:
+            close = raw.find("'", i + 1)
+            i = n if close < 0 else close + 1
+            continue
+        if ch == '"':
+            quoted = not quoted
+        elif raw.startswith("$((", i):
+            return "a `$((…))` arithmetic expansion"
+        elif raw.startswith("$(", i):
+            return "a `$(…)` command substitution"
+        elif ch == "`":
+            return "a backtick command substitution"
+        elif not quoted and raw.startswith(("$'", '$"', "<(", ">("), i):
+            return "a process substitution" if ch in "<>" else f"a `{raw[i:i + 2]}…` string"
+        i += 1
+    return None
+
+
 def is_inert(raw: str) -> bool:
     """Whether bash, given `raw` pasted as one word, reads literal text and bare `$NAME`/`${NAME}` only: no
     substitution, glob, brace or history expansion, operator or comment. Such a word is printed as the user wrote it.
