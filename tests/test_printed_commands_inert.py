@@ -219,3 +219,30 @@ def test_the_sandbox_catches_a_payload(sandbox):
         assert_inert({"json": [WITHHELD["subst-double-quoted"]]}, sandbox)
     assert os.access(sandbox / "bin" / "vllm", os.X_OK)
 
+
+def test_a_rule_step_quotes_what_it_fills_in_from_the_log(sandbox, diagnose_text):
+    path = f"/models/x{SUBST};y"
+    report = diagnose_text(f"OSError: Invalid repository ID or local directory specified: '{path}'.\n")
+    steps = [f["step"] for d in report["diagnoses"] for f in d["fixes"] if f.get("step", "").startswith("ls ")]
+    assert steps and all(shlex.split(step) == ["ls", "-la", path] for step in steps)
+    assert_inert(printed_everywhere(report), sandbox)
+
+
+def test_every_rule_command_fills_its_values_outside_quotes(ruleset):
+    """A value put inside the rule's own quotes would end them: `'{x}'` with x = `a'; …` runs what follows."""
+    templates = 0
+    for rule in ruleset.rules:
+        for spec in rule.fixes:
+            template = spec.params.get("command") if isinstance(spec.params, dict) else None
+            if not isinstance(template, str):
+                continue
+            templates += 1
+            quote = None
+            for index, ch in enumerate(template):
+                if quote is None and ch in "'\"":
+                    quote = ch
+                elif ch == quote:
+                    quote = None
+                elif quote is not None and re.match(r"\{\w+\}", template[index:]):
+                    pytest.fail(f"{rule.id}: {{…}} inside quotes in {template!r}")
+    assert templates > 20

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ..context.context import Context
-from .base import Fix, fill, strategy
+from .base import Fix, fill, fill_command, strategy
 
 # ---------------------------------------------------------------- generic flag and environment changes
 
@@ -195,7 +195,7 @@ def _docker_value(ctx: Context, option: str) -> Any:
 
 @strategy("step")
 def step(ctx: Context, params: dict) -> Fix | None:
-    return Fix(title=fill(params["title"], ctx), step_command=fill(params.get("command"), ctx),
+    return Fix(title=fill(params["title"], ctx), step_command=fill_command(params.get("command"), ctx),
                why=fill(params.get("why", ""), ctx), cost=params.get("cost_class", "downtime"),
                cost_note=fill(params.get("cost", ""), ctx), will_start=params.get("will_start"),
                workaround=bool(params.get("workaround")))

