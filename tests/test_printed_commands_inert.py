@@ -246,3 +246,16 @@ def test_every_rule_command_fills_its_values_outside_quotes(ruleset):
                 elif quote is not None and re.match(r"\{\w+\}", template[index:]):
                     pytest.fail(f"{rule.id}: {{…}} inside quotes in {template!r}")
     assert templates > 20
+
+
+def test_the_hook_journals_the_printed_command_whole_or_not_at_all(diagnose_text):
+    """HK9: VDIAG_COMMAND is what the report prints, lines and spaces kept; a command cut to fit is none."""
+    unit = ("# /etc/systemd/system/vllm.service\n[Service]\nEnvironment=\"VLLM_HOST_IP=a  b\"\n"
+            "ExecStart=/opt/vllm/bin/vllm serve m --served-model-name 'a  b' --max-model-len 262144")
+    for name, journaled in (("a  b", True), ("x" * 5000, False)):
+        report = diagnose_text(KV_ERROR, launch=unit.replace("'a  b'", f"'{name}'"))
+        command = report["diagnoses"][0]["fixes"][0]["command"]
+        fields = summarize(Trigger("ExecStopPost", "vllm.service"), {**report, "systemd": {}},
+                           (Path("r.json"), Path("r.md")), None).fields
+        assert fields.get("VDIAG_COMMAND") == (command if journaled else None)
+        assert "\n" in command and f"'{name}'" in command
