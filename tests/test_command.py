@@ -1,6 +1,9 @@
 """Launch parsing and rendering in every form: the corrected command keeps the user's form."""
 
+import pytest
+
 from diagnose.launch.parse import parse_launch
+from diagnose.launch.print_policy import Printed, printed_command
 from diagnose.launch.python_forms import from_engine_args
 from diagnose.launch.render import apply_changes, render
 
@@ -113,3 +116,108 @@ def test_prose_mentioning_vllm_serve_is_not_taken_for_a_launch(diagnose_text):
 
 def test_plain_words_are_not_a_launch():
     assert parse_launch("hello world") is None
+
+
+def test_every_word_the_log_gave_is_quoted_and_only_a_bare_variable_stays_expandable():
+    out = fixed("vllm serve m --served-model-name ${X:-$HOME} --chat-template '<x>' --tool-call-parser a*b $1", {"--port": "1"})
+    assert out == "vllm serve m --served-model-name '${X:-$HOME}' --chat-template '<x>' --tool-call-parser 'a*b' '$1' --port 1"
+
+
+def test_a_comment_ends_the_launch_so_no_fix_lands_inside_it():
+    launch = parse_launch("vllm serve m --port 8000 # harmless --kv-cache-dtype fp8")
+    assert launch.get("--kv-cache-dtype") is None and launch.tail[0] == "#"
+    assert render(apply_changes(launch, {"--kv-cache-dtype": "fp8"})) == "vllm serve m --port 8000 --kv-cache-dtype fp8"
+    assert printed_command(launch, {"--kv-cache-dtype": "fp8"}) == Printed(None, "the launch contains shell syntax (a `#` comment)")
+
+
+def test_what_follows_the_launch_on_its_line_is_no_part_of_the_command():
+    assert fixed("vllm serve m --max-model-len 8192 2>&1 | tee log; rm -rf ~", {"--max-model-len": "4096"}) == \
+        "vllm serve m --max-model-len 4096"
+
+
+def test_a_unit_environment_value_a_shell_would_expand_is_single_quoted():
+    unit = '[Service]\nEnvironment="VLLM_HOST_IP=$(id)" "A=b c"\nExecStart=/opt/vllm/bin/vllm serve m'
+    drop_in = render(apply_changes(parse_launch(unit), {"--port": "8001"}))
+    assert "\nEnvironment='VLLM_HOST_IP=$(id)'\nEnvironment=\"A=b c\"\n" in drop_in
+
+
+def test_a_pod_spec_value_a_shell_would_expand_is_single_quoted():
+    spec = "containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  args: [m, --served-model-name, '$(id)']"
+    assert render(parse_launch(spec)) == "{image: 'vllm/vllm-openai:v0.9.2', args: [m, --served-model-name, '$(id)']}"
+    assert "\n- '$(id)'\n" in render(apply_changes(parse_launch(spec), {"--port": "8001"}))
+
+
+ORDINARY = [  # (launch, fix, the command printed): the user's own spelling and quoting, every flag kept
+    ('vllm serve Qwen/Qwen3-8B --max_model_len=32768 --download-dir $HOME/.cache/hf --served-model-name "${NAME}" '
+     "--enforce-eager", {"--max-model-len": "8192"},
+     'vllm serve Qwen/Qwen3-8B --max_model_len=8192 --download-dir $HOME/.cache/hf --served-model-name "${NAME}" '
+     "--enforce-eager"),
+    ("CUDA_VISIBLE_DEVICES=0,1 HF_HOME=/srv/hf python3 -m vllm.entrypoints.openai.api_server --model m "
+     "--hf-overrides '{\"rope_scaling\": {\"factor\": 4}}' --chat-template \"{{ x }}\" -tp 2", {"--tensor-parallel-size": "1"},
+     "CUDA_VISIBLE_DEVICES=0,1 HF_HOME=/srv/hf python3 -m vllm.entrypoints.openai.api_server --model m "
+     "--hf-overrides '{\"rope_scaling\": {\"factor\": 4}}' --chat-template \"{{ x }}\" -tp 1"),
+    ("export CUDA_VISIBLE_DEVICES=3; vllm serve m --max-model-len 32768", {"--max-model-len": "8192"},
+     "CUDA_VISIBLE_DEVICES=3 vllm serve m --max-model-len 8192"),
+    ("docker run --runtime nvidia --gpus '\"device=0,1\"' -v ~/.cache/huggingface:/root/.cache/huggingface "
+     "-e HF_TOKEN=$HF_TOKEN -p 8000:8000 --ipc=host vllm/vllm-openai:v0.9.2 --model m --max-model-len 32768",
+     {"--max-model-len": "8192", "docker:--shm-size": "16g"},
+     "docker run --runtime nvidia --gpus '\"device=0,1\"' -v ~/.cache/huggingface:/root/.cache/huggingface "
+     "-e HF_TOKEN=$HF_TOKEN -p 8000:8000 --ipc=host --shm-size 16g vllm/vllm-openai:v0.9.2 --model m --max-model-len 8192"),
+    ("/opt/venv/bin/vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.95", {"--gpu-memory-utilization": "0.9"},
+     "/opt/venv/bin/vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.9"),
+    ("ExecStart=/opt/vllm/bin/python -m vllm.entrypoints.openai.api_server --model m --max-model-len 32768",
+     {"--max-model-len": "8192", "env:VLLM_PORT": "29500"},
+     "# systemctl edit <unit>\n[Service]\nEnvironment=VLLM_PORT=29500\nExecStart=\n"
+     "ExecStart=/opt/vllm/bin/python -m vllm.entrypoints.openai.api_server --model m --max-model-len 8192"),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4 --api-key $VLLM_API_KEY --host 0.0.0.0",
+     {"--max-num-seqs": "64"},
+     "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4 --api-key $VLLM_API_KEY --host 0.0.0.0 --max-num-seqs 64"),
+    ("$ VLLM_USE_V1=0 vllm serve m --max-num-seqs=256 --kv-cache-dtype fp8_e5m2", {"--max-num-seqs": "128"},
+     "VLLM_USE_V1=0 vllm serve m --max-num-seqs=128 --kv-cache-dtype fp8_e5m2"),
+    ("containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  args: [Qwen/Qwen3-8B, --max-model-len, '32768']\n"
+     "  env:\n  - {name: VLLM_LOGGING_LEVEL, value: DEBUG}", {"--max-model-len": "8192"},
+     "# the vLLM container's args: and env: (in the manifest, or kubectl edit)\nimage: vllm/vllm-openai:v0.9.2\nargs:\n"
+     "- Qwen/Qwen3-8B\n- --max-model-len\n- '8192'\nenv:\n- name: VLLM_LOGGING_LEVEL\n  value: DEBUG"),
+    ('LLM(model="m", gpu_memory_utilization=0.95, max_model_len=4096)', {"--gpu-memory-utilization": "0.9"},
+     "LLM(model='m', gpu_memory_utilization=0.9, max_model_len=4096)"),
+]
+
+
+@pytest.mark.parametrize("text, changes, expected", ORDINARY, ids=[case[0][:40] for case in ORDINARY])
+def test_ordinary_launches_print_in_the_users_own_form_with_every_flag(text, changes, expected):
+    assert printed_command(parse_launch(text), changes) == Printed(expected)
+
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("vllm serve m --port 8000 2>&1 | tee log", "shell syntax (`2>&1`, `|`)"),
+    ('vllm serve m --served-model-name "$(id)"', "shell syntax (a `$(…)` command substitution)"),
+    ("vllm serve m --chat-template <(curl x)", "shell syntax (a process substitution)"),
+    ("LD_PRELOAD=/x/evil.so vllm serve m", "sets LD_PRELOAD, which makes the dynamic loader load"),
+    ("PATH=/x/evilbin:$PATH vllm serve m", "sets PATH, which chooses which programs run"),
+    ("/x/evilbin/vllm serve m", "runs `/x/evilbin/vllm`, a program it chose"),
+    ("/tmp/venv/bin/vllm serve m", "runs `/tmp/venv/bin/vllm`, a program it chose"),
+    ("docker run --privileged vllm/vllm-openai:latest m", "docker with --privileged"),
+    ("docker run --pid=host vllm/vllm-openai:latest m", "docker with --pid host"),
+    ("docker run -v /:/host vllm/vllm-openai:latest m", "mounts the host's / into"),
+    ("docker run -itv /etc:/x vllm/vllm-openai:latest m", "mounts the host's /etc into"),
+    ("docker run --mount type=bind,Source=/root,target=/x vllm/vllm-openai:latest m", "mounts the host's /root"),
+    ("docker run --device /dev/sda vllm/vllm-openai:latest m", "the host device /dev/sda"),
+])
+def test_a_launch_against_the_print_policy_is_not_printed(text, reason):
+    printed = printed_command(parse_launch(text), {"--max-model-len": "4096"})
+    assert printed.command is None and reason in printed.not_shown
+
+
+@pytest.mark.parametrize("text, reason", [
+    ('LLM(model="m")', "an os.environ value holds a quote"),
+    ("ExecStart=/opt/vllm/bin/vllm serve m", "an Environment= value holds a quote or backslash and `$`"),
+])
+def test_a_value_its_frame_cannot_quote_for_a_shell_is_not_printed(text, reason):
+    printed = printed_command(parse_launch(text), {"env:VLLM_HOST_IP": "a'$(id)"})
+    assert printed.command is None and reason in printed.not_shown
+
+
+def test_a_program_the_operator_installed_is_printed():
+    for program in ("vllm", "/opt/venv/bin/vllm", "~/miniconda3/envs/v/bin/python3.11 -m vllm.entrypoints.openai.api_server"):
+        assert printed_command(parse_launch(f"{program} serve m" if "python" not in program else f"{program} --model m")).command

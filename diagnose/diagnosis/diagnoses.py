@@ -22,7 +22,7 @@ from ..fixes.advice_conditions import applies
 from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
 from ..knowledge.error_tables import cuda_error_meaning
 from ..knowledge.rules import Rule
-from ..launch.render import apply_changes, render
+from ..launch.print_policy import Printed, printed_command
 from ..scan.hits import Match
 from ..util.lazy_pattern import lazy
 
@@ -39,6 +39,7 @@ class RankedFix:
     fix: Fix
     command: str | None
     reason: str
+    command_not_shown: str | None = None  # why the fixed launch is not printed (launch.print_policy)
 
 
 @dataclass
@@ -162,10 +163,10 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     # more specific one and goes first among fixes of the same prediction
     positions = [-1 if diagnosis.family and fix.strategy == "log-advice" else i for i, fix in enumerate(candidates)]
     ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0], named))
-    diagnosis.fixes = [
-        RankedFix(rank, fix, _command_for(fix, ctx), _rank_reason(fix))
-        for rank, (_i, fix) in enumerate(ranked, start=1)
-    ]
+    diagnosis.fixes = []
+    for rank, (_i, fix) in enumerate(ranked, start=1):
+        printed = _command_for(fix, ctx)
+        diagnosis.fixes.append(RankedFix(rank, fix, printed.command, _rank_reason(fix), printed.not_shown))
     diagnosis.why = fill(diagnosis.rule.why, ctx, missing="(not in the log)")
     meaning = cuda_error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
@@ -214,11 +215,11 @@ def _rank_reason(fix: Fix) -> str:
     return f"{start}; {cost_text}{extra}"
 
 
-def _command_for(fix: Fix, ctx: Context) -> str | None:
+def _command_for(fix: Fix, ctx: Context) -> Printed:
     if fix.step_command and not fix.changes:
-        return fix.step_command
+        return Printed(fix.step_command)
     if not fix.changes or ctx.launch is None:
-        return None
+        return Printed(None, fix.step_not_shown)
     if any(k.startswith("docker:") for k in fix.changes) and ctx.launch.form != "docker":
-        return None
-    return render(apply_changes(ctx.launch, fix.changes))
+        return Printed(None)
+    return printed_command(ctx.launch, fix.changes)

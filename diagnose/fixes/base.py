@@ -28,6 +28,7 @@ class Fix:
     predicted: dict[str, Any] = field(default_factory=dict)
     not_evaluable: str | None = None
     step_command: str | None = None
+    step_not_shown: str | None = None  # why the step (the user's launch as read) is not printed (launch.print_policy)
     workaround: bool = False
     strategy: str = ""
     mentions: tuple[str, ...] = ()  # for advice read from the log: every setting the sentence names, not only the one changed
@@ -138,8 +139,8 @@ def _as_float(value: Any) -> float | None:
         return None
 
 
-def fill(template: Any, ctx: Context, missing: str | None = None) -> Any:
-    """Replace `{capture}` placeholders with the rule's captures or known facts.
+def fill(template: Any, ctx: Context, missing: str | None = None, quote: Callable[[str], str] | None = None) -> Any:
+    """Replace `{capture}` placeholders with the rule's captures or known facts (each passed through `quote`).
 
     An unknown placeholder stays as written (strategies then decline to propose a value), or becomes `missing`.
     """
@@ -148,9 +149,19 @@ def fill(template: Any, ctx: Context, missing: str | None = None) -> Any:
     values = {**_fact_values(ctx), **ctx.captures}
 
     def sub(match: re.Match) -> str:
-        return str(values.get(match.group(1), match.group(0) if missing is None else missing))
+        if match.group(1) not in values:
+            return match.group(0) if missing is None else missing
+        text = str(values[match.group(1)])
+        return quote(text) if quote else text
 
     return re.sub(r"\{(\w+)\}", sub, template)
+
+
+def fill_command(template: Any, ctx: Context) -> Any:
+    """A rule's shell command filled like `fill`, each value quoted: a capture from the log stays text when pasted."""
+    from ..launch.shell_words import quote_text
+
+    return fill(template, ctx, quote=quote_text)
 
 
 def _fact_values(ctx: Context) -> dict[str, Any]:

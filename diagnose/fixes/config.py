@@ -6,6 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..context.context import Context
+from ..launch.shell_words import quote_text
 from ..util.units import parse_int
 from .base import Fix, fill, strategy
 
@@ -85,8 +86,9 @@ def hf_token(ctx: Context, params: dict) -> Fix | None:
 @strategy("accept-licence")
 def accept_licence(ctx: Context, params: dict) -> Fix | None:
     model = ctx.model_name() or "<org/model>"
+    page = quote_text(f"https://huggingface.co/{model}") if ctx.model_name() else f"https://huggingface.co/{model}"
     return Fix(title=f"Accept the licence on https://huggingface.co/{model}",
-               step_command=f"open https://huggingface.co/{model} and request access, then retry",
+               step_command=f"open {page} and request access, then retry",
                why="A 403 / GatedRepoError with a valid token means the account has not been granted access to this gated repo.",
                cost="downtime", cost_note="access approval can take minutes to days", will_start=None)
 

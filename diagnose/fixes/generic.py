@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from ..context.context import Context
-from .base import Fix, fill, strategy
+from .base import Fix, fill, fill_command, strategy
 
 # ---------------------------------------------------------------- generic flag and environment changes
 
@@ -128,11 +128,12 @@ def launch_as_read(ctx: Context, params: dict) -> Fix | None:
     repeated after an image whose entrypoint runs it is dropped, the model put right after the image."""
     if ctx.launch is None or ctx.launch.form != "docker":
         return None
-    from ..launch.render import render
+    from ..launch.print_policy import printed_command
 
+    printed = printed_command(ctx.launch)
     return Fix(title=fill(params.get("title", "Run the container with vLLM's arguments only"), ctx),
-               step_command=render(ctx.launch), why=fill(params.get("why", ""), ctx), cost="config", cost_note="none",
-               will_start=None)
+               step_command=printed.command, step_not_shown=printed.not_shown, why=fill(params.get("why", ""), ctx),
+               cost="config", cost_note="none", will_start=None)
 
 
 @strategy("docker-option")
@@ -194,7 +195,7 @@ def _docker_value(ctx: Context, option: str) -> Any:
 
 @strategy("step")
 def step(ctx: Context, params: dict) -> Fix | None:
-    return Fix(title=fill(params["title"], ctx), step_command=fill(params.get("command"), ctx),
+    return Fix(title=fill(params["title"], ctx), step_command=fill_command(params.get("command"), ctx),
                why=fill(params.get("why", ""), ctx), cost=params.get("cost_class", "downtime"),
                cost_note=fill(params.get("cost", ""), ctx), will_start=params.get("will_start"),
                workaround=bool(params.get("workaround")))

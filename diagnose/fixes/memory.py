@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ..context.context import Context, kv_capacity_tokens
+from ..launch.shell_words import quote_text
 from ..model import memory
 from ..util.units import parse_float, parse_int
 from .base import Fix, strategy
@@ -238,7 +239,7 @@ def free_processes(ctx: Context, params: dict) -> Fix | None:
                    cost="downtime", cost_note="other workloads on the GPU stop",
                    not_evaluable="which processes hold the GPU is not in the log (add an nvidia-smi table or a snapshot)")
     listing = ", ".join(f"pid {p.pid}{f' ({p.name})' if p.name else ''} {p.used_gib:.2f} GiB" for p in others[:6])
-    pids = " ".join(str(p.pid) for p in others[:6])
+    pids = " ".join(quote_text(str(p.pid)) for p in others[:6])  # a snapshot's pid is input too
     verdict = weights_verdict(ctx)  # freeing the GPU helps only if the weights fit it empty
     why = f"Processes holding GPU memory: {listing}."
     if verdict.fits_empty_gpu is False:

@@ -58,8 +58,9 @@ def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_no
         what += f", start-up reached {phase})" if phase and phase != "serving" and phase != "traffic" else ")"
         fix = top["fixes"][0] if top["fixes"] else None
         action = (fix.get("command") or fix.get("step") or fix["title"]) if fix else None
-        if fix and (fix.get("command") or fix.get("step")):
-            fields["VDIAG_COMMAND"] = one_line(redact(fix.get("command") or fix.get("step")), MAX_FIELD_CHARS)
+        command = redact(fix.get("command") or fix.get("step") or "") if fix else ""
+        if command and len(command) <= MAX_FIELD_CHARS:  # exact, as printed (lines kept): a cut command is not one
+            fields["VDIAG_COMMAND"] = command
         what += f"; fix: {action}" if action else ""
     elif report["unexplained"]:
         what = f"no known failure; {len(report['unexplained'])} unexplained error line(s), first: {report['unexplained'][0]['text']}"

@@ -19,6 +19,7 @@ from ..util.lazy_pattern import lazy
 _EXEC_START = lazy(r"^\s*ExecStart=[-@:+!]*(?P<command>.*)$")
 _UNIT_NAME = lazy(r"^\s*#\s*(?:systemctl edit\s+(?P<edited>[\w@.:-]+)|/\S*/(?P<path>[\w@.:-]+\.service)\b)")
 UNKNOWN_UNIT = "<unit>"
+_SHELL_PLAIN = lazy(r"[A-Za-z0-9_@%+=:,./-]+")  # what neither systemd nor a shell reads as more than text
 
 
 @dataclass
@@ -57,16 +58,30 @@ def split_unit(text: str) -> UnitText | None:
 def render_drop_in(command: str, env: list[tuple[str, str]], unset: list[str], unit: str | None) -> str:
     """The `systemctl edit UNIT` content that runs `command`: the unit's ExecStart= cleared, then the new one."""
     lines = [f"# systemctl edit {unit or UNKNOWN_UNIT}", "[Service]"]
-    lines += [f"Environment={_quoted(f'{k}={v}')}" for k, v in env]
+    lines += [f"Environment={environment_quoting(f'{k}={v}') or _double_quoted(f'{k}={v}')}" for k, v in env]
     lines += [f"UnsetEnvironment={name}" for name in unset]
     lines += ["ExecStart=", f"ExecStart={command}"]
     return "\n".join(lines)
 
 
-def _quoted(assignment: str) -> str:
-    """As systemd reads `Environment=`: bare without blanks or quotes, else in double quotes with C escapes."""
-    if re.search(r'[\s"\'\\]', assignment) is None:
+def environment_quoting(assignment: str) -> str | None:
+    """`NAME=value` as `Environment=` takes it, quoted so that systemd reads the value and a shell given the line
+    reads text only: bare when plain, else in double quotes (C escapes), else in single quotes; None when neither
+    holds (a quote or backslash together with `$`, a backtick or `!`, which a shell expands in double quotes).
+
+    >>> environment_quoting("A=1"), environment_quoting("A=b c"), environment_quoting("A=$(id)"), environment_quoting("A='$(id)'")
+    ('A=1', '"A=b c"', "'A=$(id)'", None)
+    """
+    if _SHELL_PLAIN.fullmatch(assignment):
         return assignment
+    if not re.search(r"[$`!]", assignment):
+        return _double_quoted(assignment)
+    if not re.search(r"['\\]", assignment):
+        return f"'{assignment}'"
+    return None
+
+
+def _double_quoted(assignment: str) -> str:
     return '"' + assignment.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

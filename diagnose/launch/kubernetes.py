@@ -12,6 +12,7 @@ written.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache, partial
 from typing import Any
 
 from ..util.lazy_pattern import lazy
@@ -19,6 +20,7 @@ from ..util.lazy_pattern import lazy
 _CONTAINER_KEYS = ("image", "command", "args", "env")
 _KEY = lazy(r"[A-Za-z_][\w.-]*")
 _YAML_REFERENCE = lazy(r"(?:^|[\s\[{,:])[&*][^\s]")  # anchors and aliases: a pasted spec has none, a hostile one may
+_SHELL_PLAIN = lazy(r"[A-Za-z0-9_@%+=:,./-]+")
 MAX_SPEC_CHARS = 16384
 HEADER = "# the vLLM container's args: and env: (in the manifest, or kubectl edit)"
 
@@ -154,6 +156,24 @@ def render_container(image: str | None, command: list[str] | None, args: list[st
     entries = [{"name": k, "value": v} for k, v in env] + env_from_elsewhere
     if entries:
         container["env"] = entries
+    dump = partial(yaml.dump, Dumper=_inert_dumper(), sort_keys=False, width=10**6, allow_unicode=True)
     if not fixed:
-        return yaml.safe_dump(container, default_flow_style=True, sort_keys=False, width=10**6).strip()
-    return HEADER + "\n" + yaml.safe_dump(container, default_flow_style=False, sort_keys=False, width=10**6).rstrip()
+        return dump(container, default_flow_style=True).strip()
+    return HEADER + "\n" + dump(container, default_flow_style=False).rstrip()
+
+
+@lru_cache(maxsize=1)
+def _inert_dumper():
+    """YAML's safe dumper, with every string a shell would read as more than text in single quotes: a spec pasted
+    into a shell by mistake expands nothing (`- '$(x)'`), and Kubernetes reads the same strings."""
+    import yaml
+
+    class InertDumper(yaml.SafeDumper):
+        pass
+
+    def represent_str(dumper, data: str):
+        style = None if _SHELL_PLAIN.fullmatch(data) else "'"
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+    InertDumper.add_representer(str, represent_str)
+    return InertDumper

@@ -71,6 +71,7 @@ class Launch:
     env_from_elsewhere: list[dict] = field(default_factory=list)  # a container's `valueFrom:` env entries, kept as written
     unset_env: list[str] = field(default_factory=list)  # UnsetEnvironment= of a unit
     fixed: bool = False  # a fix's changes applied: a unit's command is then rendered as the drop-in that deploys it
+    shell_syntax: list[str] = field(default_factory=list)  # what of the shell the line holds (`;`, `$(…)`, a `#` comment)
 
     def get(self, flag: str) -> str | None:
         """The value of a flag (canonical name), `"true"` for a present switch, else None."""

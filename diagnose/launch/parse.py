@@ -21,7 +21,7 @@ from .frames import is_unit_text, split_unit
 from .kubernetes import container_of, looks_like_container
 from .launch import SHELL_OPERATORS, Arg, Launch, Token, is_switch
 from .python_forms import parse_llm_call
-from .shell_words import tokenize
+from .shell_words import line_syntax, tokenize
 
 _USAGE = lazy(r"\s*usage:\s", re.IGNORECASE)
 _PLACEHOLDER_MODEL = lazy(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}|\.\.\.|(?i:(?:your[_-])?model(?:[_-](?:name|tag|id|path))?)")
@@ -116,6 +116,7 @@ def _parse_shell(text: str) -> Launch | None:
         return None
     tokens = tokenize(joined)
     env: list[tuple[str, str]] = []
+    separators: set[int] = set()
     i = 0
     while i < len(tokens):
         if tokens[i].value in ("env", "sudo", "bash", "exec", "nohup", "time", "-E", "export"):
@@ -125,10 +126,18 @@ def _parse_shell(text: str) -> Launch | None:
             env.append((key, value))
             i += 1
         elif tokens[i].raw in (";", "&&") and env:  # `export CUDA_VISIBLE_DEVICES=3; vllm serve …`: kept as a prefix
+            separators.add(i)
             i += 1
         else:
             break
-    rest = tokens[i:]
+    launch = _launch_in(tokens[i:], env)
+    if launch is not None:
+        launch.shell_syntax = line_syntax(tokens, separators)
+    return launch
+
+
+def _launch_in(rest: list[Token], env: list[tuple[str, str]]) -> Launch | None:
+    """The vLLM launch among the words after the environment prefix (a docker run, vllm serve, python -m)."""
     words = [t.value for t in rest]
     for k, word in enumerate(words):
         base = word.rsplit("/", 1)[-1]
@@ -153,7 +162,7 @@ def _is_placeholder(model: str | None) -> bool:
 
 def _split_tail(tokens: list[Token]) -> tuple[list[Token], list[str]]:
     for index, token in enumerate(tokens):
-        if token.raw in SHELL_OPERATORS or token.raw.startswith(("&>", "2>", ">", "|", ";")):
+        if token.raw in SHELL_OPERATORS or token.raw.startswith(("&>", "2>", ">", "|", ";", "#")):
             return tokens[:index], [t.raw for t in tokens[index:]]
     return tokens, []
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import replace
 from typing import Any
 
-from ..util.lazy_pattern import lazy
-from ..util.redact import MASK, masked_launch
+from ..util.redact import masked_launch
 from .launch import Arg, Launch, canonical_flag
+from .shell_words import quote_word, shell_word, word_value
 
 # ---------------------------------------------------------------- changes and rendering
 
@@ -106,27 +105,16 @@ def _python_value(value: Any) -> Any:
     return text
 
 
-_EXPANDABLE = lazy(r"(?:[\w@%+=:,./-]|\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\}))*\$(?:[A-Za-z_]\w*|\{[A-Za-z_]\w*\})[\w@%+=:,./${}-]*")
-
-
-def _quote(value: str) -> str:
-    """Shell-quote a value; `$VAR`/`${VAR}` references stay expandable (double quotes), as the user meant them.
-
-    >>> _quote("$LD_LIBRARY_PATH:/opt/lib"), _quote("a b"), _quote("$(id)")
-    ('"$LD_LIBRARY_PATH:/opt/lib"', "'a b'", "'$(id)'")
-    """
-    if value == MASK:
-        return value
-    if _EXPANDABLE.fullmatch(value) and not re.search(r"\$(?![A-Za-z_{])|\$\{[^}]*[^\w}]", value):
-        return f'"{value}"'
-    return shlex.quote(value) if value else "''"
-
-
 def _render_arg(arg: Arg) -> str:
+    spelled = shell_word(arg.spelled, arg.spelled)
     if arg.value is None:
-        return arg.spelled
-    value = arg.raw_value if arg.raw_value is not None else _quote(arg.value)
-    return f"{arg.spelled}={value}" if arg.equals else f"{arg.spelled} {value}"
+        return spelled
+    value = shell_word(arg.raw_value, arg.value)
+    return f"{spelled}={value}" if arg.equals else f"{spelled} {value}"
+
+
+def _words(raws: list[str]) -> list[str]:
+    return [shell_word(raw, word_value(raw)) for raw in raws]
 
 
 def render(launch: Launch) -> str:
@@ -145,17 +133,18 @@ def render(launch: Launch) -> str:
 
 
 def _render_command(launch: Launch) -> str:
-    parts: list[str] = [f"{k}={_quote(v)}" for k, v in launch.env]
-    parts += launch.head[:2] if launch.form == "docker" else launch.head
+    """The launch as one shell line, every word quoted (`shell_words.shell_word`); what followed the launch on its
+    line (`| tee log`, `; …`) is no part of it and is left out."""
+    parts: list[str] = [f"{k}={quote_word(v)}" for k, v in launch.env]
+    parts += _words(launch.head[:2] if launch.form == "docker" else launch.head)
     if launch.form == "docker":
         parts += [_render_arg(o) for o in launch.docker_opts]
         if launch.image:
-            parts.append(launch.image)
-        parts += launch.head[2:]
+            parts += _words([launch.image])
+        parts += _words(launch.head[2:])
     if launch.model and launch.model_positional:
-        parts.append(_quote(launch.model))
+        parts.append(quote_word(launch.model))
     parts += [_render_arg(a) for a in launch.args]
-    parts += launch.tail
     return " ".join(p for p in parts if p)
 
 
@@ -169,7 +158,7 @@ def _render_container(launch: Launch) -> str:
             args += [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
     from .kubernetes import render_container
 
-    command = [word for raw in launch.head for word in shlex.split(raw)] or None
+    command = [word_value(raw) for raw in launch.head] or None
     return render_container(launch.image, command, args, launch.env, launch.env_from_elsewhere, launch.fixed)
 
 

@@ -15,9 +15,12 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
     facts = ctx.facts
     launch = None
     if ctx.launch is not None:
-        from ..launch.render import render
+        from ..launch.print_policy import printed_command
 
-        launch = {"form": ctx.launch.form, "command": render(ctx.launch), "source": ctx.launch_source}
+        printed = printed_command(ctx.launch)
+        launch = {"form": ctx.launch.form, "command": printed.command, "source": ctx.launch_source}
+        if printed.not_shown:
+            launch["command_not_shown"] = printed.not_shown
     gpus = [
         {k: v for k, v in {"index": g.index, "name": g.name, "total_gib": g.total_gib, "used_gib": g.used_gib,
                            "free_gib": g.free_gib, "compute_capability": g.compute_capability,
@@ -94,6 +97,8 @@ def _fix(ranked) -> dict[str, Any]:
         "why": fix.why,
         "rank_reason": ranked.reason,
     }
+    if ranked.command_not_shown:
+        out["command_not_shown"] = ranked.command_not_shown
     if fix.step_command:
         out["step"] = fix.step_command
     if fix.not_evaluable:

@@ -47,6 +47,10 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
                 command = fix.get("command") or fix.get("step")
                 if command:
                     out.append(f"\n   ```\n   {command}\n   ```")
+                elif fix.get("command_not_shown"):
+                    out.append(f"   not shown: {fix['command_not_shown']}")
+                    if fix["changes"]:
+                        out.append(f"   change: `{changes_text(fix['changes'])}`")
             out.append("")
         if index == 0 and len(diagnoses) > 1:
             out.append("---\n")
@@ -66,7 +70,11 @@ def _fact_rows(facts: dict[str, Any], markdown: bool) -> list[str]:
     if facts.get("vllm_version"):
         rows.append(f"vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
     if facts.get("launch"):
-        command = f"`{facts['launch']['command']}`" if markdown else facts["launch"]["command"]
+        command = facts["launch"]["command"]
+        if command is None:
+            command = f"not shown: {facts['launch'].get('command_not_shown')}"
+        elif markdown:
+            command = f"`{command}`"
         rows.append(f"launch ({facts['launch']['source']}): {command}")
     if facts.get("model"):
         origin = "architecture from" if markdown else "from"
@@ -144,7 +152,10 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
                     command = fix.get("command") or fix.get("step")
                     if command:
                         say(f"     $ {command}", "green")
-                    elif fix["changes"]:
+                        continue
+                    if fix.get("command_not_shown"):
+                        say(f"     not shown: {fix['command_not_shown']}", "dim", hang=7)
+                    if fix["changes"]:
                         say("     change: " + changes_text(fix["changes"]), "green")
         else:
             say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "

@@ -72,6 +72,10 @@ def _failure(report: dict[str, Any], questions: list[str], words: dict, topic: s
         command = fix.get("command") or fix.get("step")
         if command:
             out.append(f"{say['run']}\n\n```bash\n{command}\n```\n")
+        elif fix.get("command_not_shown") and fix.get("changes"):  # the change, to make in their own command
+            from ..report.render import changes_text
+
+            out.append(f"{say['change']}\n\n```\n{changes_text(fix['changes'])}\n```\n")
     out.append(say["if_not"] + "\n")
     return out + _bullets(questions or [say["if_not_default"]])
 

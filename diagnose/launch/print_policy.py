@@ -1,0 +1,182 @@
+"""What a command vdiag prints for the operator to paste may hold: the operator's own vLLM, every word quoted.
+
+A launch comes from a log, a ticket or --launch, and anyone may have written it; the operator pastes what vdiag
+prints, often as root. Every word the input gave is quoted (`shell_words.shell_word`), and a launch is not printed
+as a command at all when pasting it would do more than start vLLM: shell syntax in its line (`;`, `|`, `$(…)`,
+backticks, a `#` comment), a variable that makes the loader, the shell or Python load code (print_policy.yaml
+`loader_env`), a program the input chose rather than the operator's vllm, python or docker (`programs`), docker out
+of its sandbox (verify's own lines: verify_policy.yaml `docker`), or a value its frame (a unit, a pod spec, Python)
+cannot quote the way the shell reads it. The report then says why and gives the fix as a `change:` line.
+
+>>> from diagnose.launch.parse import parse_launch
+>>> printed_command(parse_launch("vllm serve m --max-model-len 8192 | tee log"), {"--max-model-len": "4096"})
+Printed(command=None, not_shown='the launch contains shell syntax (`|`)')
+>>> printed_command(parse_launch("vllm serve m --served-model-name 'a;b'"), {"--max-model-len": "4096"}).command
+"vllm serve m --served-model-name 'a;b' --max-model-len 4096"
+"""
+
+from __future__ import annotations
+
+import csv
+import posixpath
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any, Iterator
+
+from ..util.datafiles import load_yaml
+from ..util.lazy_pattern import lazy
+from .launch import Launch
+from .render import apply_changes, render
+from .shell_words import word_value
+
+_NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]*")
+# a line break or control character, or what YAML cannot put in single quotes: no frame quotes it as text for a shell
+_CONTROL = lazy("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\ufeff\u2028\u2029]")
+_NAMED_VOLUME = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_SHORT_VALUE_OPTIONS = set("vepuwmlh")  # docker's one-letter options that take a value (`-v/:/host` is `-v /:/host`)
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A command to print, or None with the reason it is not shown."""
+
+    command: str | None
+    not_shown: str | None = None
+
+
+def printed_command(launch: Launch, changes: dict[str, Any] | None = None) -> Printed:
+    """`launch` with `changes` applied, as the command to print; none, and why, where the policy withholds it."""
+    fixed = apply_changes(launch, changes) if changes else launch
+    reason = not_shown_reason(launch, fixed)
+    return Printed(None, reason) if reason else Printed(render(fixed))
+
+
+def not_shown_reason(launch: Launch, fixed: Launch | None = None) -> str | None:
+    """Why `fixed` (the launch read, `launch`, with a fix applied) may not be printed as a command; None when it may.
+
+    Docker options are judged as the input gave them: the ones a rule's fix adds are vdiag's own.
+    """
+    fixed = fixed or launch
+    if fixed.shell_syntax:
+        return f"the launch contains shell syntax ({', '.join(fixed.shell_syntax)})"
+    if bad := next((v for v in _values(fixed) if _CONTROL.search(v)), None):
+        return f"a value holds a line break or control character ({bad[:40]!r})"
+    if fixed.frame != "kubernetes":  # a container's env: and command are the image's, not the operator's host
+        if reason := _host_env_reason(fixed) or _foreign_program(fixed):
+            return reason
+    if launch.form == "docker" and (reason := _docker_escape(launch)):
+        return reason
+    return _frame_reason(fixed)
+
+
+def _values(launch: Launch) -> Iterator[str]:
+    yield from (str(v) for pair in launch.env for v in pair)
+    yield from launch.head
+    yield from (v for v in (launch.model, launch.image) if v)
+    for arg in [*launch.args, *launch.docker_opts]:
+        yield arg.spelled
+        if arg.value is not None:
+            yield arg.value
+
+
+def _host_env_reason(launch: Launch) -> str | None:
+    loaders: dict[str, str] = load_yaml("print_policy.yaml")["loader_env"]
+    for name in [k for k, _v in launch.env] + launch.unset_env:
+        if not _NAME.fullmatch(name):
+            return f"the launch sets `{name[:40]}`, which is not a variable name"
+        what = next((does for pattern, does in loaders.items() if fnmatchcase(name, pattern)), None)
+        if what:
+            return f"the launch sets {name}, which {what}"
+    return None
+
+
+def _foreign_program(launch: Launch) -> str | None:
+    """The program, where it is a path the input chose: not a bare name (the operator's PATH finds it), nor an
+    absolute path to one of `programs.names` in an install's `bin` folder."""
+    if launch.form == "llm-python" or not launch.head:
+        return None
+    program = word_value(launch.head[0])
+    if "/" not in program:
+        return None
+    rules = load_yaml("print_policy.yaml")["programs"]
+    path = re.sub(r"^(?:~|\$HOME|\$\{HOME\})(?=/)", "/~", program)
+    steps = path.split("/")[1:]
+    ours = (path.startswith("/") and len(steps) >= 2 and not {"", ".", ".."} & set(steps)
+            and steps[-2] in rules["folders"] and any(fnmatchcase(steps[-1], n) for n in rules["names"])
+            and not any(path == top or path.startswith(top + "/") for top in rules["never_under"]))
+    if ours:
+        return None
+    return f"the launch runs `{program[:80]}`, a program it chose (not vllm, python or docker on your PATH or in an install's bin folder)"
+
+
+def _docker_escape(launch: Launch) -> str | None:
+    """The first docker option that takes the container out of its sandbox, as verify refuses it."""
+    rules = load_yaml("verify_policy.yaml")["docker"]
+    for name, value in _docker_options(launch):
+        if name in rules["refuse"]:
+            return f"the launch runs docker with {name}, which {rules['refuse'][name]}"
+        if value is not None and any(fnmatchcase(value, p) for p in rules["refuse_values"].get(name, [])):
+            return f"the launch runs docker with {name} {value}"
+        if name in ("-v", "--volume", "--mount") and value is not None:
+            for source in _mount_sources(name, value):
+                if _protected(source, rules["host_paths"]):
+                    return f"the launch mounts the host's {source} into the container"
+        if name == "--device" and value and not any(fnmatchcase(value.split(":", 1)[0], d) for d in rules["devices"]):
+            return f"the launch gives the container the host device {value.split(':', 1)[0]}"
+    return None
+
+
+def _docker_options(launch: Launch) -> Iterator[tuple[str, str | None]]:
+    """(option, value) as docker reads them: `--opt=v`, `-vVALUE`, and `-itv VALUE` (the value the parser took
+    for the image)."""
+    for index, arg in enumerate(launch.docker_opts):
+        name, value = arg.spelled, arg.value
+        if not name.startswith("--") and len(name) > 2 and name[1] in _SHORT_VALUE_OPTIONS and value is None:
+            name, value = name[:2], name[2:].removeprefix("=")
+        elif not name.startswith("--") and len(name) > 2 and name[-1] in _SHORT_VALUE_OPTIONS and value is None:
+            last = index == len(launch.docker_opts) - 1
+            name, value = f"-{name[-1]}", launch.image if last else None
+        yield name, value
+
+
+def _mount_sources(name: str, value: str) -> list[str]:
+    """The host paths a `-v`/`--volume` or `--mount` value binds (docker's CSV, keys in any case, volume-opt device)."""
+    if name != "--mount":
+        source = value.split(":", 1)[0] if ":" in value else ""
+        return [source] if source and not _NAMED_VOLUME.fullmatch(source) else []
+    fields: dict[str, str] = {}
+    sources = []
+    for field in next(csv.reader([value]), []):
+        key, _, item = field.partition("=")
+        key = key.strip().lower()
+        if key == "volume-opt" and item.partition("=")[0].strip().lower() == "device":
+            sources.append(item.partition("=")[2])
+        fields[key] = item
+    if fields.get("type", "volume").strip().lower() == "bind":
+        sources.append(fields.get("source") or fields.get("src") or "")
+    return [s for s in sources if s]
+
+
+def _protected(source: str, host_paths: dict[str, list[str]]) -> bool:
+    """Whether a host path is one verify never mounts (`host_paths`), or climbs out of the folder it starts in."""
+    path = re.sub(r"^(?:\$HOME|\$\{HOME\})(?=/|$)", "~", source)
+    if not path.startswith(("/", "~")):
+        return ".." in path.split("/")
+    if path.startswith("/"):
+        path = posixpath.normpath(re.sub("/+", "/", path))
+    path = path.rstrip("/") or "/"
+    return (any(fnmatchcase(path, p) for p in host_paths["exact"])
+            or any(fnmatchcase(path, p) or fnmatchcase(path, p + "/*") for p in host_paths["under"]))
+
+
+def _frame_reason(launch: Launch) -> str | None:
+    """A value that the launch's frame cannot quote so that a shell pasted the text reads it as text too."""
+    if launch.frame == "systemd" and launch.fixed:
+        from .frames import environment_quoting
+
+        if any(environment_quoting(f"{k}={v}") is None for k, v in launch.env):
+            return "an Environment= value holds a quote or backslash and `$`, a backtick or `!`"
+    if launch.form == "llm-python" and any("'" in v for _k, v in launch.env):
+        return "an os.environ value holds a quote"
+    return None
