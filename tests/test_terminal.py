@@ -115,7 +115,7 @@ def test_verify_on_a_terminal_shows_diagnosis_command_live_status_and_summary(tm
                           env={"PYTHONPATH": str(FAKE_VLLM)})
     text = ANSI.sub("", screen)
     assert code == 5, text
-    assert text.index("Diagnosis: ") < text.index(f"{sys.executable} -m vllm.entrypoints.openai.api_server --model M")
+    assert text.index("Diagnosis: ") < text.index(f"{sys.executable} -m vllm.entrypoints.openai.api_server --model=M")
     # the live line: attempt, elapsed m:ss, the phase from vLLM's own log, its last line without the header
     assert re.search(r"attempt 1 · 0:0\d · arguments · Initializing a V1 LLM engine \(hangs\)", text), text
     assert re.search(r"✗ attempt 1 timeout after [\d.]+ s \(start-up reached: arguments\)", text), text
@@ -133,7 +133,7 @@ def test_verify_summary_shows_the_command_that_ran_and_the_one_to_deploy(tmp_pat
     assert result.exit_code == 0, result.output
     served = result.stdout.index("✓ This command served a real completion:")
     after = result.stdout[served:].splitlines()
-    assert after[1] == f"  $ {sys.executable} -m vllm.entrypoints.openai.api_server --model M --max-model-len 512 --port {port}"
+    assert after[1] == f"  $ {sys.executable} -m vllm.entrypoints.openai.api_server --model=M --max-model-len=512 --port={port}"
     assert after[3] == f"  $ vllm serve M --max-model-len 512 --port {port}"  # the same fix, in the form to deploy
 
 

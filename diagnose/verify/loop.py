@@ -91,7 +91,7 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     if reason:
         raise LaunchRefused(f"refusing to verify this launch: {reason}")
     check_launch(launch)
-    launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags)
+    launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags, outcome.ctx.version)
     result.notes += form_notes(launch)
     if summary is None:
         result.reason = "no failure was diagnosed, so there is no fix to verify"
@@ -100,13 +100,15 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
         result.reason = f"the diagnosis ({summary['rule']}) has no flag or environment fix to try; see its steps"
         return result
     emit("plan", result)
-    cpu_kv = _cpu_kv(outcome, launch, check_vllm(options.vllm_python) if launch.form != "docker" else None)
+    install = check_vllm(options.vllm_python) if launch.form != "docker" else None
+    cpu_kv = _cpu_kv(outcome, launch, install)
+    release = outcome.ctx.version or (install.version if install else None)  # the flag table the attempts are checked by
     ruleset = ruleset or load_rules(options.rules_dirs)
     deadline = time.monotonic() + options.timeout_s
     log_dir = Path(tempfile.mkdtemp(prefix="vdiag-verify-"))
     try:
         with verify_process.INTERRUPTS.installed():
-            _loop(result, launch, candidates, options, deadline, ruleset, log_dir, confirm, emit, cpu_kv)
+            _loop(result, launch, candidates, options, deadline, ruleset, log_dir, confirm, emit, cpu_kv, release)
     finally:
         if options.keep_logs:
             _redact_kept_logs(log_dir)
@@ -130,7 +132,8 @@ def _redact_kept_logs(log_dir: Path) -> None:
 
 
 def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], options: VerifyOptions, deadline: float,
-          ruleset: RuleSet, log_dir: Path, confirm: Confirm | None, emit: Report, cpu_kv: _CpuKv | None) -> None:
+          ruleset: RuleSet, log_dir: Path, confirm: Confirm | None, emit: Report, cpu_kv: _CpuKv | None,
+          release: str | None) -> None:
     """`launch` is already sanitized: every command shown and run is what passed the policy."""
     tried: set[str] = set()
     while candidates:
@@ -147,7 +150,7 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
             continue
         tried.add(render(fixed))
         number = len(result.attempts) + 1
-        attempt, plan = _prepare(number, launch, fixed, candidate, options, result.notes, cpu_kv)
+        attempt, plan = _prepare(number, launch, fixed, candidate, options, result.notes, cpu_kv, release)
         result.attempts.append(attempt)
         if plan is None:
             emit("refused", attempt)
@@ -222,13 +225,13 @@ class _Plan:
 
 
 def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate, options: VerifyOptions,
-             said: list[str], cpu_kv: _CpuKv | None = None) -> tuple[Attempt, _Plan | None]:
+             said: list[str], cpu_kv: _CpuKv | None = None, release: str | None = None) -> tuple[Attempt, _Plan | None]:
     attempt = Attempt(number, candidate.title, candidate.origin, candidate.changes, render(fixed), "", "pending", "")
     try:
         local, notes = local_changes(launch, candidate.changes)
         changes = {**candidate.changes, **local}
         argv, env, build_notes = build_argv(launch, changes, python=options.vllm_python, allow_env=options.allow_env,
-                                            allow_flags=options.allow_flags)
+                                            allow_flags=options.allow_flags, release=release)
     except LaunchRefused as error:
         attempt.outcome, attempt.detail = "refused", str(error)
         return attempt, None

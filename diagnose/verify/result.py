@@ -24,7 +24,7 @@ class VerifyOptions:
     stop_grace_s: tuple[float, float, float] | None = None  # None: process.STOP_GRACE_S
     keep_logs: bool = False
     allow_env: tuple[str, ...] = ()  # input variables the operator lets through although the policy drops them
-    allow_flags: tuple[str, ...] = ()  # code-loading flags the operator lets through
+    allow_flags: tuple[str, ...] = ()  # flags the operator lets through although they are not data
 
 
 @dataclass
