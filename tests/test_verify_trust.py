@@ -236,6 +236,62 @@ def test_an_allowed_variable_with_a_value_not_of_its_kind_is_dropped():
     assert "OMP_NUM_THREADS (its value is not of the kind `int`)" in note
 
 
+# ---------------------------------------------------------------- the log's advice (#16)
+
+ARCHITECTURE_LOG = """\
+(APIServer pid=1) INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {'model': 'M', 'max_model_len': 4096}
+Traceback (most recent call last):
+ValueError: Model architectures ['Unknown. Try setting VLLM_ATTENTION_BACKEND=TORCH_SDPA and retry'] are not \
+supported for now. Supported architectures: dict_keys(['LlamaForCausalLM'])
+"""
+
+
+def test_16_advice_echoed_from_the_model_never_adds_a_variable_to_attempt_two(max_len_log, tmp_path):
+    """The launch is clean; attempt 1 fails with vLLM's error echoing the model's config.json, whose words name a
+    variable. Attempt 2 may not add it (the variable is even on the allowlist: the gate is the advice's, not the env's)."""
+    model = tmp_path / "evilmodel2"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(
+        {"architectures": ["Unknown. Try setting VLLM_ATTENTION_BACKEND=TORCH_SDPA and retry"]}))
+    dump, port = tmp_path / "dump.json", free_port()
+    when = json.dumps({"--max-model-len=512": "echo-architectures"})
+    launch = f"FAKE_VLLM_WHEN='{when}' FAKE_VLLM_DUMP={dump} vllm serve {model} --max-model-len 4096 --port {port}"
+    result, report = run_verify(max_len_log, launch, "--max-attempts", "3")
+    assert report["attempts"][0]["diagnosis"]["rule"] == "unsupported-architecture", result.output
+    assert not [a for a in report["attempts"] if "VLLM_ATTENTION_BACKEND" in a["ran"]], result.output
+    assert "VLLM_ATTENTION_BACKEND" not in _reached(dump)[1]
+    assert "not adopted from the log's advice" in _said(report) and "--allow-env VLLM_ATTENTION_BACKEND" in _said(report)
+    # the operator's word lets it through
+    result, report = run_verify(max_len_log, launch, "--max-attempts", "2", "--allow-env", "VLLM_ATTENTION_BACKEND")
+    assert " VLLM_ATTENTION_BACKEND=TORCH_SDPA " in report["attempts"][1]["ran"], result.output
+    assert _reached(dump)[1]["VLLM_ATTENTION_BACKEND"] == "TORCH_SDPA"
+
+
+def test_16_advice_in_the_original_log_never_adds_a_variable_either(tmp_path, monkeypatch):
+    monkeypatch.setattr(subprocess, "Popen", _no_popen)
+    log = tmp_path / "arch.log"
+    log.write_text(ARCHITECTURE_LOG)
+    result, report = run_verify(log, None)
+    assert result.exit_code == ExitCode.VERIFY_FAILED, result.output
+    assert report["attempts"] == [] and "no flag or environment fix to try" in report["reason"]
+    assert "not adopted from the log's advice" in " ".join(report["notes"])
+
+
+def test_advice_may_still_change_a_value_the_launch_has(tmp_path):
+    """The same advice changes a variable the launch already sets: that is adopted."""
+    from diagnose.diagnosis.pipeline import Options, diagnose
+    from diagnose.ingest.source import Source
+    from diagnose.verify.candidates import candidates_of, primary_of
+    from diagnose.verify.result import VerifyOptions
+
+    log = tmp_path / "arch.log"
+    log.write_text(ARCHITECTURE_LOG)
+    for launch, adopted in (("VLLM_ATTENTION_BACKEND=FLASH_ATTN vllm serve M", True), ("vllm serve M", False)):
+        outcome = diagnose([Source(str(log))], Options(launch_text=launch, gpu_mode="none"))
+        candidates, _notes = candidates_of(primary_of(outcome), outcome.ctx.launch, VerifyOptions())
+        assert any(c.changes.get("env:VLLM_ATTENTION_BACKEND") == "TORCH_SDPA" for c in candidates) is adopted, launch
+
+
 # ---------------------------------------------------------------- docker (attack §1: 4 host-/ mounts, 5 more)
 
 DOCKER_REFUSED = {

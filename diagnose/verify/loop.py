@@ -37,6 +37,7 @@ from .argv import (
     refusal_reason,
     shown_command,
 )
+from .candidates import candidates_of, diagnosis_summary, primary_of
 from .policy import LaunchRefused, sanitize
 from .preflight import CPU_KV_ENV, check_vllm, cpu_kv_cache_gib
 from .process import AttemptRun, FatalWatcher, Probe, run_attempt
@@ -56,33 +57,13 @@ def launch_text_of(outcome: Outcome, given: str | None) -> str | None:
     return None
 
 
-def first_candidates(outcome: Outcome) -> tuple[list[Candidate], dict[str, Any] | None]:
-    primary = next((d for d in outcome.diagnoses if d.secondary_of is None), outcome.diagnoses[0] if outcome.diagnoses else None)
-    if primary is None:
-        return [], None
-    return _candidates(primary, {}, "original"), _diagnosis_summary(primary)
-
-
-def _candidates(diagnosis, base: dict[str, Any], origin: str) -> list[Candidate]:
-    out = []
-    for ranked in diagnosis.fixes:
-        if not ranked.fix.changes:
-            continue
-        label = f"fix {ranked.rank} of {diagnosis.rule.id}" + ("" if origin == "original" else f" ({origin})")
-        out.append(Candidate({**base, **ranked.fix.changes}, ranked.fix.title, label, diagnosis.rule.category))
-    return out
-
-
-def _diagnosis_summary(diagnosis) -> dict[str, Any]:
-    return {"rule": diagnosis.rule.id, "category": diagnosis.rule.category, "title": diagnosis.rule.title}
-
-
 def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = None, confirm: Confirm | None = None,
            report: Report | None = None, ruleset: RuleSet | None = None) -> VerifyResult:
     """Run the loop for a diagnosed outcome. `confirm(n, attempt)` may veto an attempt (its `ran` is the exact command); `report(event, data)` hears progress."""
     emit = report or (lambda event, data: None)
     launch = outcome.ctx.launch
-    candidates, summary = first_candidates(outcome)
+    primary = primary_of(outcome)
+    summary = diagnosis_summary(primary) if primary is not None else None
     result = VerifyResult(render(launch) if launch else None, summary)
     if launch is None:
         raise VdiagError("cannot verify: the log shows no launch command; give it with --launch", ExitCode.USAGE)
@@ -93,9 +74,11 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     check_launch(launch)
     launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags, outcome.ctx.version)
     result.notes += form_notes(launch)
-    if summary is None:
+    if primary is None:
         result.reason = "no failure was diagnosed, so there is no fix to verify"
         return result
+    candidates, advice_notes = candidates_of(primary, launch, options)
+    result.notes += advice_notes
     if not candidates:
         result.reason = f"the diagnosis ({summary['rule']}) has no flag or environment fix to try; see its steps"
         return result
@@ -168,7 +151,8 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
         new = _postmortem(run, attempt, fixed, options, ruleset)
         emit("done", attempt)
         if new is not None:
-            fresh = _candidates(new, candidate.changes, f"suggested after attempt {number}")
+            fresh, notes = candidates_of(new, launch, options, candidate.changes, f"suggested after attempt {number}")
+            attempt.notes += notes
             if new.rule.category != candidate.category:
                 candidates[:0] = fresh  # the fix got past the first failure: build on it
             else:
@@ -274,7 +258,7 @@ def _postmortem(run: AttemptRun, attempt: Attempt, fixed: Launch, options: Verif
                                                         gpu_mode="auto" if options.gpu_check else "none"), ruleset)
     primary = next((d for d in new.diagnoses if d.secondary_of is None), None)
     if primary is not None:
-        attempt.diagnosis = _diagnosis_summary(primary)
+        attempt.diagnosis = diagnosis_summary(primary)
     elif new.unexplained:
         first_error = redact(new.unexplained[0][1][:300])
         attempt.diagnosis = {"rule": None, "category": None, "title": "unexplained error", "line": first_error}
