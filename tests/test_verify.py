@@ -25,6 +25,7 @@ from diagnose.cli.main import main
 from diagnose.launch.parse import parse_launch
 from diagnose.util.errors import ExitCode, VdiagError
 from diagnose.verify.argv import build_argv, refusal_reason
+from diagnose.verify.isolation import ISOLATING_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_VLLM = ROOT / "tests" / "fake_vllm"
@@ -284,7 +285,7 @@ def test_declining_the_prompt_runs_nothing_and_is_its_own_outcome(max_len_log, m
     # the diagnosis, then the exact command, then the question
     diagnosis, command, question = (result.stderr.index(t) for t in ("Diagnosis: ", "$ ", "Run it?"))
     assert diagnosis < command < question
-    assert f"{sys.executable} -m vllm.entrypoints.openai.api_server --model=M" in result.stderr
+    assert f"{sys.executable} -s -m vllm.entrypoints.openai.api_server --model=M" in result.stderr
 
 
 def test_diagnose_with_verify_reports_then_verifies(max_len_log, monkeypatch):
@@ -350,8 +351,8 @@ def test_plain_vllm_launches_are_accepted(text):
 
 def test_vllm_serve_runs_through_the_given_interpreter_as_the_api_server():
     argv, env, notes = build_argv(parse_launch("CUDA_VISIBLE_DEVICES=1 vllm serve M --max_model_len=4096 --enforce-eager"),
-                                  {"--max-model-len": "512"}, python="/venv/bin/python")
-    assert argv == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model=M",
+                                  {"--max-model-len": "512"}, python="/venv/bin/python", python_version="3.11.7")
+    assert argv == ["/venv/bin/python", "-s", "-P", "-m", "vllm.entrypoints.openai.api_server", "--model=M",
                     "--max-model-len=512", "--enforce-eager"]
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and notes == []
 
@@ -359,14 +360,14 @@ def test_vllm_serve_runs_through_the_given_interpreter_as_the_api_server():
 def test_llm_python_call_is_verified_as_the_equivalent_server_and_says_so():
     argv, _env, notes = build_argv(parse_launch('LLM(model="M", max_model_len=4096, enforce_eager=True)'),
                                    {"--max-model-len": "512"}, python="py")
-    assert argv == ["py", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--max-model-len=512", "--enforce-eager"]
+    assert argv == ["py", "-s", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--max-model-len=512", "--enforce-eager"]
     assert "LLM(...)" in notes[0] and "equivalent OpenAI server" in notes[0]
 
 
 def test_api_server_launch_keeps_its_module_and_model_flag():
     argv, _env, _notes = build_argv(parse_launch("python3 -m vllm.entrypoints.openai.api_server --model M --port 9000"),
                                     {"env:VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, python="py")
-    assert argv == ["py", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--port=9000"]
+    assert argv == ["py", "-s", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--port=9000"]
 
 
 def test_docker_launch_needs_a_working_docker(monkeypatch):
@@ -504,8 +505,8 @@ def test_interpreter_path_from_the_log_is_replaced_by_the_operators(evil, tmp_pa
     (operator_bin / "python3").symlink_to(sys.executable)
     argv, env, notes = build_argv(parse_launch(f"{evil}/python3 -m vllm.entrypoints.openai.api_server --model M"), {},
                                   environ={"PATH": str(operator_bin)})
-    assert argv == [str(operator_bin / "python3"), "-m", "vllm.entrypoints.openai.api_server", "--model=M"]
-    assert env == {"PATH": str(operator_bin)}
+    assert argv == [str(operator_bin / "python3"), "-s", "-m", "vllm.entrypoints.openai.api_server", "--model=M"]
+    assert env == {"PATH": str(operator_bin), **ISOLATING_ENV}
     assert notes == [f"the launch's program {evil}/python3 is not run; the operator's {operator_bin / 'python3'} runs instead"]
 
 
@@ -518,7 +519,7 @@ def test_only_allowlisted_variables_reach_the_child():
     _argv, env, notes = build_argv(launch, {}, python="py", environ={"PATH": "/usr/bin"})
     assert env == {"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": "0,1", "VLLM_ATTENTION_BACKEND": "FLASH_ATTN",
                    "NCCL_DEBUG": "INFO", "HF_TOKEN": "t", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                   "OMP_NUM_THREADS": "4", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+                   "OMP_NUM_THREADS": "4", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", **ISOLATING_ENV}
     [note] = notes
     for name in ("PATH", "PYTHONPATH", "PYTHONSTARTUP", "LD_LIBRARY_PATH", "HF_ENDPOINT", "VLLM_LOGGING_CONFIG_PATH",
                  "VLLM_NCCL_SO_PATH", "NCCL_NET_PLUGIN", "HF_HOME"):
@@ -532,7 +533,7 @@ def test_code_loading_flags_are_dropped_unless_the_operator_allows_one():
             "--worker-extension-cls a.E --middleware a.m --trust-remote-code --chat-template /x/t.jinja "
             "--kv-transfer-config '{\"kv_connector\": \"X\", \"kv_connector_module_path\": \"evil\"}' --max-model-len 512")
     argv, _env, [note] = build_argv(parse_launch(text), {}, python="py")
-    assert argv == ["py", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--max-model-len=512"]
+    assert argv == ["py", "-s", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--max-model-len=512"]
     for flag in ("--tool-parser-plugin", "--reasoning-parser-plugin", "--logits-processors", "--worker-extension-cls",
                  "--middleware", "--trust-remote-code", "--kv-transfer-config", "--chat-template"):
         assert f"{flag} (" in note

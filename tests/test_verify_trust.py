@@ -12,10 +12,13 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from diagnose.cli.main import main
 from diagnose.launch.parse import parse_launch
 from diagnose.launch.releases import engine_args
 from diagnose.util.errors import ExitCode, VdiagError
@@ -290,6 +293,64 @@ def test_advice_may_still_change_a_value_the_launch_has(tmp_path):
         outcome = diagnose([Source(str(log))], Options(launch_text=launch, gpu_mode="none"))
         candidates, _notes = candidates_of(primary_of(outcome), outcome.ctx.launch, VerifyOptions())
         assert any(c.changes.get("env:VLLM_ATTENTION_BACKEND") == "TORCH_SDPA" for c in candidates) is adopted, launch
+
+
+# ---------------------------------------------------------------- the interpreter's folder (#17, #18)
+
+
+@pytest.fixture
+def hostile_cwd(tmp_path, monkeypatch) -> Path:
+    """An unpacked support bundle as the current folder: a json.py and a vllm package that leave a mark if imported."""
+    folder = tmp_path / "bundle"
+    package = folder / "vllm" / "entrypoints" / "openai"
+    package.mkdir(parents=True)
+    mark = f"open({str(tmp_path / 'PWNED-cwd')!r}, 'a').write(__name__ + '\\n')\n"
+    (folder / "json.py").write_text(mark)
+    for init in (folder / "vllm", folder / "vllm" / "entrypoints", package):
+        (init / "__init__.py").write_text(mark)
+    (package / "api_server.py").write_text(mark)
+    monkeypatch.chdir(folder)
+    return tmp_path / "PWNED-cwd"
+
+
+def test_17_the_preflight_imports_nothing_from_the_current_folder_and_a_no_says_what_ran(hostile_cwd, max_len_log,
+                                                                                      monkeypatch):
+    import diagnose.cli.verify as verify_cli
+
+    monkeypatch.setattr(verify_cli, "_require_consent", lambda assume_yes: None)
+    result = CliRunner().invoke(main, ["verify", "--no-gpu", "--vllm-python", sys.executable, "--launch",
+                                       f"vllm serve M --max-model-len 4096 --port {free_port()}", str(max_len_log)],
+                                input="n\n")
+    assert not hostile_cwd.exists(), f"imported from the current folder: {hostile_cwd.read_text()}"
+    assert result.exit_code == ExitCode.DIAGNOSED, result.output
+    assert f"vLLM was not started (only {sys.executable} was asked which vLLM it has)" in result.stdout
+    assert "nothing was run" not in result.output
+
+
+def test_18_vllm_is_not_imported_from_the_current_folder(hostile_cwd, max_len_log, tmp_path):
+    dump = tmp_path / "dump.json"
+    result, _report = run_verify(max_len_log, f"FAKE_VLLM_DUMP={dump} vllm serve M --max-model-len 4096 --port {free_port()}")
+    assert not hostile_cwd.exists(), f"imported from the current folder: {hostile_cwd.read_text()}"
+    assert result.exit_code == 0, result.output
+    argv, env = _reached(dump)
+    assert argv[0] == str(FAKE_VLLM / "vllm" / "entrypoints" / "openai" / "api_server.py")
+    assert env["PYTHONSAFEPATH"] == "1" and env["PYTHONNOUSERSITE"] == "1"
+    seen = json.loads(dump.read_text())
+    assert seen["executable"] == sys.executable
+
+
+def test_declining_after_an_attempt_ran_says_so(max_len_log, monkeypatch):
+    import diagnose.cli.verify as verify_cli
+
+    monkeypatch.setattr(verify_cli, "_require_consent", lambda assume_yes: None)
+    when = json.dumps({"--max-model-len=512": "crash"})
+    result = CliRunner().invoke(main, ["verify", "--no-gpu", "--vllm-python", sys.executable, "--allow-env", "FAKE_VLLM_WHEN",
+                                       "--format", "json", "--launch",
+                                       f"FAKE_VLLM_WHEN='{when}' vllm serve M --max-model-len 4096 --port {free_port()}",
+                                       str(max_len_log)], input="y\nn\n")
+    report = json.loads(result.stdout)
+    assert report["status"] == "declined" and report["attempts"][0]["outcome"] == "failed"
+    assert report["reason"] == "declined by the user at attempt 2; 1 attempt(s) before it ran"
 
 
 # ---------------------------------------------------------------- docker (attack §1: 4 host-/ mounts, 5 more)

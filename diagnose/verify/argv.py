@@ -7,13 +7,13 @@ redirections, backticks, `$(`), a `bash -c` wrapper or another program is refuse
 the user should see that their log or ticket asked for more than a vLLM launch.
 
 Every engine argument is passed as one word in its full spelling (`--max-model-len=512`), the model as a plain
-id or an absolute folder.
+id or an absolute folder, and the interpreter runs isolated from the current folder (`verify.isolation`).
 
 >>> from diagnose.launch.parse import parse_launch
 >>> argv, env, notes = build_argv(parse_launch("vllm serve M --max-model-len 4096"), {"--max-model-len": "512"},
-...                               python="/opt/venv/bin/python")
+...                               python="/opt/venv/bin/python", python_version="3.11.7")
 >>> argv
-['/opt/venv/bin/python', '-m', 'vllm.entrypoints.openai.api_server', '--model=M', '--max-model-len=512']
+['/opt/venv/bin/python', '-s', '-P', '-m', 'vllm.entrypoints.openai.api_server', '--model=M', '--max-model-len=512']
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from ..launch.render import apply_changes
 from ..util.errors import ExitCode, VdiagError
 from .environment import filter_env
 from .flags import engine_words
+from .isolation import interpreter_flags, isolated_env
 from .policy import LaunchRefused, policy, sanitize
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -140,13 +141,14 @@ def docker_available() -> bool:
 
 def build_argv(launch: Launch, changes: dict[str, Any], python: str | None = None,
                environ: dict[str, str] | None = None, allow_env: Iterable[str] = (),
-               allow_flags: Iterable[str] = (), release: str | None = None) -> tuple[list[str], dict[str, str], list[str]]:
+               allow_flags: Iterable[str] = (), release: str | None = None,
+               python_version: str | None = None) -> tuple[list[str], dict[str, str], list[str]]:
     """The argv, the full environment and notes for running `launch` with `changes` applied.
 
-    The program is always the operator's: `python` (from `--vllm-python` / `VDIAG_VLLM_PYTHON`) runs
-    `PYTHON -m vllm.entrypoints.openai.api_server --model=M …`; otherwise `vllm` (or `python3`, `docker`) is looked
-    up on `environ`'s PATH (vdiag's own environment), never on a PATH or path from the launch. The environment is
-    `environ` plus the launch's variables that pass the policy.
+    The program is always the operator's: `python` (from `--vllm-python` / `VDIAG_VLLM_PYTHON`, of Python
+    `python_version`) runs `PYTHON -s -P -m vllm.entrypoints.openai.api_server --model=M …`; otherwise `vllm` (or
+    `python3`, `docker`) is looked up on `environ`'s PATH (vdiag's own environment), never on a PATH or path from
+    the launch. The environment is `environ` plus the launch's variables that pass the policy, plus isolation.
     `release`: the vLLM release whose flag table the arguments are checked against (None: any release read).
     """
     operator = dict(os.environ if environ is None else environ)
@@ -154,13 +156,14 @@ def build_argv(launch: Launch, changes: dict[str, Any], python: str | None = Non
     fixed, notes = sanitize(given, allow_env, allow_flags, release)
     notes = [n for n in notes if not n.startswith("the launch's program")]  # named below with what runs instead
     check_launch(fixed)
-    env = {**operator, **dict(fixed.env)}
+    env = isolated_env({**operator, **dict(fixed.env)})
     engine = engine_words(fixed.args, release)
     if fixed.form == "docker":
         return _docker_argv(fixed, engine, operator, notes, given.head[0] if given.head else "docker"), env, notes
     notes += form_notes(fixed)
     if not fixed.model:
         raise LaunchRefused("refusing to verify: the launch names no model")
+    isolation = interpreter_flags(python_version if python else None)
     if fixed.form == "api-server":
         module = fixed.head[-1] if fixed.head and fixed.head[-1].startswith("vllm.") else API_SERVER_MODULE
         if module not in policy()["api_server_modules"]:
@@ -168,11 +171,11 @@ def build_argv(launch: Launch, changes: dict[str, Any], python: str | None = Non
             module = API_SERVER_MODULE
         interpreter = python or _operator_program("python3", operator)
         _note_replaced(given.head[0] if given.head and given.head[0] != "-m" else None, interpreter, notes)
-        return [interpreter, "-m", module, f"--model={fixed.model}", *engine], env, notes
+        return [interpreter, *isolation, "-m", module, f"--model={fixed.model}", *engine], env, notes
     program = given.head[0] if given.form == "vllm-serve" and given.head else None
     if python:
         _note_replaced(program, python, notes)
-        return [python, "-m", API_SERVER_MODULE, f"--model={fixed.model}", *engine], env, notes
+        return [python, *isolation, "-m", API_SERVER_MODULE, f"--model={fixed.model}", *engine], env, notes
     vllm = _operator_program("vllm", operator)
     _note_replaced(program, vllm, notes)
     return [vllm, "serve", fixed.model, *engine], env, notes

@@ -20,7 +20,6 @@ class VerifyOptions:
     vllm_python: str | None = None
     gpu_check: bool = True
     rules_dirs: tuple[Path, ...] = ()
-    cwd: str | None = None
     stop_grace_s: tuple[float, float, float] | None = None  # None: process.STOP_GRACE_S
     keep_logs: bool = False
     allow_env: tuple[str, ...] = ()  # input variables the operator lets through although the policy drops them
