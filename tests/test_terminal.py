@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import platform
 import pty
 import re
 import select
@@ -25,6 +26,7 @@ import pytest
 from click.testing import CliRunner
 
 from diagnose.cli.main import main
+from diagnose.verify.isolation import interpreter_flags
 
 from .conftest import FIXTURES, ROOT
 from .test_verify import MAX_LEN_LOG, free_port
@@ -33,6 +35,7 @@ VDIAG = str(Path(sys.executable).parent / "vdiag")
 EXAMPLE = ROOT / "examples" / "kv-cache-too-small.log"
 FAKE_VLLM = ROOT / "tests" / "fake_vllm"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+ISOLATED = " ".join(interpreter_flags(platform.python_version()))  # verify's interpreter flags for this Python
 
 
 def on_pty(args: list[str], columns: int, env: dict[str, str] | None = None, timeout_s: float = 120) -> tuple[int, str]:
@@ -115,7 +118,7 @@ def test_verify_on_a_terminal_shows_diagnosis_command_live_status_and_summary(tm
                           env={"PYTHONPATH": str(FAKE_VLLM)})
     text = ANSI.sub("", screen)
     assert code == 5, text
-    assert text.index("Diagnosis: ") < text.index(f"{sys.executable} -m vllm.entrypoints.openai.api_server --model M")
+    assert text.index("Diagnosis: ") < text.index(f"{sys.executable} {ISOLATED} -m vllm.entrypoints.openai.api_server --model=M")
     # the live line: attempt, elapsed m:ss, the phase from vLLM's own log, its last line without the header
     assert re.search(r"attempt 1 · 0:0\d · arguments · Initializing a V1 LLM engine \(hangs\)", text), text
     assert re.search(r"✗ attempt 1 timeout after [\d.]+ s \(start-up reached: arguments\)", text), text
@@ -133,7 +136,7 @@ def test_verify_summary_shows_the_command_that_ran_and_the_one_to_deploy(tmp_pat
     assert result.exit_code == 0, result.output
     served = result.stdout.index("✓ This command served a real completion:")
     after = result.stdout[served:].splitlines()
-    assert after[1] == f"  $ {sys.executable} -m vllm.entrypoints.openai.api_server --model M --max-model-len 512 --port {port}"
+    assert after[1] == f"  $ {sys.executable} {ISOLATED} -m vllm.entrypoints.openai.api_server --model=M --max-model-len=512 --port={port}"
     assert after[3] == f"  $ vllm serve M --max-model-len 512 --port {port}"  # the same fix, in the form to deploy
 
 

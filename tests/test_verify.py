@@ -25,6 +25,7 @@ from diagnose.cli.main import main
 from diagnose.launch.parse import parse_launch
 from diagnose.util.errors import ExitCode, VdiagError
 from diagnose.verify.argv import build_argv, refusal_reason
+from diagnose.verify.isolation import ISOLATING_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKE_VLLM = ROOT / "tests" / "fake_vllm"
@@ -284,7 +285,7 @@ def test_declining_the_prompt_runs_nothing_and_is_its_own_outcome(max_len_log, m
     # the diagnosis, then the exact command, then the question
     diagnosis, command, question = (result.stderr.index(t) for t in ("Diagnosis: ", "$ ", "Run it?"))
     assert diagnosis < command < question
-    assert f"{sys.executable} -m vllm.entrypoints.openai.api_server" in result.stderr
+    assert f"{sys.executable} -s -m vllm.entrypoints.openai.api_server --model=M" in result.stderr
 
 
 def test_diagnose_with_verify_reports_then_verifies(max_len_log, monkeypatch):
@@ -350,23 +351,23 @@ def test_plain_vllm_launches_are_accepted(text):
 
 def test_vllm_serve_runs_through_the_given_interpreter_as_the_api_server():
     argv, env, notes = build_argv(parse_launch("CUDA_VISIBLE_DEVICES=1 vllm serve M --max_model_len=4096 --enforce-eager"),
-                                  {"--max-model-len": "512"}, python="/venv/bin/python")
-    assert argv == ["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "M", "--max_model_len=512",
-                    "--enforce-eager"]
+                                  {"--max-model-len": "512"}, python="/venv/bin/python", python_version="3.11.7")
+    assert argv == ["/venv/bin/python", "-s", "-P", "-m", "vllm.entrypoints.openai.api_server", "--model=M",
+                    "--max-model-len=512", "--enforce-eager"]
     assert env["CUDA_VISIBLE_DEVICES"] == "1" and notes == []
 
 
 def test_llm_python_call_is_verified_as_the_equivalent_server_and_says_so():
     argv, _env, notes = build_argv(parse_launch('LLM(model="M", max_model_len=4096, enforce_eager=True)'),
                                    {"--max-model-len": "512"}, python="py")
-    assert argv == ["py", "-m", "vllm.entrypoints.openai.api_server", "--model", "M", "--max-model-len", "512", "--enforce-eager"]
+    assert argv == ["py", "-s", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--max-model-len=512", "--enforce-eager"]
     assert "LLM(...)" in notes[0] and "equivalent OpenAI server" in notes[0]
 
 
 def test_api_server_launch_keeps_its_module_and_model_flag():
     argv, _env, _notes = build_argv(parse_launch("python3 -m vllm.entrypoints.openai.api_server --model M --port 9000"),
                                     {"env:VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}, python="py")
-    assert argv == ["py", "-m", "vllm.entrypoints.openai.api_server", "--model", "M", "--port", "9000"]
+    assert argv == ["py", "-s", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--port=9000"]
 
 
 def test_docker_launch_needs_a_working_docker(monkeypatch):
@@ -504,8 +505,8 @@ def test_interpreter_path_from_the_log_is_replaced_by_the_operators(evil, tmp_pa
     (operator_bin / "python3").symlink_to(sys.executable)
     argv, env, notes = build_argv(parse_launch(f"{evil}/python3 -m vllm.entrypoints.openai.api_server --model M"), {},
                                   environ={"PATH": str(operator_bin)})
-    assert argv == [str(operator_bin / "python3"), "-m", "vllm.entrypoints.openai.api_server", "--model", "M"]
-    assert env == {"PATH": str(operator_bin)}
+    assert argv == [str(operator_bin / "python3"), "-s", "-m", "vllm.entrypoints.openai.api_server", "--model=M"]
+    assert env == {"PATH": str(operator_bin), **ISOLATING_ENV}
     assert notes == [f"the launch's program {evil}/python3 is not run; the operator's {operator_bin / 'python3'} runs instead"]
 
 
@@ -518,7 +519,7 @@ def test_only_allowlisted_variables_reach_the_child():
     _argv, env, notes = build_argv(launch, {}, python="py", environ={"PATH": "/usr/bin"})
     assert env == {"PATH": "/usr/bin", "CUDA_VISIBLE_DEVICES": "0,1", "VLLM_ATTENTION_BACKEND": "FLASH_ATTN",
                    "NCCL_DEBUG": "INFO", "HF_TOKEN": "t", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                   "OMP_NUM_THREADS": "4", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+                   "OMP_NUM_THREADS": "4", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True", **ISOLATING_ENV}
     [note] = notes
     for name in ("PATH", "PYTHONPATH", "PYTHONSTARTUP", "LD_LIBRARY_PATH", "HF_ENDPOINT", "VLLM_LOGGING_CONFIG_PATH",
                  "VLLM_NCCL_SO_PATH", "NCCL_NET_PLUGIN", "HF_HOME"):
@@ -527,14 +528,14 @@ def test_only_allowlisted_variables_reach_the_child():
 
 
 def test_code_loading_flags_are_dropped_unless_the_operator_allows_one():
+    # --chat-template was passed under the old blocklist; a template or file chosen by the input is not data now
     text = ("vllm serve M --tool-parser-plugin /x/p.py --reasoning-parser-plugin /x/r.py --logits-processors a.B "
             "--worker-extension-cls a.E --middleware a.m --trust-remote-code --chat-template /x/t.jinja "
             "--kv-transfer-config '{\"kv_connector\": \"X\", \"kv_connector_module_path\": \"evil\"}' --max-model-len 512")
     argv, _env, [note] = build_argv(parse_launch(text), {}, python="py")
-    assert argv == ["py", "-m", "vllm.entrypoints.openai.api_server", "--model", "M", "--chat-template", "/x/t.jinja",
-                    "--max-model-len", "512"]
+    assert argv == ["py", "-s", "-m", "vllm.entrypoints.openai.api_server", "--model=M", "--max-model-len=512"]
     for flag in ("--tool-parser-plugin", "--reasoning-parser-plugin", "--logits-processors", "--worker-extension-cls",
-                 "--middleware", "--trust-remote-code", "--kv-transfer-config"):
+                 "--middleware", "--trust-remote-code", "--kv-transfer-config", "--chat-template"):
         assert f"{flag} (" in note
     argv, _env, _notes = build_argv(parse_launch("vllm serve M --trust-remote-code"), {}, python="py",
                                     allow_flags=["--trust-remote-code"])
@@ -547,10 +548,13 @@ def test_llm_call_is_verified_as_the_openai_server_and_the_report_says_so(max_le
     assert result.exit_code == 0, result.output
     assert report["status"] == "verified"
     assert any("LLM(...) call; verified as the equivalent OpenAI server" in n for n in report["notes"])
-    assert "-m vllm.entrypoints.openai.api_server --model M" in report["attempts"][0]["ran"]
+    assert "-m vllm.entrypoints.openai.api_server --model=M" in report["attempts"][0]["ran"]
 
 
-def test_the_bundled_example_is_verified(monkeypatch):
+def test_the_bundled_example_is_verified(monkeypatch, tmp_path):
+    # its model is a local folder (./Qwen/…): verify runs a local model only where that folder exists here
+    (tmp_path / "Qwen" / "Qwen3-Coder-30B-A3B-Instruct-FP8").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_VLLM_POSITIONS", "262144")
     result, report = run_verify(ROOT / "examples" / "kv-cache-too-small.log", None, python=None)
@@ -577,9 +581,9 @@ def test_docker_launch_keeps_model_and_drops_what_escapes_cleanup(docker_here):
     text = ("/x/docker run -d --rm --gpus all -p 8000:8000 --ipc=host -v ~/.cache/huggingface:/root/.cache/huggingface "
             "-e HF_TOKEN=t -e PYTHONPATH=/x --env-file /etc/x vllm/vllm-openai:v0.9.0 --model M --max-model-len 4096")
     argv, _env, notes = build_argv(parse_launch(text), {"--max-model-len": "512"}, environ=docker_here)
-    assert argv == [f"{docker_here['PATH']}/docker", "run", "--rm", "--gpus", "all", "-p", "8000:8000", "--ipc=host", "-v",
-                    "~/.cache/huggingface:/root/.cache/huggingface", "-e", "HF_TOKEN=t", "vllm/vllm-openai:v0.9.0",
-                    "--model", "M", "--max-model-len", "512"]
+    assert argv == [f"{docker_here['PATH']}/docker", "run", "--rm", "--gpus=all", "--publish=8000:8000", "--ipc=host",
+                    "--volume=~/.cache/huggingface:/root/.cache/huggingface", "--env=HF_TOKEN=t", "vllm/vllm-openai:v0.9.0",
+                    "--model=M", "--max-model-len=512"]
     said = " ".join(notes)
     assert "PYTHONPATH (selects code" in said and "-d (runs detached" in said and "--env-file (" in said
     assert "/x/docker is not run" in said

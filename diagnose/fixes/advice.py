@@ -38,6 +38,9 @@ from ..util.units import parse_float
 from .base import Fix
 
 MAX_LINE_CHARS = 2000
+# The strategy of every fix read from the log's own words: text of the input (vLLM's errors echo a model's config),
+# which `vdiag verify` never lets add a flag or variable the launch did not have (verify/candidates.py).
+ADVICE_STRATEGY = "log-advice"
 _NAME = r"`?'?(?P<{0}>--?[a-z][a-z0-9-]{{2,60}}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'?`?"
 _NUMBER = r"(?P<{0}>-?\d{{1,12}}(?:\.\d{{1,6}})?)"
 _CONSTRAINT = lazy(
@@ -183,7 +186,7 @@ def _constraint(line: str) -> Fix | None:
                why=f"vLLM requires {match.group('lhs')} ({match.group('lv')}) {op} {match.group('rhs')} ({match.group('rv')}); "
                    f"{flag} {value} satisfies it" + (" (the next power of two, as vLLM's own token budgets are)" if rhs_flag and value != _as_number(lv) else "") + ".",
                cost="memory" if value > was else "throughput", cost_note=f"{flag} from {_as_number(was)} to {value}",
-               will_start=None, not_evaluable="other checks may still fail; this one is met", strategy="log-advice",
+               will_start=None, not_evaluable="other checks may still fail; this one is met", strategy=ADVICE_STRATEGY,
                mentions=tuple(f for f in (lhs_flag, rhs_flag) if f))
 
 
@@ -194,7 +197,7 @@ def _bound(line: str) -> Fix | None:
     value = match.group("value")
     return Fix(title=f"As vLLM's message says: {flag} {value}", changes={flag: value},
                why=f"The message names the setting and its limit: \"{match.group(0).strip()}\".", cost="config",
-               will_start=None, not_evaluable="only the message's own limit is known", strategy="log-advice")
+               will_start=None, not_evaluable="only the message's own limit is known", strategy=ADVICE_STRATEGY)
 
 
 def _unset(line: str) -> Fix | None:
@@ -209,7 +212,7 @@ def _unset(line: str) -> Fix | None:
     name = match.group("name")
     return Fix(title=f"As vLLM's message says: unset {name}", changes={f"env:{name}": None},
                why=f"The message names the environment variable to remove: \"{match.group(0).strip()}\".",
-               cost="config", will_start=None, strategy="log-advice")
+               cost="config", will_start=None, strategy=ADVICE_STRATEGY)
 
 
 def _assignment(line: str) -> Fix | None:
@@ -225,7 +228,7 @@ def _assignment(line: str) -> Fix | None:
                        why=f"The message names the environment variable: \"{match.group(0).strip()}\".",
                        cost="config", will_start=None,
                        not_evaluable=None if value is not None else "the value to set is yours to fill in",
-                       strategy="log-advice")
+                       strategy=ADVICE_STRATEGY)
         flag = flag_for(name)
         if flag is None:
             continue
@@ -234,11 +237,11 @@ def _assignment(line: str) -> Fix | None:
         if is_switch(flag) and (value is None or value.lower() == "true"):
             return Fix(title=f"As vLLM's message says: {flag}", changes={flag: True},
                        why=f"The message names the switch: \"{match.group(0).strip()}\".", cost="config", will_start=None,
-                       strategy="log-advice")
+                       strategy=ADVICE_STRATEGY)
         if value is not None and not is_switch(flag):
             return Fix(title=f"As vLLM's message says: {flag} {value}", changes={flag: value},
                        why=f"The message names the setting and its value: \"{match.group(0).strip()}\".", cost="config",
-                       will_start=None, strategy="log-advice")
+                       will_start=None, strategy=ADVICE_STRATEGY)
     return None
 
 
@@ -256,7 +259,7 @@ def _direction(line: str, current: dict[str, Any]) -> Fix | None:
     return Fix(title=f"As vLLM's message suggests: {flag} {value}", changes={flag: f"{value}"},
                why=f"The message says to {'lower' if down else 'raise'} it; a step of 0.05 from {now}.",
                cost="throughput" if down else "memory", will_start=None,
-               not_evaluable="the message gives the direction, not the amount", strategy="log-advice")
+               not_evaluable="the message gives the direction, not the amount", strategy=ADVICE_STRATEGY)
 
 
 def _round_budget(value: float, up: bool, strict: bool) -> int | float:

@@ -6,11 +6,14 @@ are never executed. On top of that, a launch whose text holds shell syntax (`;`,
 redirections, backticks, `$(`), a `bash -c` wrapper or another program is refused outright, because
 the user should see that their log or ticket asked for more than a vLLM launch.
 
+Every engine argument is passed as one word in its full spelling (`--max-model-len=512`), the model as a plain
+id or an absolute folder, and the interpreter runs isolated from the current folder (`verify.isolation`).
+
 >>> from diagnose.launch.parse import parse_launch
 >>> argv, env, notes = build_argv(parse_launch("vllm serve M --max-model-len 4096"), {"--max-model-len": "512"},
-...                               python="/opt/venv/bin/python")
+...                               python="/opt/venv/bin/python", python_version="3.11.7")
 >>> argv
-['/opt/venv/bin/python', '-m', 'vllm.entrypoints.openai.api_server', '--model', 'M', '--max-model-len', '512']
+['/opt/venv/bin/python', '-s', '-P', '-m', 'vllm.entrypoints.openai.api_server', '--model=M', '--max-model-len=512']
 """
 
 from __future__ import annotations
@@ -23,11 +26,14 @@ import socket
 import subprocess
 from typing import Any, Iterable
 
-from ..launch.launch import Arg, Launch
+from ..launch.launch import Launch
 from ..launch.shell_words import tokenize
 from ..launch.render import apply_changes
 from ..util.errors import ExitCode, VdiagError
-from .policy import LaunchRefused, filter_env, policy, sanitize
+from .environment import filter_env
+from .flags import engine_words
+from .isolation import interpreter_flags, isolated_env
+from .policy import LaunchRefused, policy, sanitize
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 DEFAULT_PORT = 8000
@@ -37,7 +43,6 @@ _FENCE_LABELS = {"bash", "sh", "shell", "console", "zsh"}  # a Markdown code blo
 _HARMLESS_PREFIX = {"env", "exec", "nohup", "time", "sudo", "-E", "$", "#", "%"}
 _LOADER_ENV = {"LD_PRELOAD", "LD_AUDIT", "PYTHONSTARTUP", "BASH_ENV", "ENV", "PYTHONINSPECT"}
 _PYTHON = re.compile(r"^python(?:\d+(?:\.\d+)*)?$")
-_LOOPBACK_OR_ANY = {"", "0.0.0.0", "::", "127.0.0.1", "localhost", "::1"}
 
 
 def refusal_reason(text: str) -> str | None:
@@ -136,26 +141,29 @@ def docker_available() -> bool:
 
 def build_argv(launch: Launch, changes: dict[str, Any], python: str | None = None,
                environ: dict[str, str] | None = None, allow_env: Iterable[str] = (),
-               allow_flags: Iterable[str] = ()) -> tuple[list[str], dict[str, str], list[str]]:
+               allow_flags: Iterable[str] = (), release: str | None = None,
+               python_version: str | None = None) -> tuple[list[str], dict[str, str], list[str]]:
     """The argv, the full environment and notes for running `launch` with `changes` applied.
 
-    The program is always the operator's: `python` (from `--vllm-python` / `VDIAG_VLLM_PYTHON`) runs
-    `PYTHON -m vllm.entrypoints.openai.api_server --model M …`; otherwise `vllm` (or `python3`, `docker`)
-    is looked up on `environ`'s PATH (vdiag's own environment), never on a PATH or path from the launch.
-    The environment is `environ` plus the launch's variables that pass `verify_policy`.
+    The program is always the operator's: `python` (from `--vllm-python` / `VDIAG_VLLM_PYTHON`, of Python
+    `python_version`) runs `PYTHON -s -P -m vllm.entrypoints.openai.api_server --model=M …`; otherwise `vllm` (or
+    `python3`, `docker`) is looked up on `environ`'s PATH (vdiag's own environment), never on a PATH or path from
+    the launch. The environment is `environ` plus the launch's variables that pass the policy, plus isolation.
+    `release`: the vLLM release whose flag table the arguments are checked against (None: any release read).
     """
     operator = dict(os.environ if environ is None else environ)
     given = apply_changes(launch, changes)
-    fixed, notes = sanitize(given, allow_env, allow_flags)
+    fixed, notes = sanitize(given, allow_env, allow_flags, release)
     notes = [n for n in notes if not n.startswith("the launch's program")]  # named below with what runs instead
     check_launch(fixed)
-    env = {**operator, **dict(fixed.env)}
-    engine = _engine_args(fixed)
+    env = isolated_env({**operator, **dict(fixed.env)})
+    engine = engine_words(fixed.args, release)
     if fixed.form == "docker":
         return _docker_argv(fixed, engine, operator, notes, given.head[0] if given.head else "docker"), env, notes
     notes += form_notes(fixed)
     if not fixed.model:
         raise LaunchRefused("refusing to verify: the launch names no model")
+    isolation = interpreter_flags(python_version if python else None)
     if fixed.form == "api-server":
         module = fixed.head[-1] if fixed.head and fixed.head[-1].startswith("vllm.") else API_SERVER_MODULE
         if module not in policy()["api_server_modules"]:
@@ -163,12 +171,11 @@ def build_argv(launch: Launch, changes: dict[str, Any], python: str | None = Non
             module = API_SERVER_MODULE
         interpreter = python or _operator_program("python3", operator)
         _note_replaced(given.head[0] if given.head and given.head[0] != "-m" else None, interpreter, notes)
-        model_args = [] if any(a.flag == "--model" for a in fixed.args) else ["--model", fixed.model]
-        return [interpreter, "-m", module, *model_args, *engine], env, notes
+        return [interpreter, *isolation, "-m", module, f"--model={fixed.model}", *engine], env, notes
     program = given.head[0] if given.form == "vllm-serve" and given.head else None
     if python:
         _note_replaced(program, python, notes)
-        return [python, "-m", API_SERVER_MODULE, "--model", fixed.model, *engine], env, notes
+        return [python, *isolation, "-m", API_SERVER_MODULE, f"--model={fixed.model}", *engine], env, notes
     vllm = _operator_program("vllm", operator)
     _note_replaced(program, vllm, notes)
     return [vllm, "serve", fixed.model, *engine], env, notes
@@ -201,23 +208,6 @@ def passed_env(launch: Launch, allow_env: Iterable[str] = ()) -> list[tuple[str,
     return filter_env(launch.env, allow_env)[0]
 
 
-def _engine_args(launch: Launch) -> list[str]:
-    argv: list[str] = []
-    for arg in launch.args:
-        if arg.flag == "--model" and launch.form not in ("api-server", "docker"):
-            continue  # given separately as the model
-        argv += _arg_words(arg)
-    return argv
-
-
-def _arg_words(arg: Arg) -> list[str]:
-    if arg.value is None:
-        return [arg.spelled]
-    if arg.equals:
-        return [f"{arg.spelled}={arg.value}"]
-    return [arg.spelled, arg.value]
-
-
 def _docker_argv(launch: Launch, engine: list[str], operator: dict[str, str], notes: list[str], given: str) -> list[str]:
     if not docker_available():
         raise VdiagError("cannot verify docker launches here: `docker info` does not succeed on this machine",
@@ -225,14 +215,10 @@ def _docker_argv(launch: Launch, engine: list[str], operator: dict[str, str], no
     engine_name = given.rsplit("/", 1)[-1] if given.rsplit("/", 1)[-1] in ("docker", "podman", "nerdctl") else "docker"
     program = _operator_program(engine_name, operator)
     _note_replaced(given, program, notes)
-    argv = [program, "run"]
-    for opt in launch.docker_opts:
-        argv += _arg_words(opt)
-    if launch.image:
-        argv.append(shlex.split(launch.image)[0] if launch.image.strip() else launch.image)
-    argv += launch.head[2:]
-    if launch.model and launch.model_positional:
-        argv.append(launch.model)
+    argv = [program, "run", *(o.spelled if o.value is None else f"{o.spelled}={o.value}" for o in launch.docker_opts),
+            launch.image or "", *launch.head[2:]]
+    if launch.model:
+        argv.append(launch.model if launch.model_positional else f"--model={launch.model}")
     return argv + engine
 
 
@@ -271,7 +257,10 @@ def free_port() -> int:
 
 
 def local_changes(launch: Launch, changes: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Changes needed to run here without touching the user's fix: a free port, a loopback-reachable host."""
+    """Changes needed to run here without touching the user's fix: a free port.
+
+    (A `--host` other than loopback or any never gets this far: it is not a value of its kind, `bind-host`.)
+    """
     fixed = apply_changes(launch, changes)
     extra: dict[str, Any] = {}
     notes: list[str] = []
@@ -280,10 +269,6 @@ def local_changes(launch: Launch, changes: dict[str, Any]) -> tuple[dict[str, An
         if not port_is_free(port):
             extra["--port"] = str(free_port())
             notes.append(f"port {port} is busy here; this attempt uses port {extra['--port']}")
-        host = fixed.get("--host")
-        if host is not None and host not in _LOOPBACK_OR_ANY:
-            extra["--host"] = "127.0.0.1"
-            notes.append(f"--host {host} replaced by 127.0.0.1 so the server can be probed on loopback")
     return extra, notes
 
 
@@ -292,8 +277,16 @@ def api_key(launch: Launch) -> str | None:
 
 
 def shown_command(argv: list[str], launch_env: list[tuple[str, str]]) -> str:
-    """The exact command as a shell line (env assignments first), for display; callers redact it."""
-    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in launch_env), shlex.join(argv)])
+    """The exact command as a shell line (env assignments first), for display; callers redact it.
+
+    A `--flag=value` word is shown as `--flag=` and the value quoted (the same word to a shell), so the redaction
+    of `--api-key=…` finds the value.
+    >>> shown_command(["py", "--api-key=a b", "--port=8000"], [("HF_TOKEN", "t")])
+    "HF_TOKEN=t py --api-key='a b' --port=8000"
+    """
+    words = [f"{w.split('=', 1)[0]}={shlex.quote(w.split('=', 1)[1])}" if re.match(r"--[\w.-]+=", w) else shlex.quote(w)
+             for w in argv]
+    return " ".join([*(f"{k}={shlex.quote(v)}" for k, v in launch_env), *words])
 
 
 __all__ = ["LaunchRefused", "api_key", "build_argv", "check_launch", "docker_available", "free_port",

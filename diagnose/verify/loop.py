@@ -37,8 +37,10 @@ from .argv import (
     refusal_reason,
     shown_command,
 )
+from .candidates import candidates_of, diagnosis_summary, primary_of
+from .isolation import empty_folder
 from .policy import LaunchRefused, sanitize
-from .preflight import CPU_KV_ENV, check_vllm, cpu_kv_cache_gib
+from .preflight import CPU_KV_ENV, CpuKv, check_vllm, cpu_kv_for, cpu_kv_setting
 from .process import AttemptRun, FatalWatcher, Probe, run_attempt
 from .result import Attempt, Candidate, VerifyOptions, VerifyResult
 
@@ -56,25 +58,15 @@ def launch_text_of(outcome: Outcome, given: str | None) -> str | None:
     return None
 
 
-def first_candidates(outcome: Outcome) -> tuple[list[Candidate], dict[str, Any] | None]:
-    primary = next((d for d in outcome.diagnoses if d.secondary_of is None), outcome.diagnoses[0] if outcome.diagnoses else None)
-    if primary is None:
-        return [], None
-    return _candidates(primary, {}, "original"), _diagnosis_summary(primary)
+@dataclass
+class _Target:
+    """What the attempts run on: the vLLM release whose flag table applies, the interpreter's Python, whether it was
+    asked (the preflight ran), and the KV-cache bound of a CPU build."""
 
-
-def _candidates(diagnosis, base: dict[str, Any], origin: str) -> list[Candidate]:
-    out = []
-    for ranked in diagnosis.fixes:
-        if not ranked.fix.changes:
-            continue
-        label = f"fix {ranked.rank} of {diagnosis.rule.id}" + ("" if origin == "original" else f" ({origin})")
-        out.append(Candidate({**base, **ranked.fix.changes}, ranked.fix.title, label, diagnosis.rule.category))
-    return out
-
-
-def _diagnosis_summary(diagnosis) -> dict[str, Any]:
-    return {"rule": diagnosis.rule.id, "category": diagnosis.rule.category, "title": diagnosis.rule.title}
+    release: str | None
+    python_version: str | None = None
+    asked: str | None = None
+    cpu_kv: CpuKv | None = None
 
 
 def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = None, confirm: Confirm | None = None,
@@ -82,7 +74,8 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     """Run the loop for a diagnosed outcome. `confirm(n, attempt)` may veto an attempt (its `ran` is the exact command); `report(event, data)` hears progress."""
     emit = report or (lambda event, data: None)
     launch = outcome.ctx.launch
-    candidates, summary = first_candidates(outcome)
+    primary = primary_of(outcome)
+    summary = diagnosis_summary(primary) if primary is not None else None
     result = VerifyResult(render(launch) if launch else None, summary)
     if launch is None:
         raise VdiagError("cannot verify: the log shows no launch command; give it with --launch", ExitCode.USAGE)
@@ -91,22 +84,27 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     if reason:
         raise LaunchRefused(f"refusing to verify this launch: {reason}")
     check_launch(launch)
-    launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags)
+    launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags, outcome.ctx.version)
     result.notes += form_notes(launch)
-    if summary is None:
+    if primary is None:
         result.reason = "no failure was diagnosed, so there is no fix to verify"
         return result
+    candidates, advice_notes = candidates_of(primary, launch, options)
+    result.notes += advice_notes
     if not candidates:
         result.reason = f"the diagnosis ({summary['rule']}) has no flag or environment fix to try; see its steps"
         return result
     emit("plan", result)
-    cpu_kv = _cpu_kv(outcome, launch, check_vllm(options.vllm_python) if launch.form != "docker" else None)
+    install = check_vllm(options.vllm_python) if launch.form != "docker" else None
+    target = _Target(outcome.ctx.version or (install.version if install else None),
+                     install.python_version if install else None, install.interpreter if install else None,
+                     cpu_kv_for(outcome, launch, install))
     ruleset = ruleset or load_rules(options.rules_dirs)
     deadline = time.monotonic() + options.timeout_s
     log_dir = Path(tempfile.mkdtemp(prefix="vdiag-verify-"))
     try:
         with verify_process.INTERRUPTS.installed():
-            _loop(result, launch, candidates, options, deadline, ruleset, log_dir, confirm, emit, cpu_kv)
+            _loop(result, launch, candidates, options, deadline, ruleset, log_dir, confirm, emit, target)
     finally:
         if options.keep_logs:
             _redact_kept_logs(log_dir)
@@ -130,7 +128,7 @@ def _redact_kept_logs(log_dir: Path) -> None:
 
 
 def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], options: VerifyOptions, deadline: float,
-          ruleset: RuleSet, log_dir: Path, confirm: Confirm | None, emit: Report, cpu_kv: _CpuKv | None) -> None:
+          ruleset: RuleSet, log_dir: Path, confirm: Confirm | None, emit: Report, target: _Target) -> None:
     """`launch` is already sanitized: every command shown and run is what passed the policy."""
     tried: set[str] = set()
     while candidates:
@@ -147,14 +145,14 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
             continue
         tried.add(render(fixed))
         number = len(result.attempts) + 1
-        attempt, plan = _prepare(number, launch, fixed, candidate, options, result.notes, cpu_kv)
+        attempt, plan = _prepare(number, launch, fixed, candidate, options, result.notes, target)
         result.attempts.append(attempt)
         if plan is None:
             emit("refused", attempt)
             continue
         if confirm is not None and not confirm(number, attempt):
             attempt.outcome, attempt.detail = "declined", "not run: declined by the user"
-            result.declined, result.reason = True, "declined by the user; nothing was run"
+            result.declined, result.reason = True, _declined(result, target)
             return
         emit("start", attempt)
         run = _run(attempt, plan, options, min(options.attempt_timeout_s, remaining), ruleset, log_dir, emit)
@@ -165,51 +163,22 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
         new = _postmortem(run, attempt, fixed, options, ruleset)
         emit("done", attempt)
         if new is not None:
-            fresh = _candidates(new, candidate.changes, f"suggested after attempt {number}")
+            fresh, notes = candidates_of(new, launch, options, candidate.changes, f"suggested after attempt {number}")
+            attempt.notes += notes
             if new.rule.category != candidate.category:
                 candidates[:0] = fresh  # the fix got past the first failure: build on it
             else:
                 candidates.extend(fresh)  # the fix did not help: the original alternatives come first
 
 
-@dataclass
-class _CpuKv:
-    """A CPU build of vLLM whose KV cache verify bounds: what one token needs, the model, its longest context."""
-
-    bytes_per_token: int | None
-    model: str
-    model_max_len: int | None
-
-
-def _cpu_kv(outcome: Outcome, launch: Launch, install) -> _CpuKv | None:
-    """Bound the KV cache only for a CPU build, and never over the operator's or the launch's own setting."""
-    import os
-
-    if install is None or not install.cpu or CPU_KV_ENV in os.environ or launch.env_value(CPU_KV_ENV) is not None:
-        return None
-    from ..model.memory import kv_bytes_per_token
-
-    model = outcome.ctx.model
-    per_token = kv_bytes_per_token(model, kv_cache_dtype=launch.get("--kv-cache-dtype")) if model else None
-    return _CpuKv(per_token, launch.model or "the model", model.max_position_embeddings if model else None)
-
-
-def _cpu_kv_env(cpu_kv: _CpuKv, running: Launch) -> tuple[str, str]:
-    import psutil
-
-    try:
-        max_len = int(running.get("--max-model-len") or cpu_kv.model_max_len or 0) or None
-    except ValueError:
-        max_len = cpu_kv.model_max_len
-    gib = cpu_kv_cache_gib(cpu_kv.bytes_per_token, max_len, psutil.virtual_memory().available / 2**30)
-    if cpu_kv.bytes_per_token and max_len:
-        need = cpu_kv.bytes_per_token * max_len / 2**30
-        why = f"one {max_len:,}-token sequence of {cpu_kv.model} needs {f'{need:.2f}' if need >= 0.01 else 'under 0.01'} GiB"
-    else:
-        why = f"the KV size of {cpu_kv.model} is unknown here"
-    note = (f"CPU build of vLLM: {CPU_KV_ENV}={gib} bounds its KV cache to {gib} GiB of host memory ({why}; "
-            f"unset, it takes most of the RAM); set {CPU_KV_ENV} yourself to choose")
-    return str(gib), note
+def _declined(result: VerifyResult, target: _Target) -> str:
+    """What had run when the operator said no: earlier attempts, the preflight's question, or nothing."""
+    ran = [a for a in result.attempts if a.outcome not in ("refused", "declined")]
+    if ran:
+        return f"declined by the user at attempt {result.attempts[-1].number}; {len(ran)} attempt(s) before it ran"
+    if target.asked:
+        return f"declined by the user; vLLM was not started (only {target.asked} was asked which vLLM it has)"
+    return "declined by the user; nothing was run"
 
 
 @dataclass
@@ -222,21 +191,22 @@ class _Plan:
 
 
 def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate, options: VerifyOptions,
-             said: list[str], cpu_kv: _CpuKv | None = None) -> tuple[Attempt, _Plan | None]:
+             said: list[str], target: _Target) -> tuple[Attempt, _Plan | None]:
     attempt = Attempt(number, candidate.title, candidate.origin, candidate.changes, render(fixed), "", "pending", "")
     try:
         local, notes = local_changes(launch, candidate.changes)
         changes = {**candidate.changes, **local}
         argv, env, build_notes = build_argv(launch, changes, python=options.vllm_python, allow_env=options.allow_env,
-                                            allow_flags=options.allow_flags)
+                                            allow_flags=options.allow_flags, release=target.release,
+                                            python_version=target.python_version)
     except LaunchRefused as error:
         attempt.outcome, attempt.detail = "refused", str(error)
         return attempt, None
     attempt.notes = [*(n for n in build_notes if n not in said), *notes]
     shown_env = passed_env(fixed, options.allow_env)
     running = apply_changes(launch, changes)
-    if cpu_kv is not None:
-        env[CPU_KV_ENV], note = _cpu_kv_env(cpu_kv, running)
+    if target.cpu_kv is not None:
+        env[CPU_KV_ENV], note = cpu_kv_setting(target.cpu_kv, running)
         shown_env = [(CPU_KV_ENV, env[CPU_KV_ENV]), *shown_env]
         attempt.notes.append(note)
     attempt.ran = shown_command(argv, shown_env)
@@ -248,8 +218,10 @@ def _run(attempt: Attempt, plan: _Plan, options: VerifyOptions, timeout_s: float
     running = plan.running
     probe = Probe(host_port(running, port_of(running)), api_key=api_key(running))
     grace = options.stop_grace_s or verify_process.STOP_GRACE_S
-    run = run_attempt(plan.argv, plan.env, probe, timeout_s, FatalWatcher(ruleset), log_dir / f"attempt-{attempt.number}.log",
-                      cwd=options.cwd, on_line=lambda line: emit("line", line), stop_grace_s=grace, gpu_check=options.gpu_check)
+    with empty_folder("attempt") as cwd:  # nothing of the folder vdiag was started in is on the child's path
+        run = run_attempt(plan.argv, plan.env, probe, timeout_s, FatalWatcher(ruleset),
+                          log_dir / f"attempt-{attempt.number}.log", cwd=cwd, on_line=lambda line: emit("line", line),
+                          stop_grace_s=grace, gpu_check=options.gpu_check)
     attempt.outcome, attempt.detail, attempt.seconds = run.outcome, run.detail, run.seconds
     attempt.seconds_to_ready, attempt.completion = run.seconds_to_ready, run.completion
     attempt.cleanup = run.cleanup.as_json()
@@ -271,7 +243,7 @@ def _postmortem(run: AttemptRun, attempt: Attempt, fixed: Launch, options: Verif
                                                         gpu_mode="auto" if options.gpu_check else "none"), ruleset)
     primary = next((d for d in new.diagnoses if d.secondary_of is None), None)
     if primary is not None:
-        attempt.diagnosis = _diagnosis_summary(primary)
+        attempt.diagnosis = diagnosis_summary(primary)
     elif new.unexplained:
         first_error = redact(new.unexplained[0][1][:300])
         attempt.diagnosis = {"rule": None, "category": None, "title": "unexplained error", "line": first_error}

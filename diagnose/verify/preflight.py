@@ -2,7 +2,8 @@
 
 The check asks the operator's interpreter (never a shell) whether `vllm` imports, reading only package metadata,
 so it takes well under a second where importing vLLM takes many. A `vllm` command on PATH is checked through the
-interpreter on its `#!` line.
+interpreter on its `#!` line. The interpreter runs isolated (`verify.isolation`): in an empty folder, without the
+user site, so nothing in the folder vdiag was started in is imported, before the operator is asked or after.
 
 >>> cpu_kv_cache_gib(kv_bytes_per_token=131072, max_len_tokens=4096, available_gib=64.0)
 1
@@ -22,6 +23,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ..util.errors import ExitCode, VdiagError
+from .isolation import empty_folder, isolated_env
 from .policy import policy
 
 CPU_KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
@@ -50,6 +52,7 @@ class VllmInstall:
     found: bool = True
     version: str | None = None
     cpu: bool = False
+    python_version: str | None = None
 
 
 def check_vllm(python: str | None, environ: dict[str, str] | None = None) -> VllmInstall:
@@ -59,9 +62,13 @@ def check_vllm(python: str | None, environ: dict[str, str] | None = None) -> Vll
     if interpreter is None:
         return VllmInstall(None)  # a `vllm` that is not a Python script (or none): the attempt itself will say
     try:
-        proc = subprocess.run([interpreter, "-c", _CHECK], capture_output=True, text=True, env=environ,
-                              timeout=CHECK_TIMEOUT_S, stdin=subprocess.DEVNULL, shell=False)
+        with empty_folder("preflight") as folder:
+            proc = subprocess.run([interpreter, "-s", "-c", _CHECK], capture_output=True, text=True,
+                                  env=isolated_env(environ), cwd=folder, timeout=CHECK_TIMEOUT_S,
+                                  stdin=subprocess.DEVNULL, shell=False)
         answer = json.loads(proc.stdout.strip().splitlines()[-1])
+        if not isinstance(answer, dict):
+            raise ValueError(answer)
     except subprocess.TimeoutExpired:
         raise VdiagError(f"cannot verify: {interpreter} did not answer within {CHECK_TIMEOUT_S:.0f} s whether vLLM "
                          "is installed", ExitCode.VERIFY_FAILED) from None
@@ -73,7 +80,7 @@ def check_vllm(python: str | None, environ: dict[str, str] | None = None) -> Vll
         raise VdiagError(f"cannot verify: vLLM is not installed for {interpreter} (Python {answer.get('python')}: "
                          "No module named 'vllm'); give --vllm-python the python of the environment where "
                          "`import vllm` works (or install it: pip install 'vdiag[vllm]')", ExitCode.VERIFY_FAILED)
-    return VllmInstall(interpreter, True, answer.get("version"), bool(answer.get("cpu")))
+    return VllmInstall(interpreter, True, answer.get("version"), bool(answer.get("cpu")), answer.get("python"))
 
 
 def _interpreter_of(program: str | None, environ: dict[str, str]) -> str | None:
@@ -93,6 +100,45 @@ def _interpreter_of(program: str | None, environ: dict[str, str]) -> str | None:
     return None
 
 
+@dataclass
+class CpuKv:
+    """A CPU build of vLLM whose KV cache verify bounds: what one token needs, the model, its longest context."""
+
+    bytes_per_token: int | None
+    model: str
+    model_max_len: int | None
+
+
+def cpu_kv_for(outcome, launch, install: VllmInstall | None) -> CpuKv | None:
+    """Bound the KV cache only for a CPU build, and never over the operator's or the launch's own setting."""
+    if install is None or not install.cpu or CPU_KV_ENV in os.environ or launch.env_value(CPU_KV_ENV) is not None:
+        return None
+    from ..model.memory import kv_bytes_per_token
+
+    model = outcome.ctx.model
+    per_token = kv_bytes_per_token(model, kv_cache_dtype=launch.get("--kv-cache-dtype")) if model else None
+    return CpuKv(per_token, launch.model or "the model", model.max_position_embeddings if model else None)
+
+
+def cpu_kv_setting(cpu_kv: CpuKv, running) -> tuple[str, str]:
+    """The VLLM_CPU_KVCACHE_SPACE value for the launch as it runs, and the note that says why."""
+    import psutil
+
+    try:
+        max_len = int(running.get("--max-model-len") or cpu_kv.model_max_len or 0) or None
+    except ValueError:
+        max_len = cpu_kv.model_max_len
+    gib = cpu_kv_cache_gib(cpu_kv.bytes_per_token, max_len, psutil.virtual_memory().available / 2**30)
+    if cpu_kv.bytes_per_token and max_len:
+        need = cpu_kv.bytes_per_token * max_len / 2**30
+        why = f"one {max_len:,}-token sequence of {cpu_kv.model} needs {f'{need:.2f}' if need >= 0.01 else 'under 0.01'} GiB"
+    else:
+        why = f"the KV size of {cpu_kv.model} is unknown here"
+    note = (f"CPU build of vLLM: {CPU_KV_ENV}={gib} bounds its KV cache to {gib} GiB of host memory ({why}; "
+            f"unset, it takes most of the RAM); set {CPU_KV_ENV} yourself to choose")
+    return str(gib), note
+
+
 def cpu_kv_cache_gib(kv_bytes_per_token: int | None, max_len_tokens: int | None, available_gib: float) -> int:
     """GiB of KV cache for a CPU build: one sequence of `max_len_tokens` with headroom, capped by available memory."""
     table = policy()["cpu_kv_cache"]
@@ -104,4 +150,4 @@ def cpu_kv_cache_gib(kv_bytes_per_token: int | None, max_len_tokens: int | None,
     return max(int(table["min_gib"]), min(math.ceil(wanted), cap))
 
 
-__all__ = ["CPU_KV_ENV", "VllmInstall", "check_vllm", "cpu_kv_cache_gib"]
+__all__ = ["CPU_KV_ENV", "CpuKv", "VllmInstall", "check_vllm", "cpu_kv_cache_gib", "cpu_kv_for", "cpu_kv_setting"]

@@ -43,7 +43,7 @@ def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, st
             lines += [("  The same fix in your launch's form (to deploy):", None, None),
                       (f"  $ {result['working_command']}", "green", None)]
     elif result["status"] == "declined":
-        lines.append(("– Not verified: you declined, so nothing was run; the diagnosis stands as reported.", "bold", 2))
+        lines.append((f"– Not verified: {result['reason']}; the diagnosis stands as reported.", "bold", 2))
     else:
         lines.append((f"✗ No fix made vLLM serve: {result['reason']}", "bold red", 2))
     return lines
@@ -75,7 +75,7 @@ def to_markdown(result: dict) -> str:
     if result["working_command"]:
         out += ["**Working command** (served a real completion, then stopped):", "", "```", result["working_command"], "```"]
     elif result["status"] == "declined":
-        out.append("**Not verified:** declined, nothing was run.")
+        out.append(f"**Not verified:** {result['reason']}.")
     else:
         out.append(f"**No fix made vLLM serve:** {result['reason']}")
     return "\n".join(out) + "\n"

@@ -20,11 +20,10 @@ class VerifyOptions:
     vllm_python: str | None = None
     gpu_check: bool = True
     rules_dirs: tuple[Path, ...] = ()
-    cwd: str | None = None
     stop_grace_s: tuple[float, float, float] | None = None  # None: process.STOP_GRACE_S
     keep_logs: bool = False
     allow_env: tuple[str, ...] = ()  # input variables the operator lets through although the policy drops them
-    allow_flags: tuple[str, ...] = ()  # code-loading flags the operator lets through
+    allow_flags: tuple[str, ...] = ()  # flags the operator lets through although they are not data
 
 
 @dataclass

@@ -3,7 +3,9 @@
 It accepts vLLM's arguments, fails like vLLM 0.32 when `--max-model-len` exceeds the model's positions
 (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), otherwise prints vLLM's readiness lines and answers /health,
 /v1/models and /v1/completions on loopback. `FAKE_VLLM_WHEN` (JSON) maps `--flag=value` or `env:NAME=value`
-to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, double-fork, die-on-request.
+to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, double-fork, die-on-request, and
+echo-architectures (fail as vLLM does on an unknown architecture, echoing the `architectures` of the model
+folder's config.json, text a model's author chose).
 `FAKE_VLLM_DUMP` names a file that receives what reached this process: its executable, argv and environment.
 """
 
@@ -91,6 +93,13 @@ def main():
     if max_len > POSITIONS and os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN") != "1":
         say("Traceback (most recent call last):")
         say(MAX_LEN_ERROR.format(value=max_len, positions=POSITIONS))
+        sys.exit(1)
+    if action == "echo-architectures":
+        with open(os.path.join(model, "config.json")) as config:
+            architectures = json.load(config).get("architectures")
+        say("Traceback (most recent call last):")
+        say(f"ValueError: Model architectures {architectures!r} are not supported for now. "
+            "Supported architectures: dict_keys(['LlamaForCausalLM'])")
         sys.exit(1)
     if action == "crash":
         say("RuntimeError: fake engine core crashed for no known reason")
