@@ -198,7 +198,7 @@ def test_ordinary_launches_print_in_the_users_own_form_with_every_flag(text, cha
     ("/x/evilbin/vllm serve m", "runs `/x/evilbin/vllm`, a program it chose"),
     ("/tmp/venv/bin/vllm serve m", "runs `/tmp/venv/bin/vllm`, a program it chose"),
     ("docker run --privileged vllm/vllm-openai:latest m", "docker with --privileged"),
-    ("docker run --pid=host vllm/vllm-openai:latest m", "docker with --pid host"),
+    ("docker run --pid=host vllm/vllm-openai:latest m", "docker with --pid"),
     ("docker run -v /:/host vllm/vllm-openai:latest m", "mounts the host's / into"),
     ("docker run -itv /etc:/x vllm/vllm-openai:latest m", "mounts the host's /etc into"),
     ("docker run --mount type=bind,Source=/root,target=/x vllm/vllm-openai:latest m", "mounts the host's /root"),

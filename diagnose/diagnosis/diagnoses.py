@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from ..context.context import Context
 from ..context.predicates import evaluate
-from ..fixes.advice import advice_fixes
+from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
 from ..fixes.advice_conditions import applies
 from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
 from ..knowledge.error_tables import cuda_error_meaning
@@ -161,7 +161,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             candidates.append(fix)
     # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
     # more specific one and goes first among fixes of the same prediction
-    positions = [-1 if diagnosis.family and fix.strategy == "log-advice" else i for i, fix in enumerate(candidates)]
+    positions = [-1 if diagnosis.family and fix.strategy == ADVICE_STRATEGY else i for i, fix in enumerate(candidates)]
     ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0], named))
     diagnosis.fixes = []
     for rank, (_i, fix) in enumerate(ranked, start=1):

@@ -5,7 +5,7 @@ prints, often as root. Every word the input gave is quoted (`shell_words.shell_w
 as a command at all when pasting it would do more than start vLLM: shell syntax in its line (`;`, `|`, `$(…)`,
 backticks, a `#` comment), a variable that makes the loader, the shell or Python load code (print_policy.yaml
 `loader_env`), a program the input chose rather than the operator's vllm, python or docker (`programs`), docker out
-of its sandbox (verify's own lines: verify_policy.yaml `docker`), or a value its frame (a unit, a pod spec, Python)
+of its sandbox (verify's own lines: verify_docker.yaml), or a value its frame (a unit, a pod spec, Python)
 cannot quote the way the shell reads it. The report then says why and gives the fix as a `change:` line.
 
 >>> from diagnose.launch.parse import parse_launch
@@ -112,7 +112,7 @@ def _foreign_program(launch: Launch) -> str | None:
 
 def _docker_escape(launch: Launch) -> str | None:
     """The first docker option that takes the container out of its sandbox, as verify refuses it."""
-    rules = load_yaml("verify_policy.yaml")["docker"]
+    rules = load_yaml("verify_docker.yaml")  # verify's own docker policy: what it refuses is never printed either
     for name, value in _docker_options(launch):
         if name in rules["refuse"]:
             return f"the launch runs docker with {name}, which {rules['refuse'][name]}"
@@ -120,7 +120,7 @@ def _docker_escape(launch: Launch) -> str | None:
             return f"the launch runs docker with {name} {value}"
         if name in ("-v", "--volume", "--mount") and value is not None:
             for source in _mount_sources(name, value):
-                if _protected(source, rules["host_paths"]):
+                if _protected(source, rules["mounts"]["host_paths"]):
                     return f"the launch mounts the host's {source} into the container"
         if name == "--device" and value and not any(fnmatchcase(value.split(":", 1)[0], d) for d in rules["devices"]):
             return f"the launch gives the container the host device {value.split(':', 1)[0]}"
