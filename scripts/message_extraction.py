@@ -11,8 +11,9 @@ What is extracted, per call site:
 * `logger.error/critical/exception(msg, *args)`; kind `logger.error` etc.
 * `parser.error(msg)` (argparse); kind `argparse.error`.
 * optionally, calls named in `sinks` (`{"_add_message": (0, "message")}`: the first argument of any
-  call to `_add_message`, as kind `message`): where a program hands a message to its UI rather than
-  raising it.
+  call to `_add_message`, as kind `message`), and every value assigned to a variable named in
+  `variables` (kind `message`): where a program hands a message to its UI rather than raising it,
+  often building it in steps (`event_msg = f"..."`, then `event_msg = event_msg + ...`).
 
 A message may be a literal, an implicit or `+` concatenation, an f-string, `"..." % args`,
 `"...".format(...)`, or a local variable assigned such a value earlier in the same function
@@ -22,9 +23,9 @@ conversions are dropped (`{x!r:>8}` -> `{x}`). Messages with no literal text at 
 
 >>> import ast
 >>> finder = MessageFinder("pkg/mod.py")
->>> finder.visit(ast.parse('def check(n):\\n    raise ValueError(f"need {n} GPUs, have %d" % 2)'))
+>>> finder.visit(ast.parse('def check(n, gpus):\\n    raise ValueError(f"need {n} GPUs, have %d" % len(gpus))'))
 >>> [(found.kind, found.function, found.template) for found in finder.found]
-[('ValueError', 'check', 'need {n} GPUs, have 2')]
+[('ValueError', 'check', 'need {n} GPUs, have {len(gpus)}')]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import ast
 import re
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Iterable
 
 #: Placeholder text longer than this is written as `{…}`.
 MAX_PLACEHOLDER_CHARS = 40
@@ -216,9 +218,10 @@ class Found:
 class MessageFinder(ast.NodeVisitor):
     """Collects the messages of one file (`found`), in source order."""
 
-    def __init__(self, path: str, sinks: dict[str, tuple[int, str]] | None = None):
+    def __init__(self, path: str, sinks: dict[str, tuple[int, str]] | None = None, variables: Iterable[str] = ()):
         self.path = path
         self.sinks = sinks or {}
+        self.variables = set(variables)
         self.scope: list[str] = []
         self.renderers: list[MessageRenderer] = [MessageRenderer({})]
         self.found: list[Found] = []
@@ -257,6 +260,11 @@ class MessageFinder(ast.NodeVisitor):
                 self.add(exc.args[0], name, node.lineno)
         self.generic_visit(node)
 
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if any(isinstance(t, ast.Name) and t.id in self.variables for t in node.targets):
+            self.add(node.value, "message", node.lineno)
+        self.generic_visit(node)
+
     def visit_Assert(self, node: ast.Assert) -> None:
         if node.msg is not None:
             self.add(node.msg, "AssertionError", node.lineno)
@@ -282,8 +290,9 @@ class MessageFinder(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def find_messages(path: str, source: bytes | str, sinks: dict[str, tuple[int, str]] | None = None) -> list[Found]:
+def find_messages(path: str, source: bytes | str, sinks: dict[str, tuple[int, str]] | None = None,
+                  variables: Iterable[str] = ()) -> list[Found]:
     """The messages of one file; raises SyntaxError or ValueError when the source does not parse."""
-    finder = MessageFinder(path, sinks)
+    finder = MessageFinder(path, sinks, variables)
     finder.visit(ast.parse(source, filename=path))
     return finder.found

@@ -68,3 +68,12 @@ def test_the_longest_fixed_fragment_is_the_literal():
 def test_source_that_does_not_parse_raises_syntax_error():
     with pytest.raises(SyntaxError):
         find_messages("bad.py", "def broken(:\n")
+
+
+@pytest.mark.parametrize("module", ["message_extraction", "message_rules", "wrapper_miner"])
+def test_the_miners_docstring_examples_hold(module):
+    import doctest
+    import importlib
+
+    failed, _tried = doctest.testmod(importlib.import_module(module))
+    assert failed == 0

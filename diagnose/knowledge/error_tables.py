@@ -72,12 +72,12 @@ def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
     """
     entries = _by_category(table).get(category, [])
     if table == "vllm_messages":
-        patterns = sorted({_template_pattern(e["template"]) for e in entries if _template_pattern(e["template"])},
+        patterns = sorted({template_pattern(e["template"]) for e in entries if template_pattern(e["template"])},
                           key=lambda p: (-len(p), p))
         # the start of each template's longest fixed fragment: enough to find its lines, short enough to survive a cut
         literals = tuple(dict.fromkeys(e["literal"].lower().strip()[:40].strip() for e in entries
                                        if len((e.get("literal") or "").strip()) >= MIN_WORDING_CHARS
-                                       and e["literal"].isascii() and _template_pattern(e["template"])))
+                                       and e["literal"].isascii() and template_pattern(e["template"])))
     else:
         texts = sorted({w for e in entries for w in wordings(e)}, key=lambda w: (-len(w), w))
         patterns = [r"\s+".join(re.escape(part) for part in text.split()) for text in texts]
@@ -97,14 +97,14 @@ def _by_category(table: str) -> dict[str, list[dict]]:
 
 
 @lru_cache(maxsize=None)  # asked twice per category; escaping is most of a cold rule load
-def _template_pattern(template: str) -> str | None:
+def template_pattern(template: str) -> str | None:
     """A template's fixed parts in order, any short text between them; None when too little is fixed.
 
     >>> import re
-    >>> pattern = _template_pattern("Total number of attention heads ({n}) must be divisible by tensor parallel size ({tp}).")
+    >>> pattern = template_pattern("Total number of attention heads ({n}) must be divisible by tensor parallel size ({tp}).")
     >>> bool(re.search(pattern, "Total number of attention heads (28) must be divisible by tensor parallel size (3)."))
     True
-    >>> _template_pattern("{x} is not supported") is None
+    >>> template_pattern("{x} is not supported") is None
     True
     """
     parts = [part.strip() for part in _PLACEHOLDER.split(template.strip().rstrip("."))]
