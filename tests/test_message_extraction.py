@@ -70,7 +70,7 @@ def test_source_that_does_not_parse_raises_syntax_error():
         find_messages("bad.py", "def broken(:\n")
 
 
-@pytest.mark.parametrize("module", ["message_extraction", "message_rules", "wrapper_miner"])
+@pytest.mark.parametrize("module", ["message_extraction", "message_rules", "wrapper_miner", "wrapper_coverage"])
 def test_the_miners_docstring_examples_hold(module):
     import doctest
     import importlib

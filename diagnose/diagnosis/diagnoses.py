@@ -19,7 +19,7 @@ from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import advice_fixes
 from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
-from ..knowledge.error_tables import cuda_error_meaning
+from ..knowledge.error_tables import error_meaning
 from ..knowledge.rules import Rule
 from ..launch.render import apply_changes, render
 from ..scan.hits import Match
@@ -159,7 +159,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         for rank, (_i, fix) in enumerate(ranked, start=1)
     ]
     diagnosis.why = fill(diagnosis.rule.why, ctx, missing="(not in the log)")
-    meaning = cuda_error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
+    meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"
 
