@@ -26,21 +26,9 @@ Use a Python at least as new as the newest vLLM's syntax (3.13 covers all
 releases to date); files it cannot parse are counted and named on stderr.
 Scanning 31 sdists takes 3–5 minutes (mostly gzip).
 
-What is extracted (with `ast`, nothing is imported or executed):
-
-* `raise X(msg, ...)` for any exception class X; kind is X's name
-  (`ValueError`, `RuntimeError`, `NotImplementedError`, ...).
-* `assert cond, msg`; kind `AssertionError`.
-* `logger.error/critical/exception(msg, *args)`; kind `logger.error` etc.
-* `parser.error(msg)` (argparse); kind `argparse.error`.
-
-A message may be a literal, an implicit or `+` concatenation, an f-string,
-`"..." % args`, `"...".format(...)`, or a local variable assigned such a value
-earlier in the same function (`msg = f"..."; raise ValueError(msg)`,
-including `msg += ...`). Interpolated parts become `{expr}` placeholders, with
-the expression's source text when it is short, `{…}` otherwise; format specs
-and conversions are dropped (`{x!r:>8}` -> `{x}`). Messages with no literal
-text at all are skipped.
+What is extracted: every message raised, asserted or logged as an error, with
+`ast` (nothing is imported or executed); see scripts/message_extraction.py,
+shared with the miner of the wrappers' messages (build_wrapper_messages.py).
 
 Start-up heuristic (`startup` field), per site, first match wins; a template
 is true if any of its sites is, false if all are, unknown otherwise:
@@ -87,7 +75,6 @@ on stderr.
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import re
 import sys
@@ -97,6 +84,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from message_extraction import find_messages, longest_literal  # noqa: E402
+from message_rules import compile_text, glob_regex  # noqa: E402
 
 #: Directories and files (relative to the vllm package) whose messages can stop start-up.
 SCOPE_PREFIXES = (
@@ -126,14 +118,10 @@ SCOPE_PREFIXES = (
     "envs.py",
 )
 
-#: Placeholder text longer than this is written as `{…}`.
-MAX_PLACEHOLDER_CHARS = 40
 #: Above this output size, messages whose literal is shorter than MIN_LITERAL_CHARS are dropped.
 MAX_OUTPUT_BYTES = 2_200_000
 MIN_LITERAL_CHARS = 15
 
-LOGGER_METHODS = {"error": "logger.error", "critical": "logger.critical", "exception": "logger.exception"}
-LOGGER_NAMES = {"logger", "_logger", "log", "LOGGER", "init_logger"}
 
 REQUEST_TIME_FUNCTIONS = re.compile(
     r"^_?(add_request|_add_processed_request|generate|encode|execute_model|execute_dummy_batch|"
@@ -193,183 +181,10 @@ class Entry:
     functions: dict[str, str] = field(default_factory=dict)  # function -> startup verdict
 
 
-# --- rendering -------------------------------------------------------------------------
-
-
-class Unrenderable(Exception):
-    """The expression is not a message we can turn into text."""
-
-
-def placeholder(node: ast.AST) -> str:
-    text = ast.unparse(node).strip()
-    if len(text) > MAX_PLACEHOLDER_CHARS or "\n" in text:
-        return "{…}"
-    return "{" + text + "}"
-
-
-PERCENT_SPEC = re.compile(r"%(\([^)]*\))?[-#0 +]*(\*|\d+)?(\.(\*|\d+))?[hlL]?([diouxXeEfFgGcrsa%])")
-FORMAT_FIELD = re.compile(r"\{\{|\}\}|\{([^{}!:]*)(![rsa])?(:[^{}]*)?\}")
-
-
-def render_percent(fmt: str, args: list[ast.AST]) -> str:
-    """'%s has %d' with args -> '{a} has {b}'; missing args become `{…}`."""
-    values = iter(args)
-
-    def sub(match: re.Match) -> str:
-        if match.group(5) == "%":
-            return "%"
-        if match.group(1):
-            return "{" + match.group(1)[1:-1] + "}"
-        arg = next(values, None)
-        return placeholder(arg) if arg is not None else "{…}"
-
-    return PERCENT_SPEC.sub(sub, fmt)
-
-
-def render_format(fmt: str, args: list[ast.AST], keywords: dict[str, ast.AST]) -> str:
-    """'{} of {name}'.format(a, name=b) -> '{a} of {b}'."""
-    position = iter(range(len(args) + 1))
-
-    def sub(match: re.Match) -> str:
-        if match.group(0) in ("{{", "}}"):
-            return match.group(0)[0]
-        name = match.group(1).strip()
-        if name == "":
-            index = next(position)
-            return placeholder(args[index]) if index < len(args) else "{…}"
-        if name.isdigit():
-            index = int(name)
-            return placeholder(args[index]) if index < len(args) else "{…}"
-        base = re.split(r"[.\[]", name, maxsplit=1)[0]
-        if base in keywords:
-            return placeholder(keywords[base])
-        return "{" + name + "}"
-
-    return FORMAT_FIELD.sub(sub, fmt)
-
-
-class MessageRenderer:
-    """Turns a message expression into a template, resolving local string variables."""
-
-    def __init__(self, assignments: dict[str, list[tuple[int, str, ast.AST]]]):
-        # name -> [(line, "=" or "+=", value)] in source order, for the enclosing function
-        self.assignments = assignments
-
-    def render(self, node: ast.AST, line: int, depth: int = 0) -> str:
-        if depth > 6:
-            raise Unrenderable
-        if isinstance(node, ast.Constant):
-            if isinstance(node.value, str):
-                return node.value
-            raise Unrenderable
-        if isinstance(node, ast.JoinedStr):
-            parts = []
-            for value in node.values:
-                if isinstance(value, ast.Constant):
-                    parts.append(str(value.value))
-                elif isinstance(value, ast.FormattedValue):
-                    parts.append(placeholder(value.value))
-                else:
-                    raise Unrenderable
-            return "".join(parts)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.render_part(node.left, line, depth) + self.render_part(node.right, line, depth)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-            fmt = self.render(node.left, line, depth + 1)
-            args = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
-            return render_percent(fmt, list(args))
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "format"
-            and isinstance(node.func.value, (ast.Constant, ast.JoinedStr, ast.BinOp))
-        ):
-            fmt = self.render(node.func.value, line, depth + 1)
-            keywords = {k.arg: k.value for k in node.keywords if k.arg}
-            return render_format(fmt, list(node.args), keywords)
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "join"
-            and isinstance(node.func.value, ast.Constant)
-        ):
-            raise Unrenderable
-        if isinstance(node, ast.Name) and node.id in self.assignments:
-            return self.render_variable(node.id, line, depth)
-        raise Unrenderable
-
-    def render_part(self, node: ast.AST, line: int, depth: int) -> str:
-        """Like render(), but a non-string operand of `+` becomes a placeholder."""
-        try:
-            return self.render(node, line, depth + 1)
-        except Unrenderable:
-            return placeholder(node)
-
-    def render_variable(self, name: str, line: int, depth: int) -> str:
-        before = [a for a in self.assignments[name] if a[0] < line]
-        start = max((i for i, a in enumerate(before) if a[1] == "="), default=None)
-        if start is None:
-            raise Unrenderable
-        text = self.render(before[start][2], line, depth + 1)
-        for _, op, value in before[start + 1 :]:
-            if op == "+=":
-                text += self.render_part(value, line, depth)
-        return text
-
-
-def collect_assignments(function: ast.AST) -> dict[str, list[tuple[int, str, ast.AST]]]:
-    found: dict[str, list[tuple[int, str, ast.AST]]] = defaultdict(list)
-    for node in ast.walk(function):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            found[node.targets[0].id].append((node.lineno, "=", node.value))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            found[node.target.id].append((node.lineno, "=", node.value))
-        elif (
-            isinstance(node, ast.AugAssign)
-            and isinstance(node.target, ast.Name)
-            and isinstance(node.op, ast.Add)
-        ):
-            found[node.target.id].append((node.lineno, "+=", node.value))
-    for sites in found.values():
-        sites.sort(key=lambda a: a[0])
-    return found
-
-
-def normalise(template: str) -> str:
-    return re.sub(r"\s+", " ", template).strip()
-
-
-def longest_literal(template: str) -> str:
-    fragments = re.split(r"\{[^{}]*\}", template)
-    return max((f.strip() for f in fragments), key=len, default="")
-
-
 # --- categories ------------------------------------------------------------------------
 
 RULES_FILE = Path(__file__).with_name("message_categories.yaml")
 TAXONOMY_FILE = Path(__file__).resolve().parent.parent / "diagnose" / "data" / "taxonomy.yaml"
-
-
-def glob_regex(pattern: str) -> re.Pattern:
-    """A path glob: `**/` any directories (or none), `*` within one directory, `?` one character."""
-    out, i = [], 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 @dataclass
@@ -391,14 +206,6 @@ class CategoryRule:
         if self.text and not self.text.search(template):
             return False
         return True
-
-
-def compile_text(text: str | list[str] | None) -> re.Pattern | None:
-    """A regex, or a list of them (any may match), searched case-insensitively."""
-    if not text:
-        return None
-    parts = [text] if isinstance(text, str) else text
-    return re.compile("|".join(f"(?:{part})" for part in parts), re.I)
 
 
 def load_category_rules(path: Path = RULES_FILE, taxonomy: Path = TAXONOMY_FILE) -> tuple[list[CategoryRule], str | None]:
@@ -472,14 +279,6 @@ def category_summary(records: list[dict]) -> str:
 # --- extraction ------------------------------------------------------------------------
 
 
-def exception_name(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
-
-
 def startup_verdict(path: str, function: str, kind: str) -> str:
     leaf = function.rsplit(".", 1)[-1]
     if SETUP_IN_REQUEST_FILES.match(leaf):
@@ -497,68 +296,10 @@ def startup_verdict(path: str, function: str, kind: str) -> str:
     return "unknown"
 
 
-class SiteFinder(ast.NodeVisitor):
-    def __init__(self, path: str):
-        self.path = path
-        self.scope: list[str] = []
-        self.renderers: list[MessageRenderer] = [MessageRenderer({})]
-        self.sites: list[Site] = []
-
-    # scopes
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self.scope.append(node.name)
-        self.generic_visit(node)
-        self.scope.pop()
-
-    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        self.scope.append(node.name)
-        self.renderers.append(MessageRenderer(collect_assignments(node)))
-        self.generic_visit(node)
-        self.renderers.pop()
-        self.scope.pop()
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    # sites
-    def add(self, message: ast.AST, kind: str, line: int) -> None:
-        try:
-            template = normalise(self.renderers[-1].render(message, line))
-        except Unrenderable:
-            return
-        if not re.search(r"[A-Za-z]", longest_literal(template)):
-            return
-        function = ".".join(self.scope) or "<module>"
-        verdict = startup_verdict(self.path, self.scope[-1] if self.scope else "<module>", kind)
-        self.sites.append(Site(template, kind, self.path, function, verdict))
-
-    def visit_Raise(self, node: ast.Raise) -> None:
-        exc = node.exc
-        if isinstance(exc, ast.Call) and exc.args:
-            name = exception_name(exc.func)
-            if name:
-                self.add(exc.args[0], name, node.lineno)
-        self.generic_visit(node)
-
-    def visit_Assert(self, node: ast.Assert) -> None:
-        if node.msg is not None:
-            self.add(node.msg, "AssertionError", node.lineno)
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        func = node.func
-        if isinstance(func, ast.Attribute) and node.args:
-            owner = exception_name(func.value)
-            if func.attr in LOGGER_METHODS and owner in LOGGER_NAMES:
-                message, *args = node.args
-                try:
-                    fmt = self.renderers[-1].render(message, node.lineno)
-                    text = render_percent(fmt, args) if args else fmt
-                    self.add(ast.Constant(text), LOGGER_METHODS[func.attr], node.lineno)
-                except Unrenderable:
-                    pass
-            elif func.attr == "error" and owner and "parser" in owner.lower():
-                self.add(node.args[0], "argparse.error", node.lineno)
-        self.generic_visit(node)
+def find_sites(path: str, source: bytes) -> list[Site]:
+    """The file's messages, each with its start-up verdict; raises SyntaxError or ValueError on bad source."""
+    return [Site(found.template, found.kind, path, found.function, startup_verdict(path, found.leaf, found.kind))
+            for found in find_messages(path, source)]
 
 
 def in_scope(path: str) -> bool:
@@ -585,13 +326,9 @@ def scan_sdist(archive: Path, failures: list[str]) -> list[Site]:
                 continue
             source = tar.extractfile(member).read()
             try:
-                tree = ast.parse(source, filename=path)
+                sites.extend(find_sites(path, source))
             except (SyntaxError, ValueError):
                 failures.append(f"{archive.name}:{path}")
-                continue
-            finder = SiteFinder(path)
-            finder.visit(tree)
-            sites.extend(finder.sites)
     return sites
 
 

@@ -20,7 +20,7 @@ from ..context.predicates import evaluate
 from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
 from ..fixes.advice_conditions import applies
 from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
-from ..knowledge.error_tables import cuda_error_meaning
+from ..knowledge.error_tables import error_meaning
 from ..knowledge.rules import Rule
 from ..launch.print_policy import Printed, printed_command
 from ..scan.hits import Match
@@ -168,7 +168,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         printed = _command_for(fix, ctx)
         diagnosis.fixes.append(RankedFix(rank, fix, printed.command, _rank_reason(fix), printed.not_shown))
     diagnosis.why = fill(diagnosis.rule.why, ctx, missing="(not in the log)")
-    meaning = cuda_error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
+    meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"
 

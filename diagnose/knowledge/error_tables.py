@@ -27,7 +27,14 @@ from functools import lru_cache
 from ..util.lazy_pattern import lazy
 
 TABLES = {"cuda_errors": "cuda_errors.yaml", "component_errors": "component_errors.yaml",
-          "vllm_messages": "vllm_messages.json"}
+          "vllm_messages": "vllm_messages.json", "wrapper_messages": "wrapper_messages.json"}
+# tables of message templates (mined from source), matched by their fixed parts in order
+TEMPLATE_TABLES = ("vllm_messages", "wrapper_messages")
+# tables matched on every line, expanded into one signature per this many entries (table_signatures)
+GROUPED_TABLES = ("wrapper_messages",)
+GROUP_ENTRIES = 8
+# the category of a wrapper's own error (wrapper_messages.json marks them `wrapper_own`, with what they mean)
+WRAPPER_OWN_CATEGORY = "wrapper-own-error"
 # vLLM's own messages are templates: their {placeholders} stand for any short text
 _PLACEHOLDER = lazy(r"\{[^{}]{0,200}\}")
 MAX_GAP_CHARS = 160
@@ -71,13 +78,8 @@ def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
     short text where the template interpolates a value.
     """
     entries = _by_category(table).get(category, [])
-    if table == "vllm_messages":
-        patterns = sorted({_template_pattern(e["template"]) for e in entries if _template_pattern(e["template"])},
-                          key=lambda p: (-len(p), p))
-        # the start of each template's longest fixed fragment: enough to find its lines, short enough to survive a cut
-        literals = tuple(dict.fromkeys(e["literal"].lower().strip()[:40].strip() for e in entries
-                                       if len((e.get("literal") or "").strip()) >= MIN_WORDING_CHARS
-                                       and e["literal"].isascii() and _template_pattern(e["template"])))
+    if table in TEMPLATE_TABLES:
+        literals, patterns = _template_parts(entries)
     else:
         texts = sorted({w for e in entries for w in wordings(e)}, key=lambda w: (-len(w), w))
         patterns = [r"\s+".join(re.escape(part) for part in text.split()) for text in texts]
@@ -88,23 +90,55 @@ def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
 
 
 @lru_cache(maxsize=None)
+def table_signatures(table: str, category: str) -> tuple[tuple[tuple[str, ...], str], ...]:
+    """The signatures a rule's `table:` expands into: one for most tables, one per group of GROUP_ENTRIES entries
+    for a table matched on every line (wrapper_messages), so a line holding one entry's words compiles and runs
+    only its group's pattern: one alternation of hundreds of templates takes a large part of a second to compile.
+    """
+    if table not in GROUPED_TABLES:
+        return (table_signature(table, category),)
+    entries = sorted((e for e in _by_category(table).get(category, []) if template_pattern(e["template"])),
+                     key=lambda e: (-len(template_pattern(e["template"])), e["template"]))
+    groups = []
+    for start in range(0, len(entries), GROUP_ENTRIES):
+        literals, patterns = _template_parts(entries[start:start + GROUP_ENTRIES])
+        if literals:  # a group no literal finds could never be matched
+            groups.append((literals, rf"(?i)(?P<error>{'|'.join(patterns)})"))
+    if not groups:
+        raise KeyError(f"error table '{table}' has no entry for category '{category}'")
+    return tuple(groups)
+
+
+def _template_parts(entries: list[dict]) -> tuple[tuple[str, ...], list[str]]:
+    """The prefilter literals and the patterns of message-template entries."""
+    patterns = sorted({template_pattern(e["template"]) for e in entries if template_pattern(e["template"])},
+                      key=lambda p: (-len(p), p))
+    # the start of each template's longest fixed fragment: enough to find its lines, short enough to survive a cut
+    literals = tuple(dict.fromkeys(e["literal"].lower().strip()[:40].strip() for e in entries
+                                   if len((e.get("literal") or "").strip()) >= MIN_WORDING_CHARS
+                                   and e["literal"].isascii() and template_pattern(e["template"])))
+    return literals, patterns
+
+
+@lru_cache(maxsize=None)
 def _by_category(table: str) -> dict[str, list[dict]]:
     """A table's entries by category, grouped once (the catalogue has thousands; a cold load asks per category)."""
     grouped: dict[str, list[dict]] = {}
     for entry in table_entries(table):
-        grouped.setdefault(entry.get("category"), []).append(entry)
+        category = WRAPPER_OWN_CATEGORY if entry.get("wrapper_own") else entry.get("category")
+        grouped.setdefault(category, []).append(entry)
     return grouped
 
 
 @lru_cache(maxsize=None)  # asked twice per category; escaping is most of a cold rule load
-def _template_pattern(template: str) -> str | None:
+def template_pattern(template: str) -> str | None:
     """A template's fixed parts in order, any short text between them; None when too little is fixed.
 
     >>> import re
-    >>> pattern = _template_pattern("Total number of attention heads ({n}) must be divisible by tensor parallel size ({tp}).")
+    >>> pattern = template_pattern("Total number of attention heads ({n}) must be divisible by tensor parallel size ({tp}).")
     >>> bool(re.search(pattern, "Total number of attention heads (28) must be divisible by tensor parallel size (3)."))
     True
-    >>> _template_pattern("{x} is not supported") is None
+    >>> template_pattern("{x} is not supported") is None
     True
     """
     parts = [part.strip() for part in _PLACEHOLDER.split(template.strip().rstrip("."))]
@@ -138,3 +172,62 @@ def cuda_error_meaning(wording: str) -> str | None:
             doc = re.sub(r"^This (?:error )?indicates that\s+", "", doc.strip())
             return f"CUDA names this {entry['name']} (error {entry['code']}): {doc}"
     return None
+
+
+def error_meaning(wording: str) -> str | None:
+    """What the error a diagnosis quotes says beyond its category: NVIDIA's description of a CUDA error, or, for
+    a message of a program that launches vLLM (GPUStack, trl, ...), that program's name and what it means."""
+    return cuda_error_meaning(wording) or wrapper_message_meaning(wording)
+
+
+def wrapper_message_meaning(wording: str) -> str | None:
+    """Whose message a wording is, when a program that launches vLLM wrote it (wrapper_messages.json).
+
+    A wrapper's own error is named as its own, with what it means; a vLLM failure the wrapper reports in its
+    own words is said to be the wrapper's report, so a reader knows where to look up the message.
+
+    >>> print(wrapper_message_meaning("The model requires approximately 35.2 GiB of VRAM."))  # doctest: +ELLIPSIS
+    The message is GPUStack's (gpustack/policies/candidate_selectors/vllm_resource_fit_selector.py), not vLLM's: ...
+    >>> print(wrapper_message_meaning("The vLLM server can't be reached at 0.0.0.0:8000 after 240 seconds. Make sure "
+    ...                               "the server is running by running `trl vllm-serve`."))  # doctest: +ELLIPSIS
+    trl's own error: the trainer could not reach ...
+    >>> wrapper_message_meaning("CUDA out of memory") is None
+    True
+    """
+    entry = _wrapper_entry(" ".join(wording.split()))
+    if entry is None:
+        return None
+    name = _wrapper_names().get(entry["wrapper"], entry["wrapper"])
+    where = entry["file"]
+    if entry.get("wrapper_own"):
+        return f"{name}'s own error: {entry['means']} (its message, from {where})."
+    return (f"The message is {name}'s ({where}), not vLLM's: {name} reports this failure in its own words, and "
+            "its documentation and issues are where the message is explained.")
+
+
+def _wrapper_entry(wording: str) -> dict | None:
+    low = wording.lower()
+    for literal, entry in _wrapper_literals():
+        if literal in low and (pattern := _compiled_template(entry["template"])) is not None and pattern.search(wording):
+            return entry
+    return None
+
+
+@lru_cache(maxsize=1)
+def _wrapper_literals() -> tuple[tuple[str, dict], ...]:
+    """Each wrapper message with its literal as a match holds it (lower case, without the final stop)."""
+    found = ((str(e.get("literal") or "").lower().strip().rstrip("."), e) for e in table_entries("wrapper_messages"))
+    return tuple((literal, entry) for literal, entry in found if literal)
+
+
+@lru_cache(maxsize=None)
+def _compiled_template(template: str) -> re.Pattern | None:
+    pattern = template_pattern(template)
+    return re.compile(pattern, re.I) if pattern else None
+
+
+@lru_cache(maxsize=1)
+def _wrapper_names() -> dict[str, str]:
+    from ..util.datafiles import load_json
+
+    return dict(load_json(TABLES["wrapper_messages"]).get("wrappers") or {})

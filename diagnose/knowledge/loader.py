@@ -16,7 +16,7 @@ from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bun
 # the cached layout, the checks and the expansion; the tables that expand into signatures and the names rules may use
 _KEYED_MODULES = ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py", "vocabulary.py")
 _KEYED_DATA = ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.json",
-               "strategy_params.yaml", "predicates.yaml", "phases.yaml")
+               "wrapper_messages.json", "strategy_params.yaml", "predicates.yaml", "phases.yaml")
 
 
 def rule_files(directories: Iterable[Path]) -> list[Path]:
@@ -256,27 +256,26 @@ def line_of(node, path: list) -> int:
 
 
 def _build_rule(doc: dict, path: str, line: int) -> Rule:
+    from .error_tables import table_signatures
+
     signatures = []
     for s in doc["signatures"]:
-        if "table" in s:  # literals and regex generated from an error table (error_tables.py)
-            from .error_tables import table_signature
-
-            literals, pattern = table_signature(s["table"], doc["category"])
-        else:
-            literals, pattern = tuple(s["literals"]), s["regex"]
-        signatures.append(Signature(
-            name=s["name"],
-            literals=literals,
-            regex=pattern,
-            kind=s.get("kind", "error"),
-            weight=float(s.get("weight", 0.9)),
-            window=int(s.get("window", 0)),
-            rule_id=doc["id"],
-            family=bool(s.get("family", "table" in s)),
-            any_level=bool(s.get("any_level", False)),
-            scope=s.get("scope", "error-lines" if s.get("table") == "vllm_messages" else "scan"),
-            table=s.get("table", ""),
-        ))
+        # a table's literals and regex are generated from it (error_tables.py), in one or more parts
+        parts = table_signatures(s["table"], doc["category"]) if "table" in s else ((tuple(s["literals"]), s["regex"]),)
+        for number, (literals, pattern) in enumerate(parts, 1):
+            signatures.append(Signature(
+                name=s["name"] if len(parts) == 1 else f"{s['name']}-{number}",
+                literals=literals,
+                regex=pattern,
+                kind=s.get("kind", "error"),
+                weight=float(s.get("weight", 0.9)),
+                window=int(s.get("window", 0)),
+                rule_id=doc["id"],
+                family=bool(s.get("family", "table" in s)),
+                any_level=bool(s.get("any_level", False)),
+                scope=s.get("scope", "error-lines" if s.get("table") == "vllm_messages" else "scan"),
+                table=s.get("table", ""),
+            ))
     fixes = [FixSpec(f["strategy"], dict(f.get("params") or {}), tuple(f.get("when") or ())) for f in doc["fixes"]]
     return Rule(
         id=doc["id"],
