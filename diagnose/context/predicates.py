@@ -225,6 +225,15 @@ def _cpu(ctx: Context) -> bool:
     return ctx.facts.platform == "cpu"
 
 
+NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron"})
+
+
+@predicate("platform-not-gpu")
+def _not_gpu(ctx: Context) -> bool:
+    """vLLM ran on a platform that is not an NVIDIA or AMD GPU: its own platform line, else the log's paths."""
+    return (ctx.facts.platform or ctx.facts.platform_hint or "").lower() in NOT_GPU_PLATFORMS
+
+
 @predicate("vllm-port-set")
 def _vllm_port(ctx: Context) -> bool:
     return (ctx.launch is not None and ctx.launch.env_value("VLLM_PORT") is not None) or "VLLM_PORT" in ctx.text_hints

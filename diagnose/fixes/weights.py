@@ -180,7 +180,7 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
     if choice is None:
         return Fix(title="Shard the model over several GPUs with --tensor-parallel-size", changes={},
                    why="Splitting the weights over GPUs frees memory on each.", cost="hardware",
-                   not_evaluable="number of GPUs unknown: how many GPUs does the host have (`nvidia-smi -L`)?")
+                   not_evaluable=f"number of GPUs unknown: how many GPUs does the host have{_count_tool(ctx)}?")
     t, p = choice
     changes = {"--tensor-parallel-size": str(t)} if t != ctx.tp() else {}
     if p != ctx.pp():
@@ -190,7 +190,7 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
               "the layers instead." if ctx.model and ctx.model.attention_heads else "")
     missing = [name for name, known in (("GPU memory size", per_gpu), ("model weights", weights), ("GPU count", gpus))
                if not known]
-    question = f": are there {t * p} GPUs (`nvidia-smi -L`)?" if not gpus else ""
+    question = f": are there {t * p} GPUs{_count_tool(ctx)}?" if not gpus else ""
     held = sum(p.used_gib or 0 for p in ctx.processes)
     if held and not missing:  # the arithmetic assumed empty GPUs; some are not
         missing, question = ["room on GPUs other processes use"], (
@@ -202,6 +202,13 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
                predicted={"weights_gib": round(weights / (t * p), 2)} if weights else {},
                not_evaluable=(f"{' and '.join(missing)} unknown{question}" if missing[0] != "room on GPUs other processes use"
                               else f"the arithmetic assumes empty GPUs{question}") if missing else None)
+
+
+def _count_tool(ctx: Context) -> str:
+    """How to count the devices, where that is NVIDIA's tool (another platform's log gets no nvidia-smi)."""
+    from ..context.predicates import PREDICATES
+
+    return "" if PREDICATES["platform-not-gpu"](ctx) else " (`nvidia-smi -L`)"
 
 
 def _weights_total_gib(ctx: Context) -> float | None:
