@@ -47,7 +47,7 @@ def fits(ctx: Context, weights_gib: float | None) -> tuple[bool | None, str, str
     budget = total * ctx.utilization()
     ok = weights_gib + reserve <= budget
     return ok, (f"{weights_gib:.2f} GiB of weights per GPU + {reserve:.1f} GiB activations ({source}) "
-                f"{'fit' if ok else 'still exceed'} {total:.2f} GiB × {ctx.utilization()} = {budget:.2f} GiB"), None
+                f"{'fit' if ok else 'still exceed'} {total:.2f} GiB × {ctx.utilization_text()} = {budget:.2f} GiB"), None
 
 
 @strategy("weights-narrower-dtype")
@@ -125,7 +125,7 @@ def cpu_offload(ctx: Context, params: dict) -> Fix | None:
     return Fix(title=f"Offload {value} GiB of weights per GPU to CPU memory: --cpu-offload-gb {value}",
                changes={"--cpu-offload-gb": str(value)},
                why=(f"The weights take {weights:.2f} GiB per GPU ({'from the log' if logged is not None else 'estimated'}) "
-                    f"and activations {reserve:.1f} GiB ({source}); the budget is {total:.2f} GiB × {ctx.utilization()} "
+                    f"and activations {reserve:.1f} GiB ({source}); the budget is {total:.2f} GiB × {ctx.utilization_text()} "
                     f"= {budget:.2f} GiB, {shortfall:.2f} GiB short, so {value} GiB per GPU move to host memory."),
                cost="throughput", cost_note="much slower: offloaded weights cross PCIe every step", will_start=None,
                predicted={"weights_on_gpu_gib": round(weights - value, 2), "cpu_offload_gib_per_gpu": value},
@@ -169,7 +169,7 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
                 choice = (t, p)
                 basis = (f"{weights:.1f} GiB of weights{floor_basis} ÷ {t * p} GPUs = {share:.1f} GiB, plus "
                          f"{reserve:.1f} GiB for activations and one full-length sequence, fits {per_gpu:.2f} GiB × "
-                         f"{ctx.utilization()}")
+                         f"{ctx.utilization_text()}")
                 break
         if choice is None and gpus:
             return None  # not even all the GPUs the log shows hold the weights: other levers, or bigger GPUs
