@@ -99,3 +99,11 @@ def test_the_utilization_hint_does_not_apply_when_the_kv_cache_size_is_set_in_by
             "initializing the engine.\n")
     for fix in diagnose_text(text).report["diagnoses"][0]["fixes"]:
         assert "--gpu-memory-utilization" not in fix["changes"], fix
+
+
+def test_the_same_error_line_repeated_by_every_rank_is_evidence_once():
+    line = ("(VllmWorker rank={rank} pid=7) ERROR 06-01 10:00:00 [core.py:1] ValueError: No available memory for the "
+            "cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
+    text = "".join(line.format(rank=0) for _ in range(3))
+    evidence = diagnose_text(text).report["diagnoses"][0]["evidence"]
+    assert len({e["text"] for e in evidence}) == len(evidence) == 1

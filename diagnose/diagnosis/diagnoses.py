@@ -103,9 +103,17 @@ def _beneath_specific(fired: list[Diagnosis]) -> list[Diagnosis]:
 
 
 def _bounded(matches: list[Match]) -> list[Match]:
-    if len(matches) <= MAX_EVIDENCE:
-        return matches
-    return matches[: MAX_EVIDENCE - 1] + matches[-1:]
+    """The evidence shown: each distinct line once (a log repeats its error per rank and per retry), at most
+    MAX_EVIDENCE, the last one kept."""
+    seen: set[str] = set()
+    distinct = []
+    for match in matches:
+        if match.text not in seen:
+            seen.add(match.text)
+            distinct.append(match)
+    if len(distinct) <= MAX_EVIDENCE:
+        return distinct
+    return distinct[: MAX_EVIDENCE - 1] + distinct[-1:]
 
 
 def order(fired: list[Diagnosis]) -> list[Diagnosis]:
