@@ -149,7 +149,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             if os.environ.get("VDIAG_STRATEGY_ERRORS") == "raise":
                 raise
             fix = None
-        if fix is None:
+        if fix is None or _in_effect(fix, ctx):
             continue
         fix.strategy = spec.strategy
         _say_what_is_missing(fix)
@@ -165,7 +165,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     advised = [fix for fix in advised if applies(fix, ctx)]  # advice whose own condition the figures do not meet goes
     named = {key for fix in advised if not fix.conditional for key in (*fix.changes, *fix.mentions)}  # the log's cure
     for fix in advised:
-        if not covered & set(fix.changes):  # where a rule computes a value for the same setting, the rule's stands
+        if not covered & set(fix.changes) and not _in_effect(fix, ctx):  # where a rule computes a value, it stands
             candidates.append(fix)
     # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
     # more specific one and goes first among fixes of the same prediction
@@ -179,6 +179,23 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"
+
+
+def _in_effect(fix: Fix, ctx: Context) -> bool:
+    """Whether every change the fix makes is what the launch already has (TP 2 proposed to a TP 2 launch)."""
+    if not fix.changes or ctx.launch is None:
+        return False
+    for key, value in fix.changes.items():
+        if key.startswith("env:"):
+            now = ctx.launch.env_value(key[4:])
+        elif key.startswith("--"):
+            now = ctx.arg(key)
+        else:
+            return False
+        wanted = "true" if value is True else (None if value is None else str(value))
+        if now is None or wanted is None or str(now).lower() != wanted.lower():
+            return False
+    return True
 
 
 _UNFILLED = lazy(r"\{([a-z_]+)\}")

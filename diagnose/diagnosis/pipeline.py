@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no
     from ..gpu.snapshot import Snapshot
 
 MAX_UNEXPLAINED = 10
+NO_LAUNCH_NOTE = ("no launch command in the input: give it with --launch '<your command>' (or paste it with the log) "
+                  "to get each fix as the full corrected command")
 
 
 @dataclass
@@ -135,6 +137,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:
         # in a run that never served they still show that something failed (in one that served, it survived them)
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
+    if ctx.launch is None and any(r.fix.changes for d in fired for r in d.fixes):
+        notes.append(NO_LAUNCH_NOTE)
     return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
 
 

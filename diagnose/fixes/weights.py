@@ -178,7 +178,10 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
         choice = max(tensor_only or layouts, key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0]))
         basis = f"spread over {choice[0] * choice[1]} of the {gpus} GPUs the log shows (the weights per GPU are unknown)"
     if choice is None:
-        return Fix(title="Shard the model over several GPUs with --tensor-parallel-size", changes={},
+        now = layout(ctx)
+        title = (f"Shard the model over more GPUs than the {now} it uses now" if now > 1 else
+                 "Shard the model over several GPUs with --tensor-parallel-size")
+        return Fix(title=title, changes={},
                    why="Splitting the weights over GPUs frees memory on each.", cost="hardware",
                    not_evaluable=f"number of GPUs unknown: how many GPUs does the host have{_count_tool(ctx)}?")
     t, p = choice
