@@ -48,6 +48,7 @@ STRATEGY_MODULES = {
     "config": ("cap-max-model-len-to-derived", "enable-yarn", "batched-tokens-cover-max-len", "trust-remote-code",
                "hf-token", "accept-licence", "snapshot-path", "local-model-path", "matching-quantization",
                "tokenizer-path", "change-port", "attention-backend"),
+    "host_memory": ("swap-space-within-ram",),
     "generic": ("set-flag", "dtype-half", "remove-flag", "correct-or-remove-flag", "valid-choice", "set-env",
                 "unset-env", "launch-as-read", "docker-option", "step"),
     "memory": ("cap-max-model-len", "raise-gpu-memory-utilization", "more-budget-shorter-context",
