@@ -125,3 +125,13 @@ def test_without_a_launch_the_report_says_how_to_get_full_commands():
     with_launch = report_for("weights-oom-on-rank-1-little-fragmentation.log",
                              launch="vllm serve meta-llama/Llama-4-Scout-17B-16E-Instruct --tensor-parallel-size 2")
     assert not any("--launch" in note for note in with_launch["notes"])
+
+
+def test_a_layout_that_is_a_multiple_of_the_node_lists_the_ray_executor():
+    """D1, gh-nemoskills-1059: TP 16 on an 8-GPU node almost always means two nodes."""
+    text = "Value error, Tensor parallel size (16) cannot be larger than the number of available GPUs (8)\n"
+    fixes = diagnose_text(text).report["diagnoses"][0]["fixes"]
+    ray = [f for f in fixes if f["changes"] == {"--distributed-executor-backend": "ray"}]
+    assert ray and "2 nodes of 8" in ray[0]["why"]
+    odd = diagnose_text(text.replace("(16)", "(12)")).report["diagnoses"][0]["fixes"]
+    assert not any(f["changes"] == {"--distributed-executor-backend": "ray"} for f in odd)
