@@ -225,6 +225,12 @@ def _cpu(ctx: Context) -> bool:
     return ctx.facts.platform == "cpu"
 
 
+@predicate("image-known")
+def _image_known(ctx: Context) -> bool:
+    """The container image vLLM ran in: a docker launch's image, or one the input names."""
+    return bool((ctx.launch is not None and ctx.launch.image) or ctx.facts.container_image)
+
+
 @predicate("layout-multiple-of-gpus")
 def _multiple(ctx: Context) -> bool:
     """The parallel size the message refuses is a whole multiple (2× or more) of the GPUs it found, two or more: a
