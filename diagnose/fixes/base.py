@@ -49,6 +49,7 @@ STRATEGY_MODULES = {
                "hf-token", "accept-licence", "snapshot-path", "local-model-path", "matching-quantization",
                "tokenizer-path", "change-port", "attention-backend"),
     "host_memory": ("swap-space-within-ram",),
+    "attention_reasons": ("attention-reasons",),
     "generic": ("set-flag", "dtype-half", "remove-flag", "correct-or-remove-flag", "valid-choice", "set-env",
                 "unset-env", "launch-as-read", "docker-option", "step"),
     "memory": ("cap-max-model-len", "raise-gpu-memory-utilization", "more-budget-shorter-context",
