@@ -454,7 +454,8 @@ def test_escape_sequences_in_the_log_never_reach_the_journal_fields(tmp_path):
     for value in result.fields.values():
         assert_inert(value)
         assert "\n" not in value
-    assert "\\x1b]52;" in result.message and "U+202E" in result.message, "shown, not silently dropped"
+    # one policy for every output (util.sanitise): ingest removes the sequences whole, the text around them stays
+    assert "52;" not in result.message and "pwned title" not in result.message and "gnp.exe zerowidth" in result.message
 
 
 @pytest.mark.parametrize("fmt", ["md", "json"])
