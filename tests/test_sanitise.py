@@ -76,6 +76,8 @@ def test_json_writes_invisible_characters_as_escapes_and_reads_back_the_same():
     value = {"a": "x\u202ey\x9b\x7f\u200b\U000e0041"}
     document = inert_json(json.dumps(value, ensure_ascii=False))
     assert not raw_leaks(document) and json.loads(document) == value
+    stored = '{"a": "raw \x1b]0;t\x07 controls"}'  # a file json.dumps did not write: its controls are escaped too
+    assert not raw_leaks(inert_json(stored)) and json.loads(inert_json(stored)) == {"a": "raw \x1b]0;t\x07 controls"}
 
 
 @pytest.mark.parametrize("envelope", ["text", "docker", "journal", "journal-export", "utf-16"])

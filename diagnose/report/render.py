@@ -1,6 +1,7 @@
 """Renderers: one report dict in, text (rich), JSON or Markdown out.
 
-Each renderer first redacts the report field by field (`redact_tree`), before anything is serialised or joined.
+Each renderer first sanitises the report field by field (`shown`: no control, escape sequence or invisible
+character, util.sanitise), then redacts it (`redact_tree`), before anything is serialised or joined.
 """
 
 from __future__ import annotations
@@ -10,15 +11,23 @@ import re
 from typing import Any
 
 from ..util.redact import redact, redact_tree
+from ..util.sanitise import inert_json, sanitise_tree
 from .memory_bar import memory_bars
 
 
+def shown(tree: Any, emails: bool = True) -> Any:
+    """A report-like tree as every output shows it: sanitised first (a secret split by a zero-width space is whole
+    again), then redacted."""
+    return redact_tree(sanitise_tree(tree), emails)
+
+
 def to_json(report: dict[str, Any], emails: bool = True) -> str:
-    return json.dumps(redact_tree(report, emails), indent=2, ensure_ascii=False, default=lambda o: redact(str(o), emails))
+    return inert_json(json.dumps(shown(report, emails), indent=2, ensure_ascii=False,
+                                 default=lambda o: redact(str(o), emails)))
 
 
 def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
-    report = redact_tree(report, emails)
+    report = shown(report, emails)
     out: list[str] = []
     facts = report["facts"]
     diagnoses = report["diagnoses"]
@@ -123,7 +132,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     from .terminal import Printer
 
     say = Printer(stream).say
-    report = redact_tree(report, emails)
+    report = shown(report, emails)
     diagnoses = report["diagnoses"]
     facts = report["facts"]
     if not diagnoses:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..report.render import shown
 from ..util.datafiles import load_yaml
 from ..util.redact import redact
 
@@ -37,9 +38,11 @@ def customer_reply(title: str | None, report: dict[str, Any], kind: str, questio
     `server_lines` are the server's own lines about requests, which a reply to a client-side error quotes.
     """
     words = _WORDS
+    # sanitised, then redacted: a secret split by a zero-width space is whole again
+    title, report, questions, server_lines = shown([title, report, questions, server_lines or []])
     out = [f"**Re: {title}**\n" if title else "", words["greeting"] + "\n"]
     if kind == "request-error":
-        out += _request_error(report, questions, words, server_lines or [])
+        out += _request_error(report, questions, words, server_lines)
     else:
         body = {"failure": _failure, "question": _question}.get(kind, _nothing)
         out += body(report, questions, words, topic)
@@ -104,6 +107,7 @@ def _nothing(report: dict[str, Any], questions: list[str], words: dict, topic: s
 
 def internal_note(row: dict[str, Any], prose: dict[str, Any]) -> str:
     """What the team needs beside the draft: rule, confidence, kind, language, fingerprint, prose facts."""
+    row, prose = shown([row, prose])
     lines = [f"# Internal note: {row['id']} (not for the customer)\n",
              f"- kind: {row['kind']}; language: {row['language']}; status: {row['status']}",
              f"- rule: {row['rule'] or '-'}; category: {row['category'] or '-'}; confidence: "

@@ -36,7 +36,7 @@ from .lazy_pattern import lazy
 _INVISIBLE_CLASS = (r"\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
                     r"\U000e0000-\U000e007f")
 _LONE = lazy(r"[\x00-\x08\x0b-\x1f" + _INVISIBLE_CLASS + "]")  # also the screen: every sequence starts with one
-_INVISIBLE = lazy(f"[{_INVISIBLE_CLASS}]")
+_UNSAFE_IN_JSON = lazy(r"[\x00-\x08\x0b-\x1f" + _INVISIBLE_CLASS + "]")
 # ECMA-48 forms. A string's body ends at its terminator or at the end of the line, never past it: an unterminated
 # OSC must not swallow the lines after it (the error a log goes on to show).
 _SEQUENCES = lazy(r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
@@ -108,17 +108,17 @@ def sanitise_tree(node: Any) -> Any:
 
 
 def inert_json(document: str) -> str:
-    """A JSON document with DEL, C1 and invisible format characters written as `\\uXXXX` escapes.
+    """A JSON document with every character `sanitise` removes written as a `\\uXXXX` escape instead.
 
-    `json.dumps(..., ensure_ascii=False)` writes them raw (it escapes only C0); they can only stand inside strings,
-    so the document reads back the same.
+    `json.dumps(..., ensure_ascii=False)` writes DEL, C1 and format characters raw (it escapes only C0; a stored
+    file may not even come from it); they can only stand inside strings, so the document reads back the same.
 
     >>> inert_json('{"a": "x\\u202ey\\x9b"}')
     '{"a": "x\\\\u202ey\\\\u009b"}'
     """
-    if not _INVISIBLE.search(document):
+    if not _UNSAFE_IN_JSON.search(document):
         return document
-    return _INVISIBLE.sub(_json_escape, document)
+    return _UNSAFE_IN_JSON.sub(_json_escape, document)
 
 
 def _json_escape(match) -> str:
