@@ -1,7 +1,7 @@
 """Triage renderers: a Batch in, JSON, CSV, Markdown or a rich text summary out.
 
 Rows, summary and templates are sanitised, then redacted, field by field (`shown`) before they are serialised or
-joined: the terminal table shows no control, escape sequence or invisible character.
+joined; Markdown escapes every field (markdown_text), the terminal table shows no control or escape sequence.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import io
 import json
 from typing import Any
 
+from ..report.markdown_text import md_code, md_prose, md_text
 from ..report.render import shown
 from ..util.sanitise import inert_json
 from .batch import QUESTION_LABELS, Batch
@@ -56,13 +57,14 @@ def to_markdown(batch: Batch) -> str:
     out.append(", ".join(f"{count} {status}" for status, count in summary["by_status"].items()) + "\n")
     if summary["categories"]:
         out += ["## Diagnosed, by category\n", "| category | tickets | examples |", "|---|---:|---|"]
-        out += [f"| `{c['category']}` | {c['tickets']} | {_md(', '.join(c['examples']))} |" for c in summary["categories"]]
+        out += [f"| {md_code(c['category'], table=True)} | {c['tickets']} | {_md(', '.join(c['examples']))} |"
+                for c in summary["categories"]]
         out.append("")
     if summary["duplicates"]:
         out += ["## Duplicates (same rule, decisive figures and release)\n", "| fingerprint | category | tickets |",
                 "|---|---|---|"]
-        out += [f"| `{d['fingerprint']}` | {d['category'] or 'unexplained'} | {_md(', '.join(d['tickets']))} |"
-                for d in summary["duplicates"]]
+        out += [f"| {md_code(d['fingerprint'], table=True)} | {_md(d['category'] or 'unexplained')} | "
+                f"{_md(', '.join(d['tickets']))} |" for d in summary["duplicates"]]
         out.append("")
     if summary["unexplained"]:
         out.append(f"## Unexplained ({len(summary['unexplained'])} ticket(s))\n")
@@ -70,7 +72,8 @@ def to_markdown(batch: Batch) -> str:
     if templates:
         out += ["### Unexplained error lines, by template (a new rule for the first closes the most tickets)\n",
                 "| id | tickets | template | examples |", "|---|---:|---|---|"]
-        out += [f"| `{t['id']}` | {t['tickets']} | `{_code(t['template'])}` | {_md(', '.join(t['examples']))} |" for t in templates]
+        out += [f"| {md_code(t['id'], table=True)} | {t['tickets']} | {md_code(t['template'], table=True)} | "
+                f"{_md(', '.join(t['examples']))} |" for t in templates]
         out.append("")
     if summary["errors"]:
         out += ["## Tickets that could not be read\n"]
@@ -79,19 +82,18 @@ def to_markdown(batch: Batch) -> str:
     out += ["## Tickets\n", "| ticket | kind | lang | status | category | confidence | rank-1 fix | to ask |",
             "|---|---|---|---|---|---:|---|---|"]
     for row in shown(batch.rows):
-        fix = _md(row["fix"] or "") + (f"<br>`{_code(row['command'])}`" if row["command"] else "")
+        command = f"<br>{md_code(row['command'], table=True)}" if row["command"] else ""
+        fix = md_prose(row["fix"] or "", table=True) + command
         confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
-        out.append(f"| {_md(row['id'])} | {row['kind'] or ''} | {row['language'] or ''} | {row['status']} | {row['category'] or ''} | {confidence} | {fix} | "
-                   f"{_md('<br>'.join(row['questions']))} |")
+        cells = (row["id"], row["kind"], row["language"], row["status"], row["category"])
+        out.append(f"| {' | '.join(_md(cell or '') for cell in cells)} | {confidence} | {fix} | "
+                   f"{'<br>'.join(md_prose(q, table=True) for q in row['questions'])} |")
     return "\n".join(out) + "\n"
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _code(text: str) -> str:
-    return text.replace("`", "'").replace("|", "\\|").replace("\n", " ")
+    """A table cell from input: escaped, so it renders as this text and ends where the table says."""
+    return md_text(str(text))
 
 
 def print_text(batch: Batch, stream=None) -> None:
