@@ -10,6 +10,7 @@ import click
 
 from ..util.errors import ExitCode, VdiagError
 from ..util.redact import redact
+from ..util.sanitise import sanitise
 from ..verify.render import text_lines, to_markdown
 
 
@@ -107,9 +108,11 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
     elif fmt == "md":
         click.echo(to_markdown(result.as_json()), nl=False)
     else:
+        from ..report.render import shown as shown_tree
+
         printer = Printer()
         shown = progress.live_capable and printer.is_terminal  # the attempts are on this same screen
-        for text, style, hang in text_lines(result.as_json(), attempts_shown=shown):
+        for text, style, hang in text_lines(shown_tree(result.as_json()), attempts_shown=shown):
             printer.say(text, style, hang)
     return result.exit_code()
 
@@ -126,10 +129,10 @@ class _Progress:
 
     def announce(self, attempt) -> None:
         say = self.printer.say
-        say(f"attempt {attempt.number} · {attempt.origin} · {redact(attempt.fix)}", "bold", hang=4)
-        say(f"  $ {redact(attempt.ran)}", "green")
+        say(f"attempt {attempt.number} · {attempt.origin} · {_shown(attempt.fix)}", "bold", hang=4)
+        say(f"  $ {_shown(attempt.ran)}", "green")
         for note in attempt.notes:
-            say(f"  note: {redact(note)}", "dim", hang=8)
+            say(f"  note: {_shown(note)}", "dim", hang=8)
 
     def hear(self, event: str, data) -> None:
         say = self.printer.say
@@ -137,9 +140,9 @@ class _Progress:
             if data.diagnosis:
                 say(f"Diagnosis: {data.diagnosis['title']} ({data.diagnosis['rule']})", "bold", hang=2)
             if data.original_command:
-                say(f"  failing command: {redact(data.original_command)}", "dim")
+                say(f"  failing command: {_shown(data.original_command)}", "dim")
             for note in data.notes:
-                say(f"  note: {redact(note)}", "dim", hang=8)
+                say(f"  note: {_shown(note)}", "dim", hang=8)
         elif event == "start":
             self._start(data)
         elif event == "line" and self._status is not None:
@@ -148,7 +151,7 @@ class _Progress:
             self.stop()
             say(_summary(data, self._phase), _STYLE.get(data.outcome), hang=4)
         elif event == "refused":
-            say(f"attempt {data.number} not run: {redact(data.detail)}", "yellow", hang=4)
+            say(f"attempt {data.number} not run: {_shown(data.detail)}", "yellow", hang=4)
 
     def _start(self, attempt) -> None:
         from ..verify.progress import AttemptStatus
@@ -182,13 +185,19 @@ class _Progress:
 _STYLE = {"served": "bold green", "failed": "bold red", "timeout": "bold red"}
 
 
+def _shown(text: str) -> str:
+    """A command, note or vLLM line for the operator's terminal: sanitised, then redacted (a secret split by a
+    zero-width space is whole again for redaction; the printer sanitises every line again)."""
+    return redact(sanitise(text)) if isinstance(text, str) else text
+
+
 def _summary(attempt, phase: str | None) -> str:
     mark = "✓" if attempt.outcome == "served" else "✗"
     ready = f", ready after {attempt.seconds_to_ready} s" if attempt.seconds_to_ready is not None else ""
     reached = f" (start-up reached: {phase})" if phase and attempt.outcome != "served" else ""
-    text = f"{mark} attempt {attempt.number} {attempt.outcome} after {attempt.seconds} s{ready}{reached}: {redact(attempt.detail)}"
+    text = f"{mark} attempt {attempt.number} {attempt.outcome} after {attempt.seconds} s{ready}{reached}: {_shown(attempt.detail)}"
     if attempt.completion is not None:
-        text += f" · completion {redact(attempt.completion)!r}"
+        text += f" · completion {_shown(attempt.completion)!r}"
     if attempt.diagnosis:
         found = attempt.diagnosis
         text += (f" · new diagnosis: {found['title']} ({found['rule']})" if found.get("rule")

@@ -1,6 +1,8 @@
 """Renderers: one report dict in, text (rich), JSON or Markdown out.
 
-Each renderer first redacts the report field by field (`redact_tree`), before anything is serialised or joined.
+Each renderer first sanitises the report field by field (`shown`: no control, escape sequence or invisible
+character, util.sanitise), then redacts it (`redact_tree`), before anything is serialised or joined; Markdown also
+escapes every field that came from input (markdown_text).
 """
 
 from __future__ import annotations
@@ -10,15 +12,24 @@ import re
 from typing import Any
 
 from ..util.redact import redact, redact_tree
+from ..util.sanitise import inert_json, sanitise_tree
+from .markdown_text import md_block, md_code, md_prose, md_text
 from .memory_bar import memory_bars
 
 
+def shown(tree: Any, emails: bool = True) -> Any:
+    """A report-like tree as every output shows it: sanitised first (a secret split by a zero-width space is whole
+    again), then redacted."""
+    return redact_tree(sanitise_tree(tree), emails)
+
+
 def to_json(report: dict[str, Any], emails: bool = True) -> str:
-    return json.dumps(redact_tree(report, emails), indent=2, ensure_ascii=False, default=lambda o: redact(str(o), emails))
+    return inert_json(json.dumps(shown(report, emails), indent=2, ensure_ascii=False,
+                                 default=lambda o: redact(str(o), emails)))
 
 
 def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
-    report = redact_tree(report, emails)
+    report = shown(report, emails)
     out: list[str] = []
     facts = report["facts"]
     diagnoses = report["diagnoses"]
@@ -29,59 +40,60 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
     for index, d in enumerate(diagnoses):
         heading = "##" if index == 0 else "###"
         label = "" if index == 0 else " (secondary)"
-        out.append(f"{heading} {d['title']}{label}\n")
-        out.append(f"**Category:** `{d['category']}` · **confidence:** {d['confidence']:.2f} · **rule:** `{d['rule']}`\n")
-        out.append(d["summary"] + "\n")
+        out.append(f"{heading} {md_prose(d['title'])}{label}\n")
+        out.append(f"**Category:** {md_code(d['category'])} · **confidence:** {d['confidence']:.2f} · "
+                   f"**rule:** {md_code(d['rule'])}\n")
+        out.append(md_prose(d["summary"]) + "\n")
         if d["why"]:
-            out.append(f"**Why:** {d['why']}\n")
+            out.append(f"**Why:** {md_prose(d['why'])}\n")
         if d["evidence"]:
-            out.append("**Evidence**\n\n```")
-            out += [f"{_where(e):>6}: {e['text']}" for e in d["evidence"]]
-            out.append("```\n")
+            lines = "\n".join(f"{_where(e):>6}: {e['text']}" for e in d["evidence"])
+            out.append(f"**Evidence**\n\n{md_block(lines)}\n")
         if d["fixes"]:
             out.append("**Fixes, best first**\n")
             for fix in d["fixes"]:
-                out.append(f"{fix['rank']}. **{fix['title']}** — {fix['rank_reason']}")
+                out.append(f"{fix['rank']}. **{md_prose(fix['title'])}** — {md_prose(fix['rank_reason'])}")
                 if fix["why"]:
-                    out.append(f"   {fix['why']}")
+                    out.append(f"   {md_prose(fix['why'])}")
                 command = fix.get("command") or fix.get("step")
                 if command:
-                    out.append(f"\n   ```\n   {command}\n   ```")
+                    out.append("\n" + md_block(command, indent="   "))
                 elif fix.get("command_not_shown"):
-                    out.append(f"   not shown: {fix['command_not_shown']}")
+                    out.append(f"   not shown: {md_prose(fix['command_not_shown'])}")
                     if fix["changes"]:
-                        out.append(f"   change: `{changes_text(fix['changes'])}`")
+                        out.append(f"   change: {md_code(changes_text(fix['changes']))}")
             out.append("")
         if index == 0 and len(diagnoses) > 1:
             out.append("---\n")
     out.append(_facts_markdown(facts))
     if report["unexplained"]:
-        out.append("**Error lines no rule explains**\n\n```")
-        out += [f"{u['line']:>6}: {u['text']}" for u in report["unexplained"]]
-        out.append("```")
+        lines = "\n".join(f"{u['line']:>6}: {u['text']}" for u in report["unexplained"])
+        out.append(f"**Error lines no rule explains**\n\n{md_block(lines)}")
     for note in report.get("notes", []):
-        out.append(f"> note: {note}")
+        out.append(f"> note: {md_prose(note)}")
     return "\n".join(out).rstrip() + "\n"
 
 
 def _fact_rows(facts: dict[str, Any], markdown: bool) -> list[str]:
-    """The facts every output lists: version, launch, model, GPUs (Markdown quotes the command)."""
+    """The facts every output lists: version, launch, model, GPUs (Markdown quotes the command, escapes the rest)."""
+    text = (lambda value: md_text(str(value))) if markdown else str
     rows = []
     if facts.get("vllm_version"):
-        rows.append(f"vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
+        rows.append(f"vLLM {text(facts['vllm_version'])} ({text(facts.get('vllm_version_source'))})")
     if facts.get("launch"):
         command = facts["launch"]["command"]
         if command is None:
-            command = f"not shown: {facts['launch'].get('command_not_shown')}"
+            command = text(f"not shown: {facts['launch'].get('command_not_shown')}")
         elif markdown:
-            command = f"`{command}`"
-        rows.append(f"launch ({facts['launch']['source']}): {command}")
+            command = md_code(command)
+        rows.append(f"launch ({text(facts['launch']['source'])}): {command}")
     if facts.get("model"):
         origin = "architecture from" if markdown else "from"
-        rows.append(f"model: {facts['model']['name']} ({origin} {facts['model']['source']})")
+        rows.append(f"model: {text(facts['model']['name'])} ({origin} {text(facts['model']['source'])})")
     for gpu in facts.get("gpus", []):
         size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
-        rows.append(f"GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+        name = text(gpu.get("name") or "unknown")
+        rows.append(f"GPU {gpu.get('index', '?')}: {name}{size} ({text(gpu.get('source'))})")
     return rows
 
 
@@ -89,7 +101,7 @@ def _facts_markdown(facts: dict[str, Any]) -> str:
     rows = [f"- {row}" for row in _fact_rows(facts, markdown=True)]
     bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [])
     if bar:
-        rows.append("\n```\n" + "\n".join(bar) + "\n```")
+        rows.append("\n" + md_block("\n".join(bar)))
     return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
 
 
@@ -123,7 +135,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     from .terminal import Printer
 
     say = Printer(stream).say
-    report = redact_tree(report, emails)
+    report = shown(report, emails)
     diagnoses = report["diagnoses"]
     facts = report["facts"]
     if not diagnoses:

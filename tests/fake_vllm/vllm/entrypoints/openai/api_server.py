@@ -7,6 +7,7 @@ to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, double-f
 echo-architectures (fail as vLLM does on an unknown architecture, echoing the `architectures` of the model
 folder's config.json, text a model's author chose).
 `FAKE_VLLM_DUMP` names a file that receives what reached this process: its executable, argv and environment.
+`FAKE_VLLM_SAY` names a file whose lines a hanging launch prints last, as vLLM's own output would go on.
 """
 
 import json
@@ -106,6 +107,10 @@ def main():
         sys.exit(1)
     if action == "hang":
         say("INFO 11-29 09:36:12 [core.py:133] Initializing a V1 LLM engine (hangs)")
+        if os.environ.get("FAKE_VLLM_SAY"):
+            with open(os.environ["FAKE_VLLM_SAY"], encoding="utf-8") as lines:
+                for line in lines:
+                    say(line.rstrip("\n"))
         while True:
             time.sleep(1)
     if action == "ignore-sigint":
