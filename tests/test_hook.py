@@ -25,7 +25,6 @@ from diagnose.hook import deadline as hook_deadline
 from diagnose.hook import journald
 from diagnose.hook import run as hook_lib
 from diagnose.hook import summary as hook_summary
-from diagnose.hook import visible as hook_visible
 from diagnose.hook import state as hook_state
 from diagnose.hook.run import HookSettings, run_hook
 from diagnose.hook.state import rotate_reports
@@ -499,7 +498,7 @@ def test_head_and_tail_that_overlap_read_each_entry_once(tmp_path, monkeypatch):
 def test_docstring_examples_run():
     import doctest
 
-    for module in (hook_lib, journald, hook_deadline, hook_summary, hook_visible):
+    for module in (hook_lib, journald, hook_deadline, hook_summary):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 

@@ -13,14 +13,14 @@ Sparse is only supported on Hopper and Blackwell devices.") are quoted, not repl
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from ..context.context import Context
+from ..util.lazy_pattern import lazy
 from .base import Fix, strategy
 
-_REASONS = re.compile(r"Reasons:\s*\{(?P<body>.{1,8000}?)\}\s*\.?\s*(?:\*\*)?\s*$")
-_ENTRY = re.compile(r"(?P<name>[A-Z][A-Z0-9_]{1,60}):\s*\[(?P<reasons>[^\]]{0,2000})\]")
+_REASONS = lazy(r"Reasons:\s*\{(?P<body>.{1,8000}?)\}\s*\.?\s*(?:\*\*)?\s*$")
+_ENTRY = lazy(r"(?P<name>[A-Z][A-Z0-9_]{1,60}):\s*\[(?P<reasons>[^\]]{0,2000})\]")
 
 
 @lru_cache(maxsize=1)

@@ -7,7 +7,7 @@ writes the report as JSON and Markdown into a state directory, and returns one s
 fields for the journal. It never makes things worse: one deadline bounds all of its work (the journal, the
 diagnosis, the report, the fleet outputs), and every failure of its own becomes a result line instead of an
 exception. It trusts nothing of the service: the programs it runs, the folders and files it writes and the
-characters it logs are checked (hook.tools, util.safewrite, hook.visible).
+characters it logs are checked (hook.tools, util.safewrite, util.sanitise).
 
 >>> read_trigger({"SERVICE_RESULT": "success", "INVOCATION_ID": "ab" * 16}, unit="vllm.service").clean
 True

@@ -1,11 +1,11 @@
 """The hook's one journal line: what failed (systemd's result first), the rank-1 fix and where the report is,
 with structured fields (`VDIAG_*`, MESSAGE_ID, OBJECT_SYSTEMD_UNIT) for alerts and `journalctl -u UNIT`.
 
-Every value passes through `one_line`, which also shows each character that could drive a terminal visibly
-(hook.visible): the line quotes the service's own log.
+Every value passes through `one_line`, which also removes each sequence or character that could drive a terminal
+(util.sanitise, the one sanitiser of every output): the line quotes the service's own log.
 
 >>> one_line("RuntimeError: boom\\n\\x1b]52;c;ZWNobw==\\x07", 60)
-'RuntimeError: boom \\\\x1b]52;c;ZWNobw==\\\\x07'
+'RuntimeError: boom'
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .fleet import MESSAGE_ID
 from .trigger import Trigger
-from .visible import visible
+from ..util.sanitise import sanitise
 
 MAX_MESSAGE_CHARS = 1000
 MAX_FIELD_CHARS = 4096
@@ -68,7 +68,7 @@ def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_no
         what = f"no vLLM failure found in {report['facts']['lines']} journal line(s)"
     if report["systemd"].get("partial"):
         what += f" (partial report: {report['systemd']['partial']} while reading the journal)"
-    tail = visible(f"; report {md_path}" + (f" ({state_note})" if state_note else ""))
+    tail = sanitise(f"; report {md_path}" + (f" ({state_note})" if state_note else ""))
     message = one_line(redact(f"{head}: {what}"), MAX_MESSAGE_CHARS - len(tail)) + tail
     fields["MESSAGE"] = message
     return HookResult(message, fields, [json_path, md_path])
@@ -101,6 +101,6 @@ def failure_result(trigger: Trigger | None, reason: str) -> HookResult:
 
 
 def one_line(text: str, limit: int) -> str:
-    """One line of at most `limit` characters, each that could drive a terminal shown visibly."""
-    text = " ".join(visible(text).split())
+    """One line of at most `limit` characters, without anything that could drive a terminal."""
+    text = " ".join(sanitise(text).split())
     return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"
