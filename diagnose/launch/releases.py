@@ -49,7 +49,25 @@ def has_flag(flag: str, version: str | None) -> bool | None:
     A flag first read in 0.6.6 is taken as absent from 0.6.3 (the table reads the newest patch of each minor, so
     the patch it appeared in is not known); one last read in 0.10.2 is present in every 0.10 patch.
     """
-    entry, release = flag_entry(flag), parse_release(version)
+    return _present(flag_entry(flag), version)
+
+
+def has_env(name: str, version: str | None) -> bool | None:
+    """Whether `version` reads the environment variable `name`, as `has_flag` for a flag.
+
+    >>> has_env("VLLM_ALL2ALL_BACKEND", "0.11.0"), has_env("VLLM_ALL2ALL_BACKEND", "0.16.0")
+    (True, False)
+    """
+    return _present((engine_args().get("env") or {}).get(name), version)
+
+
+def has_setting(setting: str, version: str | None) -> bool | None:
+    """`has_flag` for '--x', `has_env` for 'env:VLLM_X'."""
+    return has_env(setting[4:], version) if setting.startswith("env:") else has_flag(setting, version)
+
+
+def _present(entry: dict | None, version: str | None) -> bool | None:
+    release = parse_release(version)
     if entry is None or release is None:
         return None
     first = parse_release(entry["first"])
@@ -72,6 +90,43 @@ def release_default(flag: str, version: str | None) -> Any:
         if release is None or since is None or since[:2] <= release[:2]:
             value = step.get("value") if "expr" not in step else None
     return value
+
+
+@lru_cache(maxsize=1)
+def value_forms() -> dict:
+    from ..util.datafiles import load_json
+
+    try:
+        return load_json("generated/value_forms.json").get("flags") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def accepts_value(flag: str, value: Any, version: str | None) -> bool | None:
+    """Whether `version`'s parser takes `value` for `flag`: `--max-model-len auto` from 0.14.1, `32k` from 0.8.5
+    (data/generated/value_forms.json, read from each release's parser). None when the release is unknown or the
+    flag's value is not read by a parser of vLLM's own (a plain number, a name). A spelling first read in a later
+    patch of the user's minor release is taken as not yet there.
+
+    >>> accepts_value("--max-model-len", "auto", "0.13.0"), accepts_value("--max-model-len", "auto", "0.14.1")
+    (False, True)
+    >>> accepts_value("--max-model-len", "32k", "0.7.3"), accepts_value("--max-model-len", "32768", "0.7.3")
+    (False, True)
+    """
+    steps, release = value_forms().get(flag), parse_release(version)
+    if not steps or release is None or value is True:
+        return None
+    form: dict = {}
+    for step in steps:
+        if parse_release(step["since"]) <= release:
+            form = step
+    text = str(value).strip()
+    if re.fullmatch(r"-?\d+", text):
+        return True
+    if text.lower() in (form.get("words") or []):
+        return True
+    suffixes = form.get("suffixes") or ""
+    return bool(suffixes) and re.fullmatch(rf"\d+(?:\.\d+)?[{re.escape(suffixes)}]", text) is not None
 
 
 def releases_with(flag: str) -> int:
