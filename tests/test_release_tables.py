@@ -101,3 +101,16 @@ def test_max_model_len_auto_is_accepted_from_the_release_whose_parser_takes_it()
     assert accepts_value("--max-model-len", "auto", None) is None
     assert accepts_value("--tensor-parallel-size", "auto", "0.20.2") is None  # a builtin int: not this table's
 
+
+@pytest.mark.parametrize("version, kept", [("0.12.0", False), ("0.14.1", True), (None, True)])
+def test_a_fix_is_proposed_only_in_a_spelling_the_release_parses(version, kept):
+    from diagnose.context.context import Context
+    from diagnose.facts.record import Facts
+    from diagnose.fixes.base import Fix, for_release
+    from diagnose.scan.hits import ScanResult
+
+    facts = Facts()
+    facts.vllm_version = version
+    fix = for_release(Fix(title="Let vLLM fit the context: --max-model-len auto", changes={"--max-model-len": "auto"}),
+                      Context(facts, ScanResult()))
+    assert (fix is not None) == kept

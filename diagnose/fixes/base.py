@@ -82,9 +82,10 @@ def strategy_for(name: str) -> Strategy | None:
 def for_release(fix: Fix, ctx: Context) -> Fix | None:
     """The fix in the spelling the user's vLLM accepts, without changes that only restate its defaults.
 
-    None when the release has no flag for a change (a fix it would reject), or when nothing but defaults is left.
+    None when the release has no flag for a change, or its parser does not take the value (`--max-model-len auto`
+    before 0.14.1): a fix it would reject; or when nothing but defaults is left.
     """
-    from ..launch.releases import parse_release, spelling_for
+    from ..launch.releases import accepts_value, parse_release, spelling_for
 
     changes: dict[str, Any] = {}
     notes: list[str] = []
@@ -96,6 +97,8 @@ def for_release(fix: Fix, ctx: Context) -> Fix | None:
         if spelled is None:
             return None
         flag, new_value, note = spelled
+        if accepts_value(flag, new_value, ctx.version) is False:
+            return None
         if flag != key:
             old_text, new_text = (key, flag) if value is True else (f"{key} {value}", f"{flag} {new_value}")
             fix.title = fix.title.replace(old_text, new_text).replace(key, flag)
