@@ -46,7 +46,7 @@ STRATEGY_MODULES = {
                "hf-token", "accept-licence", "snapshot-path", "local-model-path", "matching-quantization",
                "tokenizer-path", "change-port", "attention-backend"),
     "generic": ("set-flag", "dtype-half", "remove-flag", "correct-or-remove-flag", "valid-choice", "set-env",
-                "unset-env", "launch-as-read", "docker-option", "step"),
+                "unset-env", "launch-as-read", "docker-option", "step", "upgrade-for-flag"),
     "memory": ("cap-max-model-len", "raise-gpu-memory-utilization", "more-budget-shorter-context",
                "cpu-kvcache-space", "fit-utilization-to-free-memory", "free-gpu-processes",
                "raise-kv-cache-memory-bytes"),
