@@ -164,3 +164,15 @@ def test_a_flag_newer_than_the_release_becomes_the_env_variable_that_release_rea
     assert top(given)["fixes"][0]["command"] == (
         "VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve deepseek-ai/DeepSeek-V3 --enable-expert-parallel")
 
+
+def test_mxfp4_refused_on_ampere_is_answered_with_the_release_that_runs_it_there_in_people_s_numbers():
+    """gh-vllm-22422: 0.10.1 enabled MXFP4 on capability 10.0 only; from 0.10.2 it runs on 8.0+ (Marlin/Triton)."""
+    report = report_for("mxfp4-on-ampere-0.10.1.log")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "quantization-mismatch"
+    assert "needs 10.0, and this GPU has 8.6" in diagnosis["why"]
+    first = diagnosis["fixes"][0]
+    assert first["command"] == "pip install -U 'vllm>=0.10.2'"
+    assert "8.0" in first["why"] and "8.6" in first["why"]
+    text = " ".join(f"{fix['title']} {fix.get('why') or ''}" for fix in diagnosis["fixes"])
+    assert not re.search(r"capability 100\b|has 86\b", text), text

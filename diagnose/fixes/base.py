@@ -44,7 +44,7 @@ STRATEGY_MODULES = {
     "choices": ("setting-choice",),
     "config": ("cap-max-model-len-to-derived", "enable-yarn", "batched-tokens-cover-max-len", "trust-remote-code",
                "hf-token", "accept-licence", "snapshot-path", "local-model-path", "matching-quantization",
-               "tokenizer-path", "change-port", "attention-backend"),
+               "tokenizer-path", "change-port", "attention-backend", "upgrade-for-quantization"),
     "generic": ("set-flag", "dtype-half", "remove-flag", "correct-or-remove-flag", "valid-choice", "set-env",
                 "unset-env", "launch-as-read", "docker-option", "step", "upgrade-for-flag"),
     "memory": ("cap-max-model-len", "raise-gpu-memory-utilization", "more-budget-shorter-context",
