@@ -114,3 +114,14 @@ def test_a_fix_is_proposed_only_in_a_spelling_the_release_parses(version, kept):
     fix = for_release(Fix(title="Let vLLM fit the context: --max-model-len auto", changes={"--max-model-len": "auto"}),
                       Context(facts, ScanResult()))
     assert (fix is not None) == kept
+
+
+def test_max_model_len_auto_on_a_release_without_it_is_not_dropped_at_no_cost_and_the_upgrade_is_offered():
+    from diagnose import diagnose_text
+
+    log = "vllm serve: error: argument --max-model-len: invalid human_readable_int value: 'auto'\n"
+    fixes = diagnose_text(log, name="auto.log").report["diagnoses"][0]["fixes"]
+    first = fixes[0]
+    assert first["changes"] == {"--max-model-len": None} and first["predicted"]["starts"] is not True
+    assert "no cost" not in first["rank_reason"] and "0.14.1" in first["why"]
+    assert any(fix.get("command") == "pip install -U 'vllm>=0.14.1'" for fix in fixes)

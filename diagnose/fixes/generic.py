@@ -7,7 +7,7 @@ from typing import Any
 
 from ..context.context import Context
 from .base import Fix, fill, strategy
-from .release_levers import removal_fix, replacement_fix, upgrade_fix
+from .release_levers import removal_fix, replacement_fix, upgrade_fix, upgrade_for_value_fix, value_spelling_fix
 
 # ---------------------------------------------------------------- generic flag and environment changes
 
@@ -112,6 +112,20 @@ def _given_value(ctx: Context, flag: str) -> str | None:
         return given
     value = ctx.captures.get("value")
     return value if value and not re.match(r"-(?!\d)", value) else None
+
+
+@strategy("value-spelling")
+def value_spelling(ctx: Context, params: dict) -> Fix | None:
+    """A value the release's parser refuses in a spelling a later release reads (`--max-model-len 32k` before 0.8.5,
+    `auto` before 0.14.1), from data/generated/value_forms.json."""
+    flag, value = fill(params.get("flag", "{flag}"), ctx), ctx.captures.get("value")
+    return value_spelling_fix(ctx, flag, value) if value and flag.startswith("--") else None
+
+
+@strategy("upgrade-for-value")
+def upgrade_for_value(ctx: Context, params: dict) -> Fix | None:
+    flag, value = fill(params.get("flag", "{flag}"), ctx), ctx.captures.get("value")
+    return upgrade_for_value_fix(ctx, flag, value) if value and flag.startswith("--") else None
 
 
 @strategy("valid-choice")

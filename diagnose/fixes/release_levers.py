@@ -90,3 +90,35 @@ def upgrade_fix(ctx: Context, release: str, title: str, why: str, changes: dict 
     return Fix(title=title, step_command=command, why=why, cost="downtime",
                cost_note="a vLLM upgrade: a new install or image, and a restart", will_start=None,
                not_evaluable="whether the rest of the setup runs the same on the newer release")
+
+
+def value_spelling_fix(ctx: Context, flag: str, value: str) -> Fix | None:
+    """A number spelled as a later release's parser reads it: written out (`32k` → 32000) where it has a plain
+    value, else (`auto`) the flag is dropped, saying what that changes."""
+    from ..launch.releases import accepts_value, first_accepting, plain_number
+
+    since = first_accepting(flag, value)
+    if since is None or accepts_value(flag, value, ctx.version):
+        return None
+    release = f"vLLM {ctx.version}" if ctx.version else "This vLLM"
+    number = plain_number(value)
+    if number is not None:
+        return Fix(title=f"Write the number out: {flag} {number}", changes={flag: str(number)},
+                   why=f"{release} reads {flag} as a plain integer; {value} is {number} (k, m, g: powers of 1000; K, M, "
+                       f"G: of 1024), and the suffixed spelling is read from {since} on.",
+                   cost="config", cost_note="none: the same value", will_start=True)
+    return Fix(title=f"Drop {flag} {value}: this release has no {value!r} for it", changes={flag: None},
+               why=f"{release}'s parser takes only numbers for {flag}; {value!r} is read from {since} on. Without the "
+                   "flag vLLM uses its default for it, which is not what the word asks for.",
+               cost="config", cost_note=f"the default replaces {value!r}; a number that fits keeps the intent",
+               will_start=None, not_evaluable=f"whether the default {flag} fits where {value!r} would have chosen")
+
+
+def upgrade_for_value_fix(ctx: Context, flag: str, value: str) -> Fix | None:
+    from ..launch.releases import accepts_value, first_accepting
+
+    since = first_accepting(flag, value)
+    if since is None or accepts_value(flag, value, ctx.version):
+        return None
+    return upgrade_fix(ctx, since, f"Upgrade vLLM to {since} or later, which reads {flag} {value}",
+                       f"From {since} on the parser of {flag} takes {value!r}: the launch then runs as written.")

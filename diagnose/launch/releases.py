@@ -129,6 +129,39 @@ def accepts_value(flag: str, value: Any, version: str | None) -> bool | None:
     return bool(suffixes) and re.fullmatch(rf"\d+(?:\.\d+)?[{re.escape(suffixes)}]", text) is not None
 
 
+def first_accepting(flag: str, value: Any) -> str | None:
+    """The first release read whose parser takes `value` for `flag` (and every one after it); None when none does
+    or the flag's value is not read by a parser of vLLM's own.
+
+    >>> first_accepting("--max-model-len", "auto"), first_accepting("--max-model-len", "32k")
+    ('0.14.1', '0.8.5.post1')
+    """
+    first = None
+    for step in value_forms().get(flag) or []:
+        if accepts_value(flag, value, step["since"]):
+            first = first or step["since"]
+        else:
+            first = None
+    return first
+
+
+def plain_number(value: str) -> int | None:
+    """A number in vLLM's human-readable form written out: k/m/g/t are powers of 1000, K/M/G/T of 1024 (as
+    `human_readable_int` reads them); None when it is not one.
+
+    >>> plain_number("32k"), plain_number("1K"), plain_number("25.6k"), plain_number("1.5K"), plain_number("auto")
+    (32000, 1024, 25600, None, None)
+    """
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtKMGT])", str(value).strip())
+    if not match:
+        return None
+    number, suffix = match.groups()
+    power = "kmgt".index(suffix.lower()) + 1
+    if suffix.islower():
+        return int(float(number) * 1000 ** power)
+    return int(number) * 1024 ** power if number.isdigit() else None
+
+
 def releases_with(flag: str) -> int:
     """How many of the releases read accept `flag` (0 when it is not in the table)."""
     return sum(1 for r in engine_args().get("releases") or [] if has_flag(flag, r))
