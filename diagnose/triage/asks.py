@@ -85,7 +85,8 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
             asks.append(ASK_POD_SPEC)
         elif prose.deployment in ("docker", "docker compose") and not (facts.get("launch") or {}).get("form") == "docker":
             asks.append(ASK_DOCKER_RUN)
-    guessed = bool(report["diagnoses"]) and report["diagnoses"][0].get("basis") in ("traceback-step", "wording")
+    diagnoses = report.get("diagnoses") or []
+    guessed = bool(diagnoses) and diagnoses[0].get("basis") in ("traceback-step", "wording")
     if sig.traceback_cut and (report["status"] != "failure-diagnosed" or guessed):
         asks.append(ASK_TRACEBACK)  # a diagnosis from where the traceback stopped still needs its error line
     elif report["status"] == "nothing-found":
