@@ -40,7 +40,7 @@ from .argv import (
 from .candidates import candidates_of, diagnosis_summary, primary_of
 from .isolation import empty_folder
 from .policy import LaunchRefused, sanitize
-from .preflight import CPU_KV_ENV, CpuKv, check_vllm, cpu_kv_for, cpu_kv_setting
+from .preflight import CPU_KV_ENV, CpuKv, check_model_here, check_vllm, cpu_kv_for, cpu_kv_setting
 from .process import AttemptRun, FatalWatcher, Probe, run_attempt
 from .result import Attempt, Candidate, VerifyOptions, VerifyResult
 
@@ -84,6 +84,7 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     if reason:
         raise LaunchRefused(f"refusing to verify this launch: {reason}")
     check_launch(launch)
+    check_model_here(launch)
     launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags, outcome.ctx.version)
     result.notes += form_notes(launch)
     if primary is None:
