@@ -11,8 +11,8 @@ from pathlib import Path
 
 from diagnose.util.errors import ExitCode
 
-from .test_verify import (MAX_LEN_LOG, _no_popen, free_port, operator_env, run_verify,  # noqa: F401
-                          short_stop_grace)
+from .test_verify import (MAX_LEN_LOG, _no_popen, fake_launch, fake_servers, free_port, max_len_log,  # noqa: F401
+                          operator_env, run_verify, short_stop_grace)
 
 
 
@@ -48,3 +48,33 @@ def test_a_model_folder_with_config_json_is_verified(tmp_path):
     result, report = run_verify(log_naming_model(tmp_path, folder), f"vllm serve {folder} --max-model-len 4096 --port {free_port()}")
     assert result.exit_code == 0, result.output
     assert report["status"] == "verified" and f"--model={folder}" in report["working_ran"]
+
+
+def test_a_failure_of_the_machine_after_an_attempt_stops_the_loop_and_says_what_ran(max_len_log):
+    """Attempt 1's fix got past nothing: vLLM stopped on the model. The next fix (VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)
+    changes only the launch, so it is not run into the same wall."""
+    port = free_port()
+    result, report = run_verify(max_len_log, fake_launch(port, {"--max-model-len=512": "invalid-model"}))
+    assert result.exit_code == ExitCode.VERIFY_FAILED, result.output
+    assert [a["outcome"] for a in report["attempts"]] == ["failed"]
+    assert report["attempts"][0]["diagnosis"]["rule"] == "model-path-missing-config"
+    assert report["reason"].startswith("verify stopped after attempt 1, which failed on this machine, not on the launch: ")
+    assert "(model-path-missing-config)" in report["reason"] and "nothing was run" not in result.output
+    assert not fake_servers(port)
+
+
+def test_a_failure_the_next_fix_addresses_still_goes_on_to_it(max_len_log):
+    port = free_port()
+    result, report = run_verify(max_len_log, fake_launch(port, {"--max-model-len=512": "crash"}))
+    assert result.exit_code == 0, result.output
+    assert [a["outcome"] for a in report["attempts"]] == ["failed", "served"]
+
+
+def test_a_start_up_cut_by_the_attempt_timeout_suggests_a_longer_one(max_len_log):
+    port = free_port()
+    result, report = run_verify(max_len_log, fake_launch(port, {"--max-model-len=512": "hang"}), "--attempt-timeout", "2",
+                                "--max-attempts", "1")
+    assert result.exit_code == ExitCode.VERIFY_FAILED, result.output
+    assert report["attempts"][0]["outcome"] == "timeout"
+    assert report["reason"].endswith("may need a longer --attempt-timeout (now 2 s)"), report["reason"]
+    assert not fake_servers(port)
