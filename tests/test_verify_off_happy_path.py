@@ -6,14 +6,22 @@ The attempts run against the fake vLLM of tests/fake_vllm, a real child process.
 
 from __future__ import annotations
 
+import json
 import subprocess
+import sys
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from diagnose.cli.main import main
 from diagnose.util.errors import ExitCode
 
+from .conftest import FIXTURES
 from .test_verify import (MAX_LEN_LOG, _no_popen, fake_launch, fake_servers, free_port, max_len_log,  # noqa: F401
                           operator_env, run_verify, short_stop_grace)
 
+HEALTHY_LOG = FIXTURES / "corpus" / "healthy" / "cpu-ok-startup.log"
+VDIAG = str(Path(sys.executable).parent / "vdiag")
 
 
 def log_naming_model(tmp_path: Path, model: Path) -> Path:
@@ -68,6 +76,43 @@ def test_a_failure_the_next_fix_addresses_still_goes_on_to_it(max_len_log):
     result, report = run_verify(max_len_log, fake_launch(port, {"--max-model-len=512": "crash"}))
     assert result.exit_code == 0, result.output
     assert [a["outcome"] for a in report["attempts"]] == ["failed", "served"]
+
+
+def test_a_healthy_log_has_nothing_to_verify_and_needs_no_go_ahead(monkeypatch):
+    monkeypatch.setattr(subprocess, "Popen", _no_popen)
+    result = CliRunner().invoke(main, ["verify", "--no-gpu", str(HEALTHY_LOG)])  # no --yes, no terminal
+    assert result.exit_code == ExitCode.NOTHING_FOUND, result.output
+    assert "Nothing to verify: no failure was diagnosed in the log (" in result.stdout
+    assert "nothing was run" in result.stdout and "failing command" not in result.output
+    as_json = CliRunner().invoke(main, ["verify", "--no-gpu", "--yes", "--format", "json", str(HEALTHY_LOG)])
+    assert as_json.exit_code == 0 and json.loads(as_json.stdout)["status"] == "nothing-to-verify"
+
+
+def test_only_unexplained_errors_have_nothing_to_verify_with_the_diagnosis_exit_code(tmp_path, monkeypatch):
+    monkeypatch.setattr(subprocess, "Popen", _no_popen)
+    log = tmp_path / "odd.log"
+    log.write_text("INFO 11-29 09:36:11 [api_server.py:1] vLLM API server version 0.9.1\n"
+                   "RuntimeError: the flux capacitor of engine 0 lost synchronisation\n")
+    result = CliRunner().invoke(main, ["verify", "--no-gpu", "--yes", str(log)])
+    assert result.exit_code == ExitCode.UNEXPLAINED_ERRORS, result.output
+    assert "Nothing to verify: no rule explains the log's 1 error line(s)" in result.stdout
+
+
+def test_no_input_is_said_before_asking_for_a_go_ahead():
+    for args in (["verify"], ["verify", "--yes"]):  # `vdiag verify < /dev/null`, with and without the go-ahead
+        done = subprocess.run([VDIAG, *args, "--no-gpu"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == ExitCode.USAGE, done.stderr
+        assert done.stderr == "vdiag: no input: standard input was empty (0 lines); give the failed run's log as a file, " \
+                              "or pipe it into vdiag verify\n"
+
+
+def test_an_empty_log_file_is_no_input(tmp_path, monkeypatch):
+    monkeypatch.setattr(subprocess, "Popen", _no_popen)
+    empty = tmp_path / "empty.log"
+    empty.write_text("")
+    result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", str(empty)])
+    assert result.exit_code == ExitCode.USAGE and f"no input: {empty} is empty (0 lines)" in result.output
 
 
 def test_a_start_up_cut_by_the_attempt_timeout_suggests_a_longer_one(max_len_log):

@@ -49,9 +49,9 @@ def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, 
         from ..diagnosis.pipeline import diagnose
         from ..verify.result import VerifyOptions
 
-        _require_consent(yes)
         _check_python(vllm_python)
         outcome = diagnose(sources_from(files), options_from(launch, rules_dirs, no_gpu, None))
+        _require_input(outcome, files)
         for problem in outcome.rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         options = VerifyOptions(max_attempts=max_attempts, timeout_s=timeout_s, attempt_timeout_s=attempt_timeout_s,
@@ -69,7 +69,6 @@ def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report:
     the verify result under its `verify` key (one JSON object on stdout)."""
     from ..verify.result import VerifyOptions
 
-    _require_consent(assume_yes)
     python = python or os.environ.get("VDIAG_VLLM_PYTHON") or None
     _check_python(python)
     options = VerifyOptions(vllm_python=python)
@@ -79,6 +78,15 @@ def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report:
 def _check_python(path: str | None) -> None:
     if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise VdiagError(f"--vllm-python {path}: not an executable file", ExitCode.USAGE)
+
+
+def _require_input(outcome, files: tuple[str, ...]) -> None:
+    """An empty log is no input (exit 2), not a healthy one: there is nothing to verify it against."""
+    if outcome.ctx.scan.lines == 0:
+        named = [f for f in files if f != "-"]
+        what = ", ".join(named) if named else "standard input"
+        raise VdiagError(f"no input: {what} {'is' if named else 'was'} empty (0 lines); give the failed run's log as a "
+                         "file, or pipe it into vdiag verify", ExitCode.USAGE)
 
 
 def _require_consent(assume_yes: bool) -> None:
@@ -97,8 +105,9 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
         progress.announce(attempt)
         return True if assume_yes else click.confirm("Run it?", default=False, err=True)
 
-    try:
-        result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=progress.hear)
+    try:  # the go-ahead is needed only once something would run: not for a healthy log, nor a model not here
+        result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=progress.hear,
+                            go_ahead=lambda: _require_consent(assume_yes))
     finally:
         progress.stop()
     if fmt == "json":

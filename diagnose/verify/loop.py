@@ -72,13 +72,32 @@ class _Target:
     cpu_kv: CpuKv | None = None
 
 
+def nothing_to_verify(outcome: Outcome) -> VerifyResult | None:
+    """The result for a log without a diagnosis (healthy, or only errors no rule explains): nothing runs, nothing
+    needs the operator's go-ahead; None when there is a diagnosis to verify."""
+    if primary_of(outcome) is not None:
+        return None
+    launch = outcome.ctx.launch
+    result = VerifyResult(render(launch) if launch else None, None, nothing_to_verify=True,
+                          unexplained=bool(outcome.unexplained))
+    result.reason = reasons.nothing_to_verify(outcome.ctx.scan.lines, len(outcome.unexplained))
+    return result
+
+
 def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = None, confirm: Confirm | None = None,
-           report: Report | None = None, ruleset: RuleSet | None = None) -> VerifyResult:
-    """Run the loop for a diagnosed outcome. `confirm(n, attempt)` may veto an attempt (its `ran` is the exact command); `report(event, data)` hears progress."""
+           report: Report | None = None, ruleset: RuleSet | None = None,
+           go_ahead: Callable[[], None] | None = None) -> VerifyResult:
+    """Run the loop for a diagnosed outcome. `confirm(n, attempt)` may veto an attempt (its `ran` is the exact command); `report(event, data)` hears progress.
+
+    `go_ahead()` is called once every check that needs nothing run has passed, before anything runs (the preflight
+    included): it raises when the operator's go-ahead cannot be had."""
+    nothing = nothing_to_verify(outcome)
+    if nothing is not None:
+        return nothing
     emit = report or (lambda event, data: None)
     launch = outcome.ctx.launch
     primary = primary_of(outcome)
-    summary = diagnosis_summary(primary) if primary is not None else None
+    summary = diagnosis_summary(primary)
     result = VerifyResult(render(launch) if launch else None, summary)
     if launch is None:
         raise VdiagError("cannot verify: the log shows no launch command; give it with --launch", ExitCode.USAGE)
@@ -90,14 +109,13 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     check_model_here(launch)
     launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags, outcome.ctx.version)
     result.notes += form_notes(launch)
-    if primary is None:
-        result.reason = "no failure was diagnosed, so there is no fix to verify"
-        return result
     candidates, advice_notes = candidates_of(primary, launch, options)
     result.notes += advice_notes
     if not candidates:
         result.reason = f"the diagnosis ({summary['rule']}) has no flag or environment fix to try; see its steps"
         return result
+    if go_ahead is not None:
+        go_ahead()
     emit("plan", result)
     install = check_vllm(options.vllm_python) if launch.form != "docker" else None
     target = _Target(outcome.ctx.version or (install.version if install else None),
@@ -248,4 +266,4 @@ def _postmortem(run: AttemptRun, attempt: Attempt, fixed: Launch, options: Verif
     return primary
 
 
-__all__ = ["Attempt", "VerifyOptions", "VerifyResult", "build_argv", "refusal_reason", "verify"]
+__all__ = ["Attempt", "VerifyOptions", "VerifyResult", "build_argv", "nothing_to_verify", "refusal_reason", "verify"]

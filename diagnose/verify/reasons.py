@@ -1,4 +1,4 @@
-"""The sentence a verification ends with when no fix served: what had run when the operator said
+"""The sentence a verification ends with when no fix served: nothing to verify, what had run when the operator said
 no, the machine's own failure that stopped it, or what was tried. Each says what ran, and only what ran.
 
 >>> from diagnose.verify.result import Attempt
@@ -13,6 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 from .result import Attempt
+
+
+def nothing_to_verify(lines: int, unexplained: int) -> str:
+    """Why a log without a diagnosis has no fix to verify, and how much of it was read."""
+    if unexplained:
+        return (f"no rule explains the log's {unexplained} error line(s) (`vdiag LOG` lists them), so there is no fix "
+                "to verify")
+    return f"no failure was diagnosed in the log ({lines:,} line(s) read), so there is no fix to verify"
 
 
 def declined(attempts: list[Attempt], asked: str | None) -> str:
@@ -49,4 +57,4 @@ def slow_start_hint(attempts: list[Attempt], attempt_timeout_s: float) -> str:
             f"loading or compiling) may need a longer --attempt-timeout (now {attempt_timeout_s:g} s)")
 
 
-__all__ = ["declined", "no_fix_served", "slow_start_hint", "stopped_on_the_machine"]
+__all__ = ["declined", "no_fix_served", "nothing_to_verify", "slow_start_hint", "stopped_on_the_machine"]
