@@ -6,9 +6,16 @@ The attempts run against the fake vLLM of tests/fake_vllm, a real child process.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
+import select
+import struct
 import subprocess
 import sys
+import termios
+import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -17,7 +24,7 @@ from diagnose.cli.main import main
 from diagnose.util.errors import ExitCode
 
 from .conftest import FIXTURES
-from .test_verify import (MAX_LEN_LOG, _no_popen, fake_launch, fake_servers, free_port, max_len_log,  # noqa: F401
+from .test_verify import (FAKE_VLLM, MAX_LEN_LOG, _no_popen, fake_launch, fake_servers, free_port, max_len_log,  # noqa: F401
                           operator_env, run_verify, short_stop_grace)
 
 HEALTHY_LOG = FIXTURES / "corpus" / "healthy" / "cpu-ok-startup.log"
@@ -122,4 +129,52 @@ def test_a_start_up_cut_by_the_attempt_timeout_suggests_a_longer_one(max_len_log
     assert result.exit_code == ExitCode.VERIFY_FAILED, result.output
     assert report["attempts"][0]["outcome"] == "timeout"
     assert report["reason"].endswith("may need a longer --attempt-timeout (now 2 s)"), report["reason"]
+    assert not fake_servers(port)
+
+
+# ---------------------------------------------------------------- the prompt, on a real terminal
+
+
+def converse_on_pty(args: list[str], replies: dict[str, str], env: dict[str, str], timeout_s: float = 120) -> tuple[int, str, int]:
+    """Run vdiag on a pseudo-terminal, answering each prompt that ends with one of `replies`' keys; the exit code,
+    the screen, and how many prompts were answered."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR")}
+    proc = subprocess.Popen([VDIAG, *args], stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+                            env={**full_env, "TERM": "xterm-256color", "NO_COLOR": "1", **env})
+    os.close(slave)
+    screen, answered, pending = b"", 0, b""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.2)
+        if not ready:
+            if proc.poll() is not None:
+                break
+            continue
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        screen, pending = screen + data, pending + data
+        for prompt, reply in replies.items():
+            if pending.rstrip().endswith(prompt.encode()):
+                os.write(master, reply.encode() + b"\n")
+                answered, pending = answered + 1, b""
+    os.close(master)
+    return proc.wait(timeout=30), screen.decode("utf-8", "replace").replace("\r\n", "\n"), answered
+
+
+def test_yes_to_all_at_the_prompt_runs_every_next_attempt_without_asking_again(max_len_log):
+    port = free_port()
+    launch = fake_launch(port, {"--max-model-len=512": "crash"})
+    code, screen, answered = converse_on_pty(
+        ["verify", "--no-gpu", "--vllm-python", sys.executable, "--allow-env", "FAKE_VLLM_WHEN", "--launch", launch,
+         str(max_len_log)],
+        {"Run it? [y/N/a = yes to all]:": "a"}, env={"PYTHONPATH": str(FAKE_VLLM)})
+    assert code == 0, screen
+    assert answered == 1 and screen.count("Run it?") == 1, screen
+    assert "attempt 2 · fix 2 of max-model-len-exceeds-model" in screen and "✓ attempt 2 served" in screen
     assert not fake_servers(port)

@@ -17,7 +17,7 @@ from ..verify.render import text_lines, to_markdown
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--launch", help="The launch command (or LLM(...) call), when the log does not show it.")
-@click.option("--yes", is_flag=True, help="Run without asking (needed without a terminal).")
+@click.option("--yes", is_flag=True, help="Run without asking (needed without a terminal; at the prompt, `a` is yes to all).")
 @click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True, help="Launches at most.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(1), default=1800, show_default=True,
               help="Overall limit in seconds.")
@@ -100,10 +100,15 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
     from ..verify.loop import verify as run_verify
 
     progress = _Progress(Printer(stderr=True))
+    yes_to_all = [assume_yes]
 
     def confirm(number: int, attempt) -> bool:
         progress.announce(attempt)
-        return True if assume_yes else click.confirm("Run it?", default=False, err=True)
+        if yes_to_all[0]:
+            return True
+        answer = _ask()
+        yes_to_all[0] = answer in ("a", "all")
+        return answer not in ("n", "no")
 
     try:  # the go-ahead is needed only once something would run: not for a healthy log, nor a model not here
         result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=progress.hear,
@@ -124,6 +129,15 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
         for text, style, hang in text_lines(shown_tree(result.as_json()), attempts_shown=shown):
             printer.say(text, style, hang)
     return result.exit_code()
+
+
+_ANSWERS = click.Choice(["y", "yes", "n", "no", "a", "all"], case_sensitive=False)
+
+
+def _ask() -> str:
+    """Yes, no (the default), or all: yes to this attempt and to every one after it."""
+    return click.prompt("Run it? [y/N/a = yes to all]", type=_ANSWERS, default="n", show_choices=False,
+                        show_default=False, err=True).lower()
 
 
 class _Progress:
