@@ -39,14 +39,26 @@ class _AlwaysZero(click.Command):
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT_S, show_default=True,
               help="Give up after this many seconds, all outputs included.")
 @click.option("--no-gpu", is_flag=True, help="Do not read the live GPU through NVML.")
-def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_days, unit_file, jsonl, textfile, timeout_s, no_gpu):
+@click.option("--print-unit", "print_file", flag_value="unit", help="Print the hardened handler unit vdiag@.service, to install.")
+@click.option("--print-drop-in", "print_file", flag_value="drop-in", help="Print the drop-in that adds OnFailure=vdiag@%n.service to a unit.")
+@click.option("--print-catalog", "print_file", flag_value="catalog", help="Print the journal catalog entry of the hook's line.")
+def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_days, unit_file, jsonl, textfile, timeout_s, no_gpu,
+         print_file):
     """Diagnose the failed run of a systemd unit, keep the report, and log a one-line summary to the journal.
 
     \b
-    In the unit:   OnFailure=vdiag@%n.service   (with contrib/systemd/vdiag@.service)
-    or:            ExecStopPost=+/usr/local/bin/vdiag hook   (each crash Restart= retries; runs as root)
-    By hand:       vdiag hook --unit vllm.service [--invocation ID] [--state-dir DIR]
+    Install (any install ships the files, pip and pipx too):
+      sudo ln -s "$(command -v vdiag)" /usr/local/bin/vdiag
+      D=/etc/systemd/system; sudo mkdir -p $D/vllm.service.d
+      vdiag hook --print-unit | sudo tee $D/vdiag@.service
+      vdiag hook --print-drop-in | sudo tee $D/vllm.service.d/vdiag.conf
+      sudo systemctl daemon-reload
+    The drop-in adds OnFailure=vdiag@%n.service; or, for every crash
+    Restart= retries (as root): ExecStopPost=+/usr/local/bin/vdiag hook
+    By hand: vdiag hook --unit vllm.service [--invocation ID] [--state-dir DIR]
     """
+    if print_file:
+        _print_wiring(print_file)
     from ..hook.journald import send_entry
 
     try:
@@ -60,4 +72,16 @@ def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_da
             click.echo(result.message)
     except BaseException as error:  # noqa: BLE001  the hook must exit 0 whatever happens, interrupts included
         click.echo(f"vdiag hook: internal error: {type(error).__name__}: {error}"[:500])
+    sys.exit(0)
+
+
+def _print_wiring(kind: str) -> None:
+    from ..hook.wiring import wiring_file
+    from ..util.errors import VdiagError
+
+    try:
+        click.echo(wiring_file(kind), nl=False)
+    except VdiagError as error:
+        click.echo(f"vdiag hook: {error}", err=True)
+        sys.exit(int(error.exit_code))
     sys.exit(0)
