@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
-from ..util.errors import InputError, VdiagError
+from ..util.errors import ExitCode, InputError, VdiagError
 from ..util.safewrite import folder_problem
 from .deadline import Deadline, HookTimeout
 from .journald import JOURNAL_SOCKET, JournalQuery, JournalSource, ReadState, last_invocation_id
@@ -73,8 +73,8 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
                 return HookResult(f"vdiag: {trigger.unit or 'the unit'} stopped cleanly; nothing to diagnose",
                                   base_fields(trigger, PRIORITY_DEBUG), quiet=True)
             if trigger.unit is None and trigger.invocation_id is None:
-                raise InputError("no unit and no invocation to diagnose: give --unit or --invocation, "
-                                 "or run from ExecStopPost= or an OnFailure= handler")
+                raise VdiagError("no unit and no invocation to diagnose: give --unit or --invocation, "
+                                 "or run from ExecStopPost= or an OnFailure= handler", ExitCode.USAGE)
             write_dirs, search_dirs = state_dir_candidates(settings.state_dir, env, trigger)
             if trigger.origin != "by hand" and trigger.invocation_id:
                 done = find_diagnosed(search_dirs, trigger.unit, trigger.invocation_id)
@@ -87,9 +87,9 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
     except HookTimeout as exc:
         return failure_result(trigger, f"{exc}; no report written")
     except VdiagError as exc:
-        return failure_result(trigger, str(exc))
+        return failure_result(trigger, str(exc), exc.exit_code)
     except Exception as exc:  # a bug in vdiag must not fail the unit's stop: say it in one line
-        return failure_result(trigger, f"internal error: {type(exc).__name__}: {exc}")
+        return failure_result(trigger, f"internal error: {type(exc).__name__}: {exc}", ExitCode.INTERNAL)
 
 
 def _report_in_time(trigger: Trigger, settings: HookSettings, env: Mapping[str, str], overall: Deadline,
