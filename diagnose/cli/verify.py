@@ -17,7 +17,7 @@ from ..verify.render import text_lines, to_markdown
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--launch", help="The launch command (or LLM(...) call), when the log does not show it.")
-@click.option("--yes", is_flag=True, help="Run without asking (needed without a terminal).")
+@click.option("--yes", is_flag=True, help="Run without asking (needed without a terminal; at the prompt, `a` is yes to all).")
 @click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True, help="Launches at most.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(1), default=1800, show_default=True,
               help="Overall limit in seconds.")
@@ -49,9 +49,9 @@ def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, 
         from ..diagnosis.pipeline import diagnose
         from ..verify.result import VerifyOptions
 
-        _require_consent(yes)
         _check_python(vllm_python)
         outcome = diagnose(sources_from(files), options_from(launch, rules_dirs, no_gpu, None))
+        _require_input(outcome, files)
         for problem in outcome.rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         options = VerifyOptions(max_attempts=max_attempts, timeout_s=timeout_s, attempt_timeout_s=attempt_timeout_s,
@@ -69,7 +69,6 @@ def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report:
     the verify result under its `verify` key (one JSON object on stdout)."""
     from ..verify.result import VerifyOptions
 
-    _require_consent(assume_yes)
     python = python or os.environ.get("VDIAG_VLLM_PYTHON") or None
     _check_python(python)
     options = VerifyOptions(vllm_python=python)
@@ -79,6 +78,15 @@ def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report:
 def _check_python(path: str | None) -> None:
     if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise VdiagError(f"--vllm-python {path}: not an executable file", ExitCode.USAGE)
+
+
+def _require_input(outcome, files: tuple[str, ...]) -> None:
+    """An empty log is no input (exit 2), not a healthy one: there is nothing to verify it against."""
+    if outcome.ctx.scan.lines == 0:
+        named = [f for f in files if f != "-"]
+        what = ", ".join(named) if named else "standard input"
+        raise VdiagError(f"no input: {what} {'is' if named else 'was'} empty (0 lines); give the failed run's log as a "
+                         "file, or pipe it into vdiag verify", ExitCode.USAGE)
 
 
 def _require_consent(assume_yes: bool) -> None:
@@ -92,13 +100,19 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
     from ..verify.loop import verify as run_verify
 
     progress = _Progress(Printer(stderr=True))
+    yes_to_all = [assume_yes]
 
     def confirm(number: int, attempt) -> bool:
         progress.announce(attempt)
-        return True if assume_yes else click.confirm("Run it?", default=False, err=True)
+        if yes_to_all[0]:
+            return True
+        answer = _ask()
+        yes_to_all[0] = answer in ("a", "all")
+        return answer not in ("n", "no")
 
-    try:
-        result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=progress.hear)
+    try:  # the go-ahead is needed only once something would run: not for a healthy log, nor a model not here
+        result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=progress.hear,
+                            go_ahead=lambda: _require_consent(assume_yes))
     finally:
         progress.stop()
     if fmt == "json":
@@ -115,6 +129,15 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
         for text, style, hang in text_lines(shown_tree(result.as_json()), attempts_shown=shown):
             printer.say(text, style, hang)
     return result.exit_code()
+
+
+_ANSWERS = click.Choice(["y", "yes", "n", "no", "a", "all"], case_sensitive=False)
+
+
+def _ask() -> str:
+    """Yes, no (the default), or all: yes to this attempt and to every one after it."""
+    return click.prompt("Run it? [y/N/a = yes to all]", type=_ANSWERS, default="n", show_choices=False,
+                        show_default=False, err=True).lower()
 
 
 class _Progress:

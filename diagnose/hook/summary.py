@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..util.errors import ExitCode
 from .fleet import MESSAGE_ID
 from .trigger import Trigger
 from ..util.sanitise import sanitise
@@ -31,6 +32,7 @@ class HookResult:
     fields: dict[str, str]
     reports: list[Path] = field(default_factory=list)
     quiet: bool = False  # nothing worth a journal line (a clean stop, a run already diagnosed, a rate-limited repeat)
+    exit_code: ExitCode = ExitCode.NOTHING_FOUND  # by hand at a shell; under systemd the hook always exits 0
 
 
 def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_note: str | None) -> HookResult:
@@ -87,8 +89,8 @@ def base_fields(trigger: Trigger | None, priority: str) -> dict[str, str]:
     return fields
 
 
-def failure_result(trigger: Trigger | None, reason: str) -> HookResult:
-    """The line for a run the hook could not diagnose: what, and why."""
+def failure_result(trigger: Trigger | None, reason: str, exit_code: ExitCode = ExitCode.INPUT_ERROR) -> HookResult:
+    """The line for a run the hook could not diagnose: what, and why (and the exit code of that, by hand)."""
     from ..util.redact import redact
 
     what = "the unit"
@@ -97,7 +99,7 @@ def failure_result(trigger: Trigger | None, reason: str) -> HookResult:
     message = one_line(redact(f"vdiag hook: could not diagnose {what}: {reason}"), MAX_MESSAGE_CHARS)
     fields = base_fields(trigger, PRIORITY_WARNING)
     fields.update(MESSAGE=message, VDIAG_STATUS="hook-error", VDIAG_ERROR=one_line(redact(reason), MAX_FIELD_CHARS))
-    return HookResult(message, fields)
+    return HookResult(message, fields, exit_code=exit_code)
 
 
 def one_line(text: str, limit: int) -> str:

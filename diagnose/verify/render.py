@@ -33,7 +33,7 @@ def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, st
     diagnosis = result["diagnosis"]
     if diagnosis and not attempts_shown:
         lines.append((f"Verifying fixes for: {diagnosis['title']} ({diagnosis['rule']})", "bold", 2))
-    if result["original_command"] and not attempts_shown:
+    if result["original_command"] and not attempts_shown and result["status"] != "nothing-to-verify":
         lines.append((f"  failing command: {result['original_command']}", "dim", None))
     for attempt in [] if attempts_shown else result["attempts"]:
         lines.append((f"  attempt {attempt['attempt']} · {attempt['origin']} · {attempt['fix']}", "bold", 4))
@@ -49,6 +49,8 @@ def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, st
         if ran != result["working_command"]:
             lines += [("  The same fix in your launch's form (to deploy):", None, None),
                       (f"  $ {result['working_command']}", "green", None)]
+    elif result["status"] == "nothing-to-verify":
+        lines.append((f"– Nothing to verify: {result['reason']}; nothing was run.", "bold", 2))
     elif result["status"] == "declined":
         lines.append((f"– Not verified: {result['reason']}; the diagnosis stands as reported.", "bold", 2))
     else:
@@ -68,6 +70,8 @@ def to_markdown(result: dict) -> str:
     """The verify result for a support reply."""
     result = shown(result)
     out = ["## vdiag verify", ""]
+    if result["status"] == "nothing-to-verify":
+        return "\n".join([*out, f"**Nothing to verify:** {md_prose(result['reason'])}; nothing was run."]) + "\n"
     diagnosis = result["diagnosis"]
     if diagnosis:
         out += [f"Diagnosis: **{md_prose(diagnosis['title'])}** ({md_code(str(diagnosis['rule']))})", ""]
