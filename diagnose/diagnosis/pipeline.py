@@ -38,6 +38,7 @@ from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules, plan_fixes
 from .fallbacks import place_unfired, say_error_line_missing
 from .feasibility_order import weights_first
+from .unplaced import what_was_seen
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
     from ..gpu.snapshot import Snapshot
@@ -72,6 +73,7 @@ class Outcome:
     rule_problems: list[str] = field(default_factory=list)
     snapshot: Snapshot | None = None
     sources: list[tuple[str, int]] = field(default_factory=list)  # (name, lines before it): line numbers run on
+    seen: dict | None = None  # nothing placed the paste: what it shows, and what would decide it (diagnosis.unplaced)
 
     def locate(self, line: int) -> tuple[str | None, int]:
         """The source a running line number falls in, and the line number inside that source."""
@@ -139,7 +141,10 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
     if ctx.launch is None and any(r.fix.changes for d in fired for r in d.fixes):
         notes.append(NO_LAUNCH_NOTE)
-    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
+    seen = None if any(d.basis != "wording" for d in fired) or facts.served else (
+        what_was_seen(excerpt.lines(), frames, leftovers, ctx))
+    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans,
+                   seen)
 
 
 def _dropped_notes(facts: Facts, unexplained: UnexplainedExtractor, advice: AdviceLines) -> list[str]:

@@ -114,6 +114,11 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
     """
     status, phase = report["status"], (report.get("facts") or {}).get("phase")
     reached = f"  Start-up reached: {phase}." if phase else "  The log shows no start-up progress lines."
+    seen = report.get("seen") or {}
+    if status == "errors-unexplained" and not report["unexplained"]:  # a traceback cut before its error line
+        where = f" in {seen['stopped_in']}" if seen.get("stopped_in") else ""
+        return [(f"✗ The paste ends inside a traceback{where}, before the line that names the error.", "bold yellow"),
+                (reached, None), *seen_lines(seen)]
     if status == "errors-unexplained":
         first = report["unexplained"][0]
         kind = re.match(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit))\b", first["text"])
@@ -126,7 +131,24 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
                 ("  These are request errors (a prompt too long, a bad parameter, a client timeout), not a server failure.", None)]
     if status == "served":
         return [("✓ No failure: the server reached 'Application startup complete'.", "bold green")]
-    return [("No vLLM failure and no error lines found.", "bold green"), (reached, None)]
+    read = f" in {seen['lines']:,} line(s)" if seen.get("lines") is not None else ""
+    return [(f"No vLLM failure and no error lines found{read}.", "bold green"), (reached, None), *seen_lines(seen)]
+
+
+def seen_lines(seen: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """What an unplaced paste showed, and what to paste to decide it.
+
+    >>> [text for text, _ in seen_lines({"wrapper": "GPUStack", "asks": ["the command that started vLLM"]})]
+    ['  Run by: GPUStack.', '  To decide it, paste: the command that started vLLM.']
+    """
+    out: list[tuple[str, str | None]] = []
+    if seen.get("wrapper"):
+        out.append((f"  Run by: {seen['wrapper']}.", None))
+    if seen.get("last_lines") and seen.get("traceback_cut"):
+        out.append(("  It ends with: " + " / ".join(seen["last_lines"])[:400], "dim"))
+    if seen.get("asks"):
+        out.append(("  To decide it, paste: " + "; ".join(seen["asks"]) + ".", None))
+    return out
 
 
 def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None:
