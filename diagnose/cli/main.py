@@ -102,7 +102,8 @@ def main() -> None:
 @click.option("--yes", is_flag=True, help="With --verify: run without asking.")
 @click.option("--vllm-python", type=click.Path(dir_okay=False), envvar="VDIAG_VLLM_PYTHON",
               help="With --verify: the interpreter where vLLM imports (env VDIAG_VLLM_PYTHON).")
-def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python):
+@click.option("--explain", is_flag=True, help="Show why each fix ranks where it does, or why it was left out.")
+def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python, explain):
     """Diagnose vLLM logs (files, .gz, docker json, journal json; '-' or a pipe for stdin)."""
 
     def run():
@@ -124,7 +125,7 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
             outcomes = [run_diagnosis(incident.sources, options, ruleset) for incident in incidents]
         for problem in outcomes[0].rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
-        reports = [build_report(outcome) for outcome in outcomes]
+        reports = [build_report(outcome, explain=explain) for outcome in outcomes]
         label_incidents(reports, [i.names for i in incidents], [i.why for i in incidents])
         if then_verify:
             from .verify import verify_outcome
