@@ -60,8 +60,8 @@ class MemoryPicture:
     max_model_len_source: str = ""
     assumed: list[str] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
-
     block_size: int = memory.BLOCK_SIZE
+    version: str | None = None  # the release, for the block it holds back
 
     def tokens(self, kv: float) -> int:
         """The KV cache's size in tokens as vLLM logs it (`KV cache size: N tokens`): the whole blocks of
@@ -73,15 +73,13 @@ class MemoryPicture:
     def usable(self, tokens: float) -> float:
         """Of a KV cache of `tokens`, what one sequence may use: less the null block vLLM holds back from 0.29
         (`memory.reserved_blocks`), as its own "estimated maximum model length" counts."""
-        return max(tokens - memory.reserved_blocks(self._version) * self.block_size, 0)
-
-    _version: str | None = None
+        return max(tokens - memory.reserved_blocks(self.version) * self.block_size, 0)
 
 
 def picture(target) -> MemoryPicture:
     """The estimate for `target` (see the module docstring)."""
     ctx, launch = target.context(), target.launch
-    pic = MemoryPicture(_version=target.version)
+    pic = MemoryPicture(version=target.version)
     pic.max_model_len, pic.max_model_len_source = max_model_len(target)
     _kv_per_token(pic, target)
     if target.platform == "cpu":
@@ -101,6 +99,7 @@ def picture(target) -> MemoryPicture:
     _explicit_kv(pic, launch)
     _weights(pic, target)
     if pic.weights_gib is None:
+        _tokens(pic)  # an explicit --kv-cache-memory-bytes still gives the tokens
         return pic
     _reserve(pic, target)
     if pic.kv_gib is None:

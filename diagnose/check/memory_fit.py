@@ -83,6 +83,7 @@ def _kv(target, pic: MemoryPicture) -> Finding:
     if pic.usable(tokens.low) < need:
         return Finding("kv-cache", "risk", f"the KV cache holds {held}: one sequence of {need:,} fits only above "
                        "the estimate's worst case", category="kv-cache-too-small-for-max-len", basis="estimate",
+                       confidence=1 - LIKELY,
                        detail=f"{spans} for the KV cache; concurrency {concurrency}.")
     return passed("kv-cache", f"the KV cache holds {held}: concurrency {concurrency}", basis="estimate")
 

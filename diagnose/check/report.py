@@ -78,7 +78,7 @@ def _diagnosis(finding: Finding, target, ruleset: RuleSet) -> dict[str, Any]:
     return {
         "rule": f"check:{finding.check}", "category": finding.category, "title": finding.title, "severity": "fatal",
         "confidence": round(finding.confidence, 2),
-        "summary": f"Predicted before launch by {kind}: a {family} failure ({finding.category}).".replace("a  ", "a "),
+        "summary": f"Predicted before launch by {kind}: {f'a {family}' if family else 'a'} failure ({finding.category}).",
         "why": finding.detail, "secondary_of": None, "basis": _BASIS[finding.basis], "evidence": [],
         "captures": {k: str(v) for k, v in finding.captures.items()},
         "fixes": fixes_for(finding, target, ruleset), "verify": [],
