@@ -20,10 +20,11 @@ from typing import Any
 from ..launch.launch import Arg, Launch, flag_table
 from ..launch.releases import (did_you_mean, engine_args, flag_entry, has_flag, parse_release, release_flags,
                                spelling_for)
+from ..util.lazy_pattern import lazy
 from .findings import Finding, check, passed
 
 CATEGORY = "invalid-cli-argument"
-_HUMAN_NUMBER = re.compile(r"\d+(?:\.\d+)?[kKmMgG]?")  # vLLM reads `32k` for a token count in the releases that do
+_HUMAN_NUMBER = lazy(r"\d+(?:\.\d+)?[kKmMgG]?")  # vLLM reads `32k` for a token count in the releases that do
 _NUMBER_FLAGS_WITH_WORDS = {"--max-model-len": {"auto", "-1"}}
 
 

@@ -12,12 +12,11 @@
 
 from __future__ import annotations
 
-import re
-
 from ..context.predicates import PREDICATES
+from ..util.lazy_pattern import lazy
 from .findings import Finding, check, passed, skipped
 
-_HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgG]?)")
+_HUMAN = lazy(r"(\d+(?:\.\d+)?)([kKmMgG]?)")
 _SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}  # vLLM's human_readable_int
 
 
