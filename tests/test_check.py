@@ -75,6 +75,23 @@ def test_with_the_release_unknown_a_flag_some_releases_removed_is_a_risk():
     assert found.outcome == "risk" and "0.7.3–0.9.2" in found.title
 
 
+def test_a_flag_a_release_replaced_by_a_variable_is_moved_to_it():
+    found = finding("vllm serve m --all2all-backend deepep_low_latency", "flags", gpu=None, version="0.10.2")
+    assert found.outcome == "fail"
+    assert found.changes == {"--all2all-backend": None, "env:VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}
+
+
+def test_a_variable_the_release_no_longer_reads_is_a_risk_with_its_replacement():
+    found = finding("VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m", "env", gpu=None, version="0.20.2")
+    assert found.outcome == "risk"
+    assert found.changes == {"env:VLLM_ATTENTION_BACKEND": None, "--attention-backend": "FLASHINFER"}
+
+
+def test_a_value_form_the_release_does_not_parse_fails():
+    assert finding("vllm serve m --max-model-len auto", "flags", gpu=None, version="0.9.2").outcome == "fail"
+    assert finding("vllm serve m --max-model-len auto", "flags", gpu=None, version="0.20.2").outcome == "pass"
+
+
 # ---------------------------------------------------------------- the GPU and the model
 
 
@@ -88,6 +105,14 @@ def test_dtype_auto_falls_back_to_float16_from_0_9_2_and_stops_before():
     assert finding(launch, "dtype", gpu="T4", version="0.6.3").outcome == "fail"
     assert finding(launch, "dtype", gpu="T4", version="0.9.2").outcome == "pass"
     assert finding(launch, "dtype", gpu="T4", version=None).outcome == "risk"
+
+
+def test_a_quantization_method_needs_its_capability_in_that_release():
+    found = finding("vllm serve Qwen/Qwen2.5-32B-Instruct-AWQ --max-model-len 512", "quantization", gpu="V100",
+                    version="0.6.3")
+    assert found.outcome == "fail" and found.category == "quantization-mismatch"
+    assert found.captures == {"method": "awq", "required": "75", "capability": "70"}
+    assert finding("vllm serve Qwen/Qwen2.5-32B-Instruct-AWQ", "quantization", gpu="L40S").outcome == "pass"
 
 
 def test_tensor_parallel_must_divide_the_heads_and_the_kv_heads():

@@ -38,3 +38,11 @@ def test_a_flag_given_in_the_launch_is_not_listed_as_a_default_change():
 def test_a_launch_that_only_uses_lasting_flags_drifts_in_defaults_only():
     result = drift(parse_launch("vllm serve m --max-model-len 8192 --port 8001"), "0.20.2", "0.21.0")
     assert all(i.kind == "default" for i in result.items) and result.changes == {}
+
+
+def test_a_variable_the_new_release_ignores_is_listed_with_the_flag_that_replaced_it():
+    result = drift(parse_launch("VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m"), "0.9.2", "0.20.2")
+    [item] = [i for i in result.items if i.flag == "env:VLLM_ATTENTION_BACKEND"]
+    assert item.kind == "renamed"
+    assert item.changes == {"env:VLLM_ATTENTION_BACKEND": None, "--attention-backend": "FLASHINFER"}
+    assert result.command == "vllm serve m --attention-backend FLASHINFER"

@@ -17,7 +17,9 @@ from typing import Any
 
 from ..launch.launch import Launch, flag_table
 from ..launch.print_policy import printed_command
-from ..launch.releases import engine_args, flag_entry, has_flag, parse_release, release_default
+from ..launch.releases import engine_args, flag_entry, has_env, has_flag, parse_release, release_default
+from ..launch.setting_history import lifetime
+from .env_vars import carried_by, launch_env
 from .flags import replacement, value_problem, value_type
 
 V1_DEFAULT_SINCE = (0, 8, 0)  # the V1 engine is the default from 0.8 (context/predicates.py "v1-engine")
@@ -56,6 +58,7 @@ class Drift:
 
 def drift(launch: Launch, source: str, target: str) -> Drift:
     items = [item for arg in launch.args if arg.spelled.startswith("-") and (item := _flag_drift(arg, source, target))]
+    items += _env_drift(launch, source, target)
     given = {arg.flag for arg in launch.args}
     items += _default_drift(given, source, target)
     changes: dict[str, Any] = {}
@@ -85,6 +88,20 @@ def _flag_drift(arg, source: str, target: str) -> DriftItem | None:
         return DriftItem(arg.flag, "retyped", f"{arg.spelled} takes {after} in vLLM {target} ({before} in {source}); "
                          f"the value given still parses", {})
     return None
+
+
+def _env_drift(launch: Launch, source: str, target: str) -> list[DriftItem]:
+    """vLLM variables the source release reads and the target ignores, with the setting that carries them."""
+    out = []
+    for name, value in launch_env(launch):
+        if name.startswith("VLLM_") and has_env(name, source) and has_env(name, target) is False:
+            carried = carried_by(name, value, target)
+            setting = next((k for k, v in carried.items() if v is not None), None)
+            out.append(DriftItem(f"env:{name}", "renamed" if setting else "removed",
+                                 f"{name}: not read by vLLM {target} (read {lifetime('env:' + name)})"
+                                 + (f"; it reads {setting} instead" if setting else "; it is ignored"),
+                                 carried or {f"env:{name}": None}))
+    return out
 
 
 def _default_drift(given: set[str], source: str, target: str) -> list[DriftItem]:

@@ -18,8 +18,9 @@ import re
 from typing import Any
 
 from ..launch.launch import Arg, Launch, flag_table
-from ..launch.releases import (did_you_mean, engine_args, flag_entry, has_flag, parse_release, release_flags,
-                               spelling_for)
+from ..launch.releases import (accepts_value, did_you_mean, engine_args, flag_entry, has_flag, parse_release,
+                               release_flags, spelling_for)
+from ..launch.setting_history import deprecation_note, fate, removed_in, replacement_for
 from ..util.lazy_pattern import lazy
 from .findings import Finding, check, passed
 
@@ -101,16 +102,14 @@ def _unknown_flag(arg: Arg, version: str | None) -> Finding:
 
 
 def _absent_flag(arg: Arg, entry: dict, version: str) -> Finding:
-    flag = arg.flag
-    removed = (flag_table().get("removed") or {}).get(flag) or {}
-    since = removed.get("since")
-    first = parse_release(entry["first"])
-    if first and parse_release(version) < first:
-        title, why = f"{arg.spelled} is not in vLLM {version}", f"it first appears in {entry['first']}"
-    elif since and parse_release(since) and parse_release(version) >= parse_release(since):
-        title, why = f"{arg.spelled} was removed in vLLM {since}", removed.get("instead") or "it has no replacement"
+    """The release lacks the flag: too new for it, or removed (in the release vLLM's note or flags.yaml names)."""
+    gone = fate(arg.flag, version)
+    removed = (flag_table().get("removed") or {}).get(arg.flag) or {}
+    if gone is not None and gone.direction == "removed":
+        title = f"{arg.spelled} was removed in vLLM {removed_in(gone)}"
+        why = removed.get("instead") or deprecation_note(arg.flag) or f"the last release read with it is {gone.last}"
     else:
-        title, why = f"{arg.spelled} is not in vLLM {version}", f"the last release that has it is {entry.get('last')}"
+        title, why = f"{arg.spelled} is not in vLLM {version}", f"it first appears in {entry['first']}"
     finding = Finding("flags", "fail", title, category=CATEGORY,
                       detail=f"vLLM {version} does not accept {arg.spelled} ({why}); argparse stops with "
                              "`unrecognized arguments`.")
@@ -142,8 +141,18 @@ def absent_for_sure(flag: str, entry: dict, version: str) -> bool:
 
 
 def replacement(arg: Arg, instead: str | None, version: str | None) -> tuple[dict[str, Any], str]:
-    """The changes that say what `arg` meant in `version`'s spelling: a renamed flag, the flag the removal note
-    names, else the flag dropped."""
+    """The changes that say what `arg` meant in `version`'s spelling: the setting the release reads in its place
+    (`launch.setting_history`: another flag, or a variable), a renamed flag, the flag the removal note names, else
+    the flag dropped.
+
+    >>> from diagnose.launch.parse import parse_launch
+    >>> replacement(parse_launch("vllm serve m --all2all-backend deepep_low_latency").args[0], None, "0.11.0")
+    ({'--all2all-backend': None, 'env:VLLM_ALL2ALL_BACKEND': 'deepep_low_latency'}, 'Set VLLM_ALL2ALL_BACKEND instead')
+    """
+    carried = replacement_for(arg.flag, True if arg.value is None else arg.value, version)
+    if carried is not None:
+        name = carried.setting[4:] if carried.setting.startswith("env:") else carried.setting
+        return {arg.spelled: None, carried.setting: carried.value}, f"{'Set' if carried.setting.startswith('env:') else 'Use'} {name} instead"
     respelled = spelling_for(arg.flag, True if arg.value is None else arg.value, version)
     if respelled is not None and respelled[0] != arg.flag:
         return {arg.spelled: None, respelled[0]: respelled[1]}, f"Spell it {respelled[0]}"
@@ -198,14 +207,19 @@ def value_problem(arg: Arg, entry: dict, version: str | None) -> Finding | None:
         if close:
             finding.changes, finding.fix_title = {arg.spelled: close[0]}, f"{arg.flag} {close[0]}"
         return finding
-    if kind in ("int", "float") and not _number_ok(arg.flag, value, kind):
+    if kind in ("int", "float") and not _number_ok(arg.flag, value, kind, version):
         return Finding("flags", "fail", f"{arg.spelled} {value} is not a {'whole ' if kind == 'int' else ''}number",
                        category=CATEGORY, detail=f"{in_release} reads {arg.flag} as {kind}; argparse stops with "
                                                  f"`invalid {kind} value: '{value}'`.")
     return None
 
 
-def _number_ok(flag: str, value: str, kind: str) -> bool:
+def _number_ok(flag: str, value: str, kind: str, version: str | None) -> bool:
+    """Whether the release's parser takes `value` as a number: the value forms it reads (`releases.accepts_value`:
+    `32k`, `auto`), else a plain int or float; a release unknown takes any form some release reads."""
+    forms = accepts_value(flag, value, version)
+    if forms is not None:
+        return forms
     if value in _NUMBER_FLAGS_WITH_WORDS.get(flag, ()) or (flag == "--max-model-len" and _HUMAN_NUMBER.fullmatch(value)):
         return True
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..fixes.backends import backend_entry
 from . import assumptions
 from .findings import Finding, check, passed, skipped
-from .release_tables import MISSING, quantization_min_capability
+from ..launch.quantization_releases import capability_text, min_capability
 
 _BF16 = ("bfloat16", "bf16", "torch.bfloat16")
 
@@ -94,18 +94,17 @@ def _quantization(target) -> list[Finding]:
     cc = capability(target)
     if cc is None:
         return [skipped("quantization", f"{method} against an unknown compute capability")]
-    needed = quantization_min_capability(method, target.version)
-    if needed == MISSING:
-        return [skipped("quantization", MISSING)]
+    needed = min_capability(method, target.version) if target.version else None
     if needed is None:
-        return [skipped("quantization", f"what {method} needs in vLLM {target.version or '(release unknown)'}")]
+        return [skipped("quantization", f"what {method} needs in vLLM {target.version or '(release unknown)'} "
+                        "(data/generated/quantization_capability.json)")]
     have = round(cc * 10)
     if have >= needed:
-        return [passed("quantization", f"{method} runs on compute capability {cc} (needs {needed / 10})")]
-    return [Finding("quantization", "fail", f"{method} needs compute capability {needed / 10}; {_gpu_name(target)} has {cc}",
-                    category="quantization-mismatch", rule="quantization-unsupported-gpu",
-                    detail=f"vLLM {target.version}'s {method} kernels need compute capability {needed / 10}: it stops "
-                           f"with `The quantization method {method} is not supported for the current GPU`.",
+        return [passed("quantization", f"{method} runs on compute capability {cc} (needs {capability_text(needed)})")]
+    return [Finding("quantization", "fail", f"{method} needs compute capability {capability_text(needed)}; "
+                    f"{_gpu_name(target)} has {cc}", category="quantization-mismatch", rule="quantization-unsupported-gpu",
+                    detail=f"vLLM {target.version}'s {method} kernels need compute capability {capability_text(needed)}: "
+                           f"it stops with `The quantization method {method} is not supported for the current GPU`.",
                     captures={"method": method, "required": str(needed), "capability": str(have)})]
 
 

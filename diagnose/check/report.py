@@ -13,10 +13,10 @@ from typing import Any
 from ..diagnosis.diagnoses import Diagnosis, RankedFix, plan_fixes
 from ..knowledge.rules import RuleSet
 from ..launch.print_policy import printed_command
+from ..launch.releases import accepts_value
 from ..util.errors import ExitCode
 from .estimate import MemoryPicture, Span, fitting_len
 from .findings import Finding, Remedy
-from .release_tables import accepts_value
 from .run import NOT_FORESEEN, CheckResult
 
 SCHEMA_VERSION = 1

@@ -11,12 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import container, flags, hardware, limits, memory_fit, parallel, ports  # noqa: F401  (they register checks)
+from . import container, env_vars, flags, hardware, limits, memory_fit, parallel, ports  # noqa: F401  (registered)
 from .estimate import MemoryPicture, picture
 from .findings import CHECKS, Finding
 from .target import Target
 
-ORDER = ("flags", "container", "port", "context-length", "token-budget", "gpu-count", "divisibility", "dtype",
+ORDER = ("flags", "env", "container", "port", "context-length", "token-budget", "gpu-count", "divisibility", "dtype",
          "quantization", "attention-backend", "gpu-generation", "memory")
 NOT_FORESEEN = ("whether the model and its tokenizer can be fetched (a gated repo, a token, a wrong path)",
                 "the installed vLLM, torch and driver working together", "the model's own code (trust_remote_code, an "
