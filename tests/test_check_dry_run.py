@@ -125,10 +125,11 @@ def test_real_cpu_vllm_dry_run_starts_reads_its_kv_figures_and_leaves_nothing(tm
     subprocess.run([str(VLLM_PYTHON), str(ROOT / "scripts" / "make_tiny_model.py"), str(model)], check=True,
                    capture_output=True, timeout=300)
     monkeypatch.delenv("PYTHONPATH")  # the real vLLM, not the fake
+    # float32: the CPU build's bf16 attention takes AMX kernels some VMs advertise but fault on (as test_verify)
     result = CliRunner().invoke(main, [
         "check", "--dry-run", "--yes", "--gpu", "cpu", "--vllm-python", str(VLLM_PYTHON), "--timeout", "400",
-        "--format", "json", "--", "vllm", "serve", str(model), "--max-model-len", "256", "--port", str(free_port())],
-        catch_exceptions=False)
+        "--format", "json", "--", "vllm", "serve", str(model), "--max-model-len", "256", "--dtype", "float32",
+        "--port", str(free_port())], catch_exceptions=False)
     report = json.loads(result.stdout)
     run = report["check"]["dry_run"]
     print(f"\nreal vLLM dry run: {run['outcome']} in {run['seconds']} s; measured {run['measured']}; "
