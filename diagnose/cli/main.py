@@ -22,6 +22,7 @@ LAZY_COMMANDS = {
     "hook": ("diagnose.cli.hook", "hook"),
     "reports": ("diagnose.cli.reports", "reports"),
     "triage": ("diagnose.cli.triage", "triage"),
+    "check": ("diagnose.cli.check", "check"),
 }
 
 
@@ -80,7 +81,7 @@ def main() -> None:
       vdiag verify crash.log     vdiag triage tickets/
 
     Exit codes: 0 nothing found, 1 a failure diagnosed, 2 usage, 3 input error, 4 rules error,
-    5 verification failed, 6 unexplained errors, 70 internal error.
+    5 verification failed, 6 unexplained errors, 7 (check) no failure foreseen but not proven, 70 internal error.
 
     \b
     Shell completion (add to your shell's start-up file):
