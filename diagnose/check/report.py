@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..diagnosis.diagnoses import Diagnosis, RankedFix, plan_fixes
+from ..diagnosis.diagnoses import Diagnosis, RankedFix
+from ..diagnosis.fix_plan import plan_fixes
 from ..knowledge.rules import RuleSet
 from ..launch.print_policy import printed_command
 from ..launch.releases import accepts_value
