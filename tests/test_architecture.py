@@ -21,6 +21,7 @@ FLOORS = [
     ("verify", "hook", "triage", "check"),      # the modes
     ("report", "authoring"),                    # the contract and its renderers; tools for rule authors
     ("diagnosis",),                             # the pipeline: scan, context, fire, rank
+    ("foresight",),                             # exact checks of a launch before it runs (vdiag check, a bare launch)
     ("fixes",),                                 # strategies, the log's own advice, retrigger checks
     ("context",),                               # joined facts and the predicates rules test
     ("facts", "model", "launch", "gpu", "scan", "ingest"),  # what the input and the machine say

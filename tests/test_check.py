@@ -11,12 +11,14 @@ import json
 import pytest
 
 from diagnose.check.estimate import picture
-from diagnose.check.gpus import GpuFacts, gpus_from_snapshot, gpus_from_table
+from diagnose.check.gpus import gpus_from_snapshot
 from diagnose.check.memory_fit import fits
 from diagnose.check.run import run_checks
 from diagnose.check.target import target_for
-from diagnose.check.version import image_release, release_for
+from diagnose.check.version import release_for
 from diagnose.context.host import SealedHost
+from diagnose.foresight.gpus import GpuFacts, gpus_from_table
+from diagnose.foresight.release import image_release
 from diagnose.gpu.snapshot import load_snapshot
 from diagnose.launch.parse import parse_launch
 from diagnose.model.files import ModelFiles

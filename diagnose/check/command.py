@@ -13,14 +13,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..context.host import Host, LiveHost
+from ..foresight.findings import Finding
+from ..foresight.gpus import MAX_GPUS, GpuFacts, gpus_from_table
+from ..foresight.target import Target
 from ..util.errors import ExitCode, VdiagError
 from .corrected import corrected_launch
 from .drift import drift
-from .findings import Finding
-from .gpus import MAX_GPUS, GpuFacts, gpus_from_snapshot, gpus_from_table
+from .gpus import gpus_from_snapshot
 from .report import build_check_report, exit_code_of
 from .run import run_checks
-from .target import Target, target_for
+from .target import target_for
 from .version import release_for
 
 

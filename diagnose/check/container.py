@@ -1,7 +1,7 @@
 """Exact checks of a container launch: whether the container sees a GPU at all, and whether its /dev/shm holds what
 NCCL and vLLM's workers share when the launch spans several GPUs (Docker gives a container 64 MiB by default).
 
->>> from diagnose.check.gpus import gpus_from_table
+>>> from diagnose.foresight.gpus import gpus_from_table
 >>> from diagnose.check.target import target_for
 >>> t = target_for("docker run -p 8000:8000 vllm/vllm-openai:v0.9.1 --model m -tp 2", gpus_from_table("L4", 2))
 >>> [(f.check, f.outcome, f.category) for f in container_findings(t)]
@@ -10,9 +10,9 @@ NCCL and vLLM's workers share when the launch spans several GPUs (Docker gives a
 
 from __future__ import annotations
 
+from ..foresight.findings import Finding, check, passed, skipped
+from ..foresight.parallel import size
 from ..util.units import size_gib
-from .findings import Finding, check, passed, skipped
-from .parallel import size
 
 DOCKER_DEFAULT_SHM_GIB = 0.0625  # 64 MiB: `docker run` without --shm-size or --ipc host
 SHM_NEEDED_GIB = 1.0  # below this NCCL's segments for two or more GPUs do not fit (vLLM's docs ask for --ipc=host)

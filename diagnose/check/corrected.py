@@ -1,7 +1,7 @@
 """The corrected launch: every predicted failure's best fix applied in turn, each time checked again, so the launch
 printed is one the checks no longer fault (or it says what they still do).
 
->>> from diagnose.check.gpus import gpus_from_table
+>>> from diagnose.foresight.gpus import gpus_from_table
 >>> from diagnose.check.target import target_for
 >>> from diagnose.check.run import run_checks
 >>> from diagnose.knowledge.loader import load_rules

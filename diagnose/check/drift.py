@@ -15,12 +15,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..foresight.flags import replacement, value_problem, value_type
 from ..launch.launch import Launch, flag_table
 from ..launch.print_policy import printed_command
-from ..launch.releases import engine_args, flag_entry, has_env, has_flag, parse_release, release_default
+from ..launch.releases import (
+    engine_args,
+    flag_entry,
+    has_env,
+    has_flag,
+    parse_release,
+    release_default,
+)
 from ..launch.setting_history import lifetime
 from .env_vars import carried_by, launch_env
-from .flags import replacement, value_problem, value_type
 
 V1_DEFAULT_SINCE = (0, 8, 0)  # the V1 engine is the default from 0.8 (context/predicates.py "v1-engine")
 _NOT_BEHAVIOUR = {"--model"}  # a default no launch relies on: it always names its model

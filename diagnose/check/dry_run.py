@@ -22,8 +22,17 @@ from ..knowledge.rules import RuleSet
 from ..launch.render import apply_changes, render
 from ..util.redact import redact
 from ..verify import process as verify_process
-from ..verify.argv import api_key, build_argv, check_launch, host_port, local_changes, passed_env, port_of, \
-    refusal_reason, shown_command
+from ..verify.argv import (
+    api_key,
+    build_argv,
+    check_launch,
+    host_port,
+    local_changes,
+    passed_env,
+    port_of,
+    refusal_reason,
+    shown_command,
+)
 from ..verify.candidates import diagnosis_summary
 from ..verify.isolation import empty_folder
 from ..verify.policy import LaunchRefused, sanitize

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..foresight.findings import Finding, check, passed
 from ..launch.launch import Launch
 from ..launch.releases import engine_args, has_env, has_setting
 from ..launch.setting_history import history_of, lifetime
-from .findings import Finding, check, passed
 
 
 def launch_env(launch: Launch) -> list[tuple[str, str]]:

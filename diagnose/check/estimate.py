@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from ..context.predicates import PREDICATES
 from ..fixes.feasibility import EMPTY_GPU_RESERVE_GIB, layout, weights_verdict
+from ..foresight.assumptions import assumptions, since
+from ..foresight.limits import max_model_len
+from ..foresight.parallel import size
 from ..model import memory
 from ..util.units import parse_float, parse_int
-from .assumptions import assumptions, since
-from .limits import max_model_len
-from .parallel import size
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 
 from ..fixes.feasibility import MAX_USABLE_SHARE
+from ..foresight.assumptions import since
+from ..foresight.findings import Finding, Remedy, check, passed, skipped
+from ..foresight.hardware import capability
+from ..foresight.parallel import size, visible_gpus
 from ..model import memory
-from .assumptions import since
 from .estimate import MemoryPicture, fitting_len, picture
-from .findings import Finding, Remedy, check, passed, skipped
-from .hardware import capability
-from .parallel import size, visible_gpus
 
 LIKELY, CERTAIN = 0.65, 0.85
 

@@ -3,8 +3,8 @@ checked for another host is not judged by this one's ports)."""
 
 from __future__ import annotations
 
+from ..foresight.findings import Finding, check, passed, skipped
 from ..verify.argv import host_port, port_is_free, port_of
-from .findings import Finding, check, passed, skipped
 
 
 @check("port")

@@ -12,12 +12,12 @@ from typing import Any
 
 from ..diagnosis.diagnoses import Diagnosis, RankedFix
 from ..diagnosis.fix_plan import plan_fixes
+from ..foresight.findings import Finding, Remedy
 from ..knowledge.rules import RuleSet
 from ..launch.print_policy import printed_command
 from ..launch.releases import accepts_value
 from ..util.errors import ExitCode
 from .estimate import MemoryPicture, Span, fitting_len
-from .findings import Finding, Remedy
 from .run import NOT_FORESEEN, CheckResult
 
 SCHEMA_VERSION = 1

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import container, env_vars, flags, hardware, limits, memory_fit, parallel, ports  # noqa: F401  (registered)
+from ..foresight import flags, hardware, limits, parallel  # noqa: F401  (registered)
+from ..foresight.findings import CHECKS, Finding
+from ..foresight.target import Target
+from . import container, env_vars, memory_fit, ports  # noqa: F401  (registered)
 from .estimate import MemoryPicture, picture
-from .findings import CHECKS, Finding
-from .target import Target
 
 ORDER = ("flags", "env", "container", "port", "context-length", "token-budget", "gpu-count", "divisibility", "dtype",
          "quantization", "attention-backend", "gpu-generation", "memory")

@@ -1,7 +1,7 @@
 """Exact checks of the parallel layout: the GPUs it needs against those the launch can see, and the tensor-parallel
 size against the model's attention heads, KV heads and experts (vLLM's own divisibility asserts).
 
->>> from diagnose.check.gpus import gpus_from_table
+>>> from diagnose.foresight.gpus import gpus_from_table
 >>> from diagnose.check.target import target_for
 >>> t = target_for("vllm serve deepseek-ai/DeepSeek-R1-Distill-Qwen-7B -tp 8", gpus_from_table("A100", 8), "0.9.2")
 >>> [(f.outcome, f.category, f.captures) for f in divisibility_findings(t)]

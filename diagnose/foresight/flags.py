@@ -18,13 +18,23 @@ import re
 from typing import Any
 
 from ..launch.launch import Arg, Launch, flag_table
-from ..launch.releases import (accepts_value, did_you_mean, engine_args, flag_entry, has_flag, parse_release,
-                               release_flags, spelling_for)
+from ..launch.releases import (
+    accepts_value,
+    did_you_mean,
+    engine_args,
+    flag_entry,
+    has_flag,
+    parse_release,
+    release_flags,
+    spelling_for,
+)
 from ..launch.setting_history import deprecation_note, fate, removed_in, replacement_for
 from ..util.lazy_pattern import lazy
 from .findings import Finding, check, passed
 
 CATEGORY = "invalid-cli-argument"
+UNRECOGNIZED_RULE = "cli-unrecognized-argument"  # the rules whose fixes apply to what argparse would print
+INVALID_VALUE_RULE = "cli-invalid-choice-or-value"
 _HUMAN_NUMBER = lazy(r"\d+(?:\.\d+)?[kKmMgG]?")  # vLLM reads `32k` for a token count in the releases that do
 _NUMBER_FLAGS_WITH_WORDS = {"--max-model-len": {"auto", "-1"}}
 
@@ -80,6 +90,7 @@ def abbreviated(flag: str, version: str | None) -> str | None:
 
 def _stray_word(arg: Arg) -> Finding:
     return Finding("flags", "fail", f"`{arg.spelled}` is a word vLLM's parser does not take", category=CATEGORY,
+                   rule=UNRECOGNIZED_RULE, captures={"rejected": arg.spelled},
                    detail=f"`{arg.spelled}` is neither a flag nor the value of one (the model is given once), so "
                           "argparse stops with `unrecognized arguments`. Remove it from the launch.")
 
@@ -88,7 +99,8 @@ def _unknown_flag(arg: Arg, version: str | None) -> Finding:
     releases = engine_args().get("releases") or []
     span = f"{releases[0]}–{releases[-1]}" if releases else "any"
     meant = did_you_mean(arg.spelled, version)
-    finding = Finding("flags", "fail", f"vLLM has no flag {arg.spelled}", category=CATEGORY,
+    finding = Finding("flags", "fail", f"vLLM has no flag {arg.spelled}", category=CATEGORY, rule=UNRECOGNIZED_RULE,
+                      captures=_rejected(arg),
                       detail=f"No vLLM release read ({span}) has {arg.spelled}; argparse stops with "
                              "`unrecognized arguments`" + (f". It is spelled {meant}." if meant else
                                                            " (a flag of a plugin or another server?)."))
@@ -110,7 +122,7 @@ def _absent_flag(arg: Arg, entry: dict, version: str) -> Finding:
         why = removed.get("instead") or deprecation_note(arg.flag) or f"the last release read with it is {gone.last}"
     else:
         title, why = f"{arg.spelled} is not in vLLM {version}", f"it first appears in {entry['first']}"
-    finding = Finding("flags", "fail", title, category=CATEGORY,
+    finding = Finding("flags", "fail", title, category=CATEGORY, rule=UNRECOGNIZED_RULE, captures=_rejected(arg),
                       detail=f"vLLM {version} does not accept {arg.spelled} ({why}); argparse stops with "
                              "`unrecognized arguments`.")
     finding.changes, finding.fix_title = replacement(arg, removed.get("instead"), version)
@@ -161,6 +173,11 @@ def replacement(arg: Arg, instead: str | None, version: str | None) -> tuple[dic
     return {arg.spelled: None}, f"Remove {arg.spelled}"
 
 
+def _rejected(arg: Arg) -> dict[str, str]:
+    """What argparse's `unrecognized arguments:` line would capture for `arg`."""
+    return {"flag": arg.spelled, "rejected": arg.spelled + (f" {arg.value}" if arg.value is not None else "")}
+
+
 def _releases_missing(flag: str) -> list[str]:
     return [r for r in engine_args().get("releases") or [] if has_flag(flag, r) is False]
 
@@ -194,6 +211,7 @@ def value_problem(arg: Arg, entry: dict, version: str | None) -> Finding | None:
         if not arg.equals:
             return None
         return Finding("flags", "fail", f"{arg.spelled} is a switch in {in_release}; it takes no value", category=CATEGORY,
+                       rule=INVALID_VALUE_RULE, captures={"flag": arg.flag, "value": value},
                        detail=f"`{arg.spelled}={value}`: argparse stops with `ignored explicit argument '{value}'`.",
                        changes={arg.spelled: None, arg.flag: True} if value.lower() in ("true", "1", "yes") else
                        {arg.spelled: None}, fix_title=f"Give {arg.flag} alone" if value.lower() in ("true", "1", "yes")
@@ -202,6 +220,7 @@ def value_problem(arg: Arg, entry: dict, version: str | None) -> Finding | None:
     if choices and value not in choices:
         close = difflib.get_close_matches(value.lower(), choices, n=1, cutoff=0.6)
         finding = Finding("flags", "fail", f"{arg.spelled} {value} is not one of {in_release}'s choices", category=CATEGORY,
+                          rule=INVALID_VALUE_RULE, captures={"flag": arg.flag, "value": value, "choices": ", ".join(choices)},
                           detail=f"{in_release} takes {', '.join(choices)} for {arg.flag}; argparse stops with "
                                  "`invalid choice`." + (f" {close[0]} is the nearest." if close else ""))
         if close:
@@ -209,7 +228,7 @@ def value_problem(arg: Arg, entry: dict, version: str | None) -> Finding | None:
         return finding
     if kind in ("int", "float") and not _number_ok(arg.flag, value, kind, version):
         return Finding("flags", "fail", f"{arg.spelled} {value} is not a {'whole ' if kind == 'int' else ''}number",
-                       category=CATEGORY, detail=f"{in_release} reads {arg.flag} as {kind}; argparse stops with "
+                       category=CATEGORY, rule=INVALID_VALUE_RULE, captures={"flag": arg.flag, "value": value, "type": kind}, detail=f"{in_release} reads {arg.flag} as {kind}; argparse stops with "
                                                  f"`invalid {kind} value: '{value}'`.")
     return None
 

@@ -1,7 +1,7 @@
 """Exact checks of the launch against the GPU's compute capability: bfloat16, the quantization method's kernels, a
 forced attention backend, and a GPU older than any vLLM CUDA build.
 
->>> from diagnose.check.gpus import gpus_from_table
+>>> from diagnose.foresight.gpus import gpus_from_table
 >>> from diagnose.check.target import target_for
 >>> t = target_for("vllm serve Qwen/Qwen2.5-7B-Instruct --dtype bfloat16", gpus_from_table("T4", 1), "0.6.3")
 >>> [(f.outcome, f.category) for f in dtype_findings(t)]
@@ -11,9 +11,9 @@ forced attention backend, and a GPU older than any vLLM CUDA build.
 from __future__ import annotations
 
 from ..fixes.backends import backend_entry
+from ..launch.quantization_releases import capability_text, min_capability
 from . import assumptions
 from .findings import Finding, check, passed, skipped
-from ..launch.quantization_releases import capability_text, min_capability
 
 _BF16 = ("bfloat16", "bf16", "torch.bfloat16")
 

@@ -1,7 +1,7 @@
 """Exact checks of the context limits: `--max-model-len` against the longest context the model's config allows, and
 (V0 without chunked prefill) the token budget of one step against one whole prompt and against the sequences.
 
->>> from diagnose.check.gpus import GpuFacts
+>>> from diagnose.foresight.gpus import GpuFacts
 >>> from diagnose.check.target import target_for
 >>> t = target_for("vllm serve Qwen/Qwen2.5-72B-Instruct --max-model-len 131072", GpuFacts(), "0.6.3")
 >>> [(f.outcome, f.category, f.captures["derived"]) for f in context_findings(t)]

@@ -1,0 +1,60 @@
+"""The GPU facts a check runs against, and those of the bundled GPU table (`--gpu L4 --gpus 2`).
+
+A GPU is never given a size it was not stated to have: a name the table does not know is a GPU of unknown memory
+and capability, and no GPU at all is "unknown", said in the report, never a default card.
+
+>>> from diagnose.foresight.gpus import gpus_from_table
+>>> facts = gpus_from_table("L4", 2)
+>>> [(g.name, g.total_gib, g.compute_capability) for g in facts.gpus], facts.source
+([('NVIDIA L4', 22.17, '8.9'), ('NVIDIA L4', 22.17, '8.9')], 'the GPU table (--gpu L4)')
+>>> gpus_from_table("Frobnitz 9000", 1).notes
+['--gpu Frobnitz 9000 is not in the bundled GPU table (diagnose/data/gpus.yaml): its memory and compute capability are unknown']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..facts.record import GpuFact, GpuProcess
+from ..gpu.table import lookup_gpu
+
+MAX_GPUS = 1024  # a --gpus larger than this is not a machine
+
+
+@dataclass
+class GpuFacts:
+    """The GPUs of the machine the launch is checked for, where that was read, and whether it is this machine."""
+
+    gpus: list[GpuFact] = field(default_factory=list)
+    processes: list[GpuProcess] = field(default_factory=list)
+    source: str | None = None
+    count: int | None = None  # GPUs stated (`--gpus N`) when their kind is not
+    here: bool = False  # read live from this machine: its ports and visible devices are the launch's
+    platform: str | None = None  # "cpu": the launch runs on a CPU build of vLLM (`--gpu cpu`)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def known(self) -> bool:
+        return bool(self.gpus) or bool(self.count)
+
+
+def gpus_from_table(name: str | None, count: int | None) -> GpuFacts:
+    """`--gpu NAME --gpus N`: N cards of the table's entry for NAME (its memory and capability)."""
+    count = count or 1
+    if name and name.strip().lower() == "cpu":
+        return GpuFacts(source="--gpu cpu", platform="cpu", notes=["--gpu cpu: a CPU build of vLLM, no GPU"])
+    if not name:
+        return GpuFacts(count=count, source="--gpus", notes=[
+            f"{count} GPU(s) stated without their kind (--gpu): their memory and compute capability are unknown"])
+    entry = lookup_gpu(name)
+    if entry is None:
+        unknown = [GpuFact(index=i, name=name, source="--gpu") for i in range(count)]
+        return GpuFacts(unknown, source="--gpu", count=count, notes=[
+            f"--gpu {name} is not in the bundled GPU table (diagnose/data/gpus.yaml): its memory and compute "
+            "capability are unknown"])
+    gpus = [GpuFact(index=i, name=entry["name"], total_gib=float(entry["memory_gib"]),
+                    compute_capability=str(entry["compute_capability"]), source="gpu table") for i in range(count)]
+    return GpuFacts(gpus, source=f"the GPU table (--gpu {name})", count=count)
+
+
+__all__ = ["GpuFacts", "MAX_GPUS", "gpus_from_table"]
