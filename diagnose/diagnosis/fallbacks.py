@@ -1,5 +1,6 @@
 """When no rule's wording fired: place the paste by the part of a message it holds, else by where vLLM raised it,
-else by the start-up step its last traceback stopped in, else by what its wording is most like.
+else by the start-up step its last traceback stopped in, else by what its wording is most like; and a paste with no
+error line at all, by what its launch's exact checks foresee (launch_alone).
 
 Each fallback is weaker than the one before it and says so in its confidence and its Why: a piece of one of vLLM's
 own messages (excerpts), the vLLM file whose errors the catalogue files under one category (frames), the step
@@ -15,8 +16,8 @@ from ..facts.frames import FramesExtractor
 from ..knowledge.rules import Rule
 from .cut_traceback import last_traceback, stage_diagnoses, stage_note
 from .diagnoses import Diagnosis
-from .fix_plan import plan_fixes
 from .excerpts import excerpt_diagnosis, excerpt_note
+from .fix_plan import plan_fixes, ranked_as_given
 from .frames import frame_diagnosis
 from .wording import wording_diagnoses, wording_note
 
@@ -24,7 +25,9 @@ from .wording import wording_diagnoses, wording_note
 def place_unfired(leftovers: list[tuple[int, str]], excerpt: ExcerptLines, frames: FramesExtractor,
                   rules: list[Rule], ctx: Context) -> list[Diagnosis]:
     """The weak diagnoses of a paste no rule fired on, most likely first, with their fixes planned."""
-    from ..knowledge.message_fragments import catalogue_index  # built only for the pastes that need it
+    from ..knowledge.message_fragments import (
+        catalogue_index,  # built only for the pastes that need it
+    )
 
     lines = excerpt.lines()
     placed = excerpt_diagnosis(lines, rules, ctx, catalogue_index())
@@ -44,13 +47,39 @@ def place_unfired(leftovers: list[tuple[int, str]], excerpt: ExcerptLines, frame
         diagnosis.why += stage_note(diagnosis)
     if found:
         return found
-    from ..knowledge.wording_model import wording_model  # trained only for the pastes that reach the last resort
+    from ..knowledge.wording_model import (
+        wording_model,  # trained only for the pastes that reach the last resort
+    )
 
     found = _planned(wording_diagnoses(lines, wording_model(), rules, ctx), ctx)
     for diagnosis in found:
         diagnosis.why = wording_note(diagnosis)  # the rule's own Why explains a failure this may not be
         diagnosis.fixes = []  # a guess from the wording is not enough to act on: the Why asks for the error line
     return found
+
+
+def check_launch_alone(ctx: Context, rules: list[Rule], frames: FramesExtractor) -> list[Diagnosis]:
+    """A paste with a launch and no error line (nor a traceback cut before one): the failures its launch's exact
+    checks foresee, as likely."""
+    if last_traceback(frames) or ctx.launch is None:
+        return []
+    from .launch_alone import (  # the checks load for such pastes
+        launch_alone_diagnoses,
+        launch_alone_note,
+        own_fixes,
+    )
+
+    found = launch_alone_diagnoses(ctx, rules)
+    for diagnosis, finding in found:
+        plan_fixes(diagnosis, ctx)
+        own = own_fixes(finding)
+        if own:  # the check's fix answers this launch; the rule's follow where they change something else
+            made = {repr(sorted(fix.changes.items(), key=str)) for fix in own}
+            rest = [r.fix for r in diagnosis.fixes if repr(sorted(r.fix.changes.items(), key=str)) not in made]
+            diagnosis.fixes = ranked_as_given(own + rest, ctx)
+        # a rule borrowed for its category explains another wording: the check's own finding is the Why
+        diagnosis.why = launch_alone_note(finding, ctx.facts.vllm_version) + (diagnosis.why if finding.rule else "")
+    return [diagnosis for diagnosis, _finding in found]
 
 
 MISSING_ERROR_LINE = (" The error line itself is not in the paste: this rests on what leads up to it. Paste the lines "
@@ -75,4 +104,4 @@ def _planned(diagnoses: list[Diagnosis], ctx: Context) -> list[Diagnosis]:
     return diagnoses
 
 
-__all__ = ["MISSING_ERROR_LINE", "place_unfired", "say_error_line_missing"]
+__all__ = ["MISSING_ERROR_LINE", "check_launch_alone", "place_unfired", "say_error_line_missing"]

@@ -82,10 +82,8 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     # more specific one and goes first among fixes of the same prediction
     positions = [-1 if diagnosis.family and fix.strategy == ADVICE_STRATEGY else i for i, fix in enumerate(candidates)]
     ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0], named))
-    diagnosis.fixes = []
-    for rank, (_i, fix) in enumerate(ranked, start=1):
-        printed = _command_for(fix, ctx)
-        diagnosis.fixes.append(RankedFix(rank, fix, printed.command, _rank_reason(fix), printed.not_shown))
+    diagnosis.fixes = ranked_as_given([fix for _i, fix in ranked], ctx)
+    for rank, fix in enumerate((r.fix for r in diagnosis.fixes), start=1):
         for entry in plan:
             if entry.get("title") == fix.title and "outcome" not in entry:
                 named_cure = " a setting the log's own message names as the cure;" if named & set(fix.changes) else ""
@@ -94,6 +92,15 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"
+
+
+def ranked_as_given(fixes: list[Fix], ctx: Context) -> list[RankedFix]:
+    """The fixes in the order given, each with the command it makes and the reason for its place."""
+    out = []
+    for rank, fix in enumerate(fixes, start=1):
+        printed = _command_for(fix, ctx)
+        out.append(RankedFix(rank, fix, printed.command, _rank_reason(fix), printed.not_shown))
+    return out
 
 
 def _in_effect(fix: Fix, ctx: Context) -> bool:

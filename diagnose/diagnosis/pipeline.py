@@ -37,7 +37,7 @@ from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules
 from .fix_plan import plan_fixes
-from .fallbacks import place_unfired, say_error_line_missing
+from .fallbacks import check_launch_alone, place_unfired, say_error_line_missing
 from .feasibility_order import weights_first
 from .unplaced import what_was_seen
 
@@ -132,6 +132,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         fired = placed
         if placed[0].basis != "wording":  # a guess explains no line: the error stays unexplained beside it
             leftovers = [(line, text) for line, text in leftovers if line != placed[0].focus_line]
+    if not fired and not leftovers:
+        fired = check_launch_alone(ctx, ruleset.rules, frames)
     if fired:
         say_error_line_missing(fired, frames, leftovers)
         placed_lines = [d for d in fired if d.basis != "wording"]  # a guess explains no line

@@ -197,8 +197,9 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
                     when = f" [when {', '.join(entry['when'])}]" if entry.get("when") else ""
                     say(f"    {entry['strategy']}{when}: {entry.get('title', '')} — {entry['outcome']}", "dim", hang=6)
         else:
-            say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "
-                f"{d['evidence'][0]['line'] if d['evidence'] else '?'})", hang=4)
+            where = f"line {d['evidence'][0]['line']}" if d["evidence"] else (
+                "from the launch alone" if d.get("basis") == "launch-check" else "no line of the log")
+            say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, {where})", hang=4)
     facts_lines = _fact_rows(facts, markdown=False)
     if facts_lines:
         say("\nFacts:", "bold")
