@@ -107,6 +107,7 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
 
     def run():
         from ..diagnosis.pipeline import diagnose as run_diagnosis
+        from ..ingest.emptiness import no_input
         from ..ingest.runs import group_runs
         from ..knowledge.loader import load_rules
         from ..report.build import build_report
@@ -122,6 +123,8 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
         with progress_for(files) as on_bytes:
             options.on_bytes = on_bytes
             outcomes = [run_diagnosis(incident.sources, options, ruleset) for incident in incidents]
+        if why := no_input([source for incident in incidents for source in incident.sources]):
+            raise VdiagError(why, ExitCode.USAGE)  # an empty pipe is no input, never an all-clear
         for problem in outcomes[0].rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         reports = [build_report(outcome) for outcome in outcomes]

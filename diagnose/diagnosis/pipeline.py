@@ -69,6 +69,7 @@ class Outcome:
     rule_problems: list[str] = field(default_factory=list)
     snapshot: Snapshot | None = None
     sources: list[tuple[str, int]] = field(default_factory=list)  # (name, lines before it): line numbers run on
+    bytes_read: int = 0  # of every source, after decompression
 
     def locate(self, line: int) -> tuple[str | None, int]:
         """The source a running line number falls in, and the line number inside that source."""
@@ -95,12 +96,14 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     result = ScanResult()
     notes: list[str] = []
     spans: list[tuple[str, int]] = []
+    bytes_read = 0
     for source in sources:
         spans.append((source.name, result.lines))
         blocks = unwrap_blocks(source.raw_blocks())
         if options.on_bytes is not None:
             blocks = _reporting(blocks, options.on_bytes)
         scanner.scan(blocks, result, first_line=result.lines + 1)
+        bytes_read += source.notes.bytes_read
         if source.notes.truncated_lines:
             notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
         if source.notes.truncated_input:
@@ -134,7 +137,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:
         # in a run that never served they still show that something failed (in one that served, it survived them)
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
-    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
+    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans,
+                   bytes_read)
 
 
 def _dropped_notes(facts: Facts, unexplained: UnexplainedExtractor, advice: AdviceLines) -> list[str]:

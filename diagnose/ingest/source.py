@@ -25,6 +25,7 @@ from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
 from .budget import INPUT_BUDGET, InputBudget
+from .emptiness import holds_text
 from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, docker_record, envelope_block, journal_export_messages,
                         journal_json_record, text_blocks)
 from .textdetect import as_utf8, looks_binary
@@ -41,6 +42,10 @@ class IngestNotes:
     format: str = "text"
     truncated_lines: int = 0
     truncated_input: str | None = None
+    lines_read: int = 0
+    bytes_read: int = 0  # after decompression, before envelopes are unwrapped
+    holds_text: bool = False  # a line other than a blank one or a journalctl marker was read (see emptiness)
+    marker_lines: list[str] = field(default_factory=list)  # the first journalctl markers read ("-- No entries --")
 
 
 @dataclass
@@ -66,8 +71,12 @@ class Source:
         raw = self.open_binary()
         try:
             stream = as_utf8(meter.stream(_maybe_gunzip(raw, self)))[0]
-            yield from meter.lines_of(_raw_blocks(stream, self.notes, self.name))
+            for block in meter.lines_of(_raw_blocks(stream, self.notes, self.name)):
+                if not self.notes.holds_text:
+                    self.notes.holds_text = holds_text(block, self.notes.marker_lines)
+                yield block
         finally:
+            self.notes.lines_read, self.notes.bytes_read = meter.lines, meter.bytes
             if raw is not sys.stdin.buffer:
                 raw.close()
 

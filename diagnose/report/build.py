@@ -42,6 +42,7 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
             "platform": facts.platform,
             "phase": ctx.phases.reached(),
             "lines": ctx.scan.lines,
+            "bytes": outcome.bytes_read,
         },
         "diagnoses": [_diagnosis(d, outcome) for d in outcome.diagnoses],
         "unexplained": [_line(outcome, line, text) for line, text in outcome.unexplained],

@@ -9,6 +9,7 @@ import json
 import re
 from typing import Any
 
+from ..ingest.emptiness import read_amount
 from ..util.redact import redact, redact_tree
 from .memory_bar import memory_bars
 
@@ -24,6 +25,8 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
     diagnoses = report["diagnoses"]
     if not diagnoses:
         out.append("## vdiag: no known failure found")
+        if report["status"] == "nothing-found" and "bytes" in facts:
+            out.append(f"\nNo vLLM failure and no error lines (read {read_amount(facts['lines'], facts['bytes'])}).")
         if report["status"] == "served":
             out.append("\nThe server reached *Application startup complete*.")
     for index, d in enumerate(diagnoses):
@@ -114,7 +117,9 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
                 ("  These are request errors (a prompt too long, a bad parameter, a client timeout), not a server failure.", None)]
     if status == "served":
         return [("✓ No failure: the server reached 'Application startup complete'.", "bold green")]
-    return [("No vLLM failure and no error lines found.", "bold green"), (reached, None)]
+    facts = report.get("facts") or {}
+    read = f" (read {read_amount(facts['lines'], facts['bytes'])})" if "bytes" in facts else ""
+    return [(f"No vLLM failure and no error lines found{read}.", "bold green"), (reached, None)]
 
 
 def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None:
