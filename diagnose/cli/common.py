@@ -114,6 +114,8 @@ def sources_from(files: tuple[str, ...]):
         if sys.stdin.isatty():
             raise VdiagError("no input: give a log file, or pipe a log into vdiag (see vdiag --help)", ExitCode.USAGE)
         files = ("-",)
+    if "-" in files and sys.stdin.isatty():
+        click.echo("vdiag: reading the log from the terminal: paste the log, then press Ctrl-D", err=True)
     return [Source(f) for f in files]
 
 

@@ -61,7 +61,7 @@ class Source:
 
     def open_binary(self) -> BinaryIO:
         if self.name == "-":
-            return sys.stdin.buffer
+            return _pasted(sys.stdin.buffer, self.budget.bytes) if _is_terminal(sys.stdin) else sys.stdin.buffer
         return open_regular(self.name, "log file")
 
     def raw_blocks(self) -> Iterator[bytes]:
@@ -95,6 +95,29 @@ class TextSource(Source):
 
     def open_binary(self) -> BinaryIO:
         return io.BytesIO(self._data)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (ValueError, OSError):
+        return False
+
+
+def _pasted(terminal: BinaryIO, most: int) -> BinaryIO:
+    """What is pasted into a terminal, read to its first end of input (one Ctrl-D), at most `most` bytes.
+
+    Each read of a terminal ends at a line or at Ctrl-D; the reads after an end of input wait for the next one.
+    The gzip peek, the text detection and the chunks each read stdin: on a terminal, each needed a Ctrl-D of its own.
+    """
+    parts, size = [], 0
+    while size < most:
+        part = terminal.read1(min(1 << 16, most - size)) if hasattr(terminal, "read1") else terminal.read(1 << 16)
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    return io.BytesIO(b"".join(parts))
 
 
 def _maybe_gunzip(raw: BinaryIO, source: Source) -> BinaryIO:
