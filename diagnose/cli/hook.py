@@ -43,9 +43,12 @@ def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_da
     """Diagnose the failed run of a systemd unit, keep the report, and log a one-line summary to the journal.
 
     \b
-    In the unit:   OnFailure=vdiag@%n.service   (with contrib/systemd/vdiag@.service)
-    or:            ExecStopPost=+/usr/local/bin/vdiag hook   (each crash Restart= retries; runs as root)
-    By hand:       vdiag hook --unit vllm.service [--invocation ID] [--state-dir DIR]
+    In the unit:   OnFailure=vdiag@%n.service
+                   (with contrib/systemd/vdiag@.service)
+    or:            ExecStopPost=+/usr/local/bin/vdiag hook
+                   (each crash Restart= retries; runs as root)
+    By hand:       vdiag hook --unit vllm.service [--invocation ID] \\
+                       [--state-dir DIR]
     """
     from ..hook.journald import send_entry
 

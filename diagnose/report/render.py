@@ -11,6 +11,7 @@ from typing import Any
 
 from ..ingest.emptiness import read_amount
 from ..util.redact import redact, redact_tree
+from .fold import cut_middle
 from .memory_bar import memory_bars
 
 
@@ -109,7 +110,7 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
         first = report["unexplained"][0]
         kind = re.match(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit))\b", first["text"])
         family = f" ({kind.group(1)})" if kind else ""
-        return [(f"✗ An error no rule explains yet{family}, at line {_where(first)}: {first['text'][:300]}", "bold yellow"),
+        return [(f"✗ An error no rule explains yet{family}, at line {_where(first)}: {cut_middle(first['text'], 300)}", "bold yellow"),
                 (reached, None),
                 ("  vdiag cannot say why it happened; the lines below are the errors it found.", "dim")]
     if status == "request-errors":
@@ -127,7 +128,8 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     hanging indents (commands and log lines never wrap, so they stay copyable)."""
     from .terminal import Printer
 
-    say = Printer(stream).say
+    printer = Printer(stream)
+    say = printer.say
     report = redact_tree(report, emails)
     diagnoses = report["diagnoses"]
     facts = report["facts"]
@@ -139,14 +141,15 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
             say("\nAlso found (lower confidence, often a consequence of the above):", "bold")
         if index == 0:
             say(f"✗ {d['title']}", "bold red", hang=2)
-            say(f"  {d['category']} · confidence {d['confidence']:.2f} · rule {d['rule']}", "dim", hang=2)
+            rule = f"rule {d['rule']}" if d["rule"] == d["category"] else f"{d['category']} · rule {d['rule']}"
+            say(f"  {rule} · confidence {d['confidence']:.2f}", "dim", hang=2)
             say(f"  {d['summary']}", hang=0)
             if d["why"]:
                 say(f"  Why: {d['why']}", hang=5)
             if d["evidence"]:
                 say("  Evidence:", "bold")
-                for e in d["evidence"]:
-                    say(f"    line {_where(e)}: {e['text'][:400]}", "yellow")
+                for wheres, text in _distinct_quotes(d["evidence"]):
+                    printer.say_quoted(f"    line {', '.join(wheres)}: ", text, "yellow")
             if d["fixes"]:
                 say("  Fixes, best first:", "bold")
                 for fix in d["fixes"]:
@@ -156,7 +159,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
                         say(f"     {fix['why']}", hang=0)
                     command = fix.get("command") or fix.get("step")
                     if command:
-                        say(f"     $ {command}", "green")
+                        printer.say_command(command, 5, "green")
                         continue
                     if fix.get("command_not_shown"):
                         say(f"     not shown: {fix['command_not_shown']}", "dim", hang=7)
@@ -168,7 +171,12 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     facts_lines = _fact_rows(facts, markdown=False)
     if facts_lines:
         say("\nFacts:", "bold")
+        launch = (facts.get("launch") or {}).get("command")
         for line in facts_lines:
+            if launch and printer.width and line.endswith(f"): {launch}") and len(line) + 2 > printer.width:
+                say(f"  {line[:-len(launch) - 1]}", "dim")  # the launch on lines of its own, folded to paste
+                printer.say_command(launch, 4, "dim")
+                continue
             say(f"  {line}", "dim")
     bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [], width=50) if report["diagnoses"] else []
     for index, line in enumerate(bar):
@@ -176,9 +184,20 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     if report["unexplained"]:
         say("\nError lines no rule explains:", "bold yellow")
         for u in report["unexplained"]:
-            say(f"  line {u['line']}: {u['text'][:300]}")
+            printer.say_quoted(f"  line {u['line']}: ", u["text"], most=300)
     for note in report.get("notes", []):
         say(f"note: {note}", "dim", hang=6)
+
+
+def _distinct_quotes(entries: list[dict]) -> list[tuple[list[str], str]]:
+    """Each distinct message once, with every line it is on: vLLM's engine and its API server log one error twice,
+    under different process headers (`(EngineCore_DP0 pid=1094)`, `(APIServer pid=1000)`)."""
+    from ..ingest.lineformat import message_of
+
+    quotes: dict[str, tuple[list[str], str]] = {}
+    for entry in entries:
+        quotes.setdefault(message_of(entry["text"]) or entry["text"], ([], entry["text"]))[0].append(_where(entry))
+    return list(quotes.values())
 
 
 def _where(entry: dict) -> str:
