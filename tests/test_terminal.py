@@ -273,7 +273,7 @@ def _outside_quotes(line: str) -> str:
 
 def test_every_rule_show_reads_as_text(ruleset, monkeypatch):
     # `rules show` loads the rules afresh on each call; the session's `ruleset` is that same fresh load, done once
-    monkeypatch.setattr("diagnose.cli.rules._load", lambda rules_dirs: ruleset)
+    monkeypatch.setattr("diagnose.cli.rules._load", lambda rules_dirs, checked=True: ruleset)
     runner = CliRunner()
     found = []
     for rule in ruleset.rules:
