@@ -71,7 +71,8 @@ def list_reports(state_dir, unit, fmt):
 @reports.command("show")
 @click.argument("reference")
 @click.option("--state-dir", help=_STATE_HELP)
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]),
+              help="text (the default on a terminal), md (the default elsewhere: the stored Markdown) or json.")
 def show_report(reference, state_dir, fmt):
     """Print one report: REFERENCE is its file name, an invocation id (a prefix will do) or a unit (its newest)."""
 
@@ -81,8 +82,38 @@ def show_report(reference, state_dir, fmt):
         from ..util.redact import redact
 
         stored = find_stored(_state_dir(state_dir), reference)
-        text = redact(read_stored_text(stored.path if fmt == "json" else stored.path.with_suffix(".md")))
-        click.echo((visible_in_json(text) if fmt == "json" else visible(text)).rstrip("\n"))
+        chosen = fmt or ("text" if sys.stdout.isatty() else "md")
+        if chosen == "text":
+            _print_stored(stored)
+            return ExitCode.NOTHING_FOUND
+        text = redact(read_stored_text(stored.path if chosen == "json" else stored.path.with_suffix(".md")))
+        click.echo((visible_in_json(text) if chosen == "json" else visible(text)).rstrip("\n"))
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))
+
+
+def _print_stored(stored) -> None:
+    """A stored report as the diagnosis printed it, under one line saying which run of which unit it is."""
+    from ..hook.browse import row_of_report
+    from ..hook.visible import visible
+    from ..report.render import print_text
+    from ..report.terminal import Printer
+
+    report = _visible_tree(stored.load(), visible)
+    row = row_of_report(report)
+    runs = f"{row['count']} failed runs, last {row['last']}" if row["count"] and row["count"] > 1 else \
+        f"failed {row['last']}" if row["last"] else "failed"
+    result = f" · {row['result']}" if row["result"] else ""
+    Printer().say(visible(f"{stored.unit} · invocation {stored.invocation[:12]} · {runs}{result}"), "dim", hang=2)
+    print_text(report)
+
+
+def _visible_tree(tree, visible):
+    if isinstance(tree, str):
+        return visible(tree)
+    if isinstance(tree, dict):
+        return {key: _visible_tree(value, visible) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [_visible_tree(item, visible) for item in tree]
+    return tree
