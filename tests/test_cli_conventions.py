@@ -118,3 +118,14 @@ def test_a_pipe_shows_its_progress_after_a_few_seconds_whatever_its_size(monkeyp
     terminal.close()
     os.close(master)
     assert "reading the pipe" in shown and "MB" in shown
+
+
+def test_a_closed_pipe_keeps_the_diagnosis_exit_code():
+    """`vdiag log | head -1` exited 0 or 1 depending on whether head closed the pipe before the report was written."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write: every write meets a closed pipe
+    try:
+        done = subprocess.run([VDIAG, "--no-gpu", str(CRASH)], stdout=write_end, stderr=subprocess.PIPE, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1 and b"Traceback" not in done.stderr

@@ -209,8 +209,8 @@ def emit_incidents(reports: list[dict], fmt: str, output: str | None = None) -> 
         else:
             print_incidents_text(reports)
         sys.stdout.flush()
-    except BrokenPipeError:
-        raise
+    except BrokenPipeError:  # `vdiag log | head -1`: the reader has what it wanted; the exit code still says what
+        _silence_stdout()    # was found, however far the report got before the pipe closed
     except OSError as error:
         _silence_stdout()
         raise VdiagError(f"cannot write the report to standard output: {error.strerror or error}", ExitCode.INPUT_ERROR) from None
