@@ -8,15 +8,15 @@ ids, but only the rules in scope are reported.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..knowledge.rules import RuleSet
 from ..knowledge.signatures import signature_problems
+from ..util.lazy_pattern import lazy
 from ..util.safeio import is_within, read_rule_file
 
-_ID_LINE = re.compile(rb"^id:\s*['\"]?([A-Za-z0-9][\w.-]*)", re.MULTILINE)
+_ID_LINE = lazy(rb"(?m)^id:\s*['\"]?([A-Za-z0-9][\w.-]*)")
 
 
 @dataclass(frozen=True)
