@@ -1,6 +1,6 @@
 """An 80-column terminal (issue #27, item 5), judged on a real pty: a command folds with shell continuations and
-pastes into bash as the same words, a quoted log line is cut in the middle and wraps, one error is quoted once,
-and a pipe or a file still gets one plain line per item."""
+pastes into bash as the same words, a quoted log line is cut in the middle and wraps, one error is quoted once
+(diagnosis.diagnoses keeps each distinct line once), and a pipe or a file still gets one plain line per item."""
 
 import json
 import os
@@ -83,11 +83,11 @@ def test_a_quoted_log_line_is_cut_in_the_middle_wraps_and_is_quoted_once():
     start = next(i for i, line in enumerate(lines) if line.strip() == "Evidence:")
     end = next(i for i, line in enumerate(lines) if line.strip() == "Fixes, best first:")
     evidence = lines[start + 1:end]
-    assert code == 1 and evidence[0].startswith("    line 86, 119: ValueError: To serve at least one request")
+    assert code == 1 and evidence[0].startswith("    line 86: ValueError: To serve at least one request")
     assert len(evidence) <= 5 and all(len(row) <= 80 for row in evidence if " " in row.strip())
     text = " ".join(row.strip() for row in evidence)
     assert " … " in text and text.endswith("for more details.")  # the start and the end, the reason and its link
-    assert sum("ValueError" in row for row in lines) == 1  # the engine's and the API server's copy: one quote
+    assert sum("ValueError" in row for row in lines) == 1  # the engine's (line 86) and the API server's (119): once
 
 
 def test_the_status_line_names_a_rule_once():
@@ -99,7 +99,7 @@ def test_a_pipe_gets_one_plain_line_per_item_with_the_quote_cut_in_the_middle():
     proc = subprocess.run([VDIAG, "--no-gpu", str(CPU_KV)], capture_output=True, text=True,
                           env={**os.environ, "COLUMNS": "80"})
     lines = proc.stdout.splitlines()
-    quote = next(line for line in lines if line.startswith("    line 86, 119: "))
+    quote = next(line for line in lines if line.startswith("    line 86: "))
     assert 300 < len(quote) <= 420 and " … " in quote and quote.endswith("for more details.")
     commands = [line for line in lines if line.startswith("     $ ")]
     assert commands and not any(line.endswith("\\") for line in lines)  # nothing folded: one line per command

@@ -47,11 +47,9 @@ def list_reports(state_dir, unit, fmt):
         import json
 
         from ..hook.browse import report_rows
-        from ..hook.visible import visible
-        from ..util.redact import redact_tree
+        from ..report.render import shown
 
-        rows = [{key: visible(value) if isinstance(value, str) else value for key, value in row.items()}
-                for row in redact_tree(report_rows(_state_dir(state_dir), unit))]
+        rows = shown(report_rows(_state_dir(state_dir), unit))
         if fmt == "json":
             click.echo(json.dumps(rows, indent=2))
             return ExitCode.NOTHING_FOUND
@@ -78,42 +76,33 @@ def show_report(reference, state_dir, fmt):
 
     def run():
         from ..hook.browse import find_stored, read_stored_text
-        from ..hook.visible import visible, visible_in_json
         from ..util.redact import redact
+        from ..util.sanitise import inert_json, sanitise
 
         stored = find_stored(_state_dir(state_dir), reference)
         chosen = fmt or ("text" if sys.stdout.isatty() else "md")
         if chosen == "text":
             _print_stored(stored)
             return ExitCode.NOTHING_FOUND
-        text = redact(read_stored_text(stored.path if chosen == "json" else stored.path.with_suffix(".md")))
-        click.echo((visible_in_json(text) if chosen == "json" else visible(text)).rstrip("\n"))
+        text = read_stored_text(stored.path if chosen == "json" else stored.path.with_suffix(".md"))
+        # read back as any input is: the Markdown sanitised, the JSON exact but inert (\u escapes), both redacted
+        click.echo((inert_json(redact(text)) if chosen == "json" else redact(sanitise(text))).rstrip("\n"))
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))
 
 
 def _print_stored(stored) -> None:
-    """A stored report as the diagnosis printed it, under one line saying which run of which unit it is."""
+    """A stored report as the diagnosis printed it, under one line saying which run of which unit it is (both
+    sanitised and redacted by the printer and the renderer, as any input is)."""
     from ..hook.browse import row_of_report
-    from ..hook.visible import visible
     from ..report.render import print_text
     from ..report.terminal import Printer
 
-    report = _visible_tree(stored.load(), visible)
+    report = stored.load()
     row = row_of_report(report)
     runs = f"{row['count']} failed runs, last {row['last']}" if row["count"] and row["count"] > 1 else \
         f"failed {row['last']}" if row["last"] else "failed"
     result = f" · {row['result']}" if row["result"] else ""
-    Printer().say(visible(f"{stored.unit} · invocation {stored.invocation[:12]} · {runs}{result}"), "dim", hang=2)
+    Printer().say(f"{stored.unit} · invocation {stored.invocation[:12]} · {runs}{result}", "dim", hang=2)
     print_text(report)
-
-
-def _visible_tree(tree, visible):
-    if isinstance(tree, str):
-        return visible(tree)
-    if isinstance(tree, dict):
-        return {key: _visible_tree(value, visible) for key, value in tree.items()}
-    if isinstance(tree, list):
-        return [_visible_tree(item, visible) for item in tree]
-    return tree

@@ -103,9 +103,17 @@ def _beneath_specific(fired: list[Diagnosis]) -> list[Diagnosis]:
 
 
 def _bounded(matches: list[Match]) -> list[Match]:
-    if len(matches) <= MAX_EVIDENCE:
-        return matches
-    return matches[: MAX_EVIDENCE - 1] + matches[-1:]
+    """The evidence shown: each distinct line once (a log repeats its error per rank and per retry), at most
+    MAX_EVIDENCE, the last one kept."""
+    seen: set[str] = set()
+    distinct = []
+    for match in matches:
+        if match.text not in seen:
+            seen.add(match.text)
+            distinct.append(match)
+    if len(distinct) <= MAX_EVIDENCE:
+        return distinct
+    return distinct[: MAX_EVIDENCE - 1] + distinct[-1:]
 
 
 def order(fired: list[Diagnosis]) -> list[Diagnosis]:
@@ -141,7 +149,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             if os.environ.get("VDIAG_STRATEGY_ERRORS") == "raise":
                 raise
             fix = None
-        if fix is None:
+        if fix is None or _in_effect(fix, ctx):
             continue
         fix.strategy = spec.strategy
         _say_what_is_missing(fix)
@@ -157,7 +165,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     advised = [fix for fix in advised if applies(fix, ctx)]  # advice whose own condition the figures do not meet goes
     named = {key for fix in advised if not fix.conditional for key in (*fix.changes, *fix.mentions)}  # the log's cure
     for fix in advised:
-        if not covered & set(fix.changes):  # where a rule computes a value for the same setting, the rule's stands
+        if not covered & set(fix.changes) and not _in_effect(fix, ctx):  # where a rule computes a value, it stands
             candidates.append(fix)
     # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
     # more specific one and goes first among fixes of the same prediction
@@ -171,6 +179,23 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"
+
+
+def _in_effect(fix: Fix, ctx: Context) -> bool:
+    """Whether every change the fix makes is what the launch already has (TP 2 proposed to a TP 2 launch)."""
+    if not fix.changes or ctx.launch is None:
+        return False
+    for key, value in fix.changes.items():
+        if key.startswith("env:"):
+            now = ctx.launch.env_value(key[4:])
+        elif key.startswith("--"):
+            now = ctx.arg(key)
+        else:
+            return False
+        wanted = "true" if value is True else (None if value is None else str(value))
+        if now is None or wanted is None or str(now).lower() != wanted.lower():
+            return False
+    return True
 
 
 _UNFILLED = lazy(r"\{([a-z_]+)\}")

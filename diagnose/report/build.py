@@ -48,6 +48,8 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
         "unexplained": [_line(outcome, line, text) for line, text in outcome.unexplained],
         "notes": list(outcome.notes),
     }
+    if outcome.seen:
+        report["seen"] = outcome.seen
     if outcome.rule_problems:
         report["rule_problems"] = list(outcome.rule_problems)
     if report["diagnoses"] and report["diagnoses"][0]["fixes"]:
@@ -114,7 +116,9 @@ def status_of(outcome: Outcome) -> str:
         return "failure-diagnosed"
     if outcome.diagnoses:  # only the wording model's guesses: the error lines are still unexplained
         return "errors-unexplained"
-    if outcome.unexplained:
+    if outcome.unexplained or (outcome.seen or {}).get("traceback_cut"):  # a cut traceback is an error not seen
+        if not outcome.unexplained:
+            return "errors-unexplained"
         return "request-errors" if _only_request_errors(outcome) else "errors-unexplained"
     if outcome.ctx.facts.served:
         return "served"
@@ -147,4 +151,6 @@ def exit_code_for(report: dict[str, Any]) -> ExitCode:
         return ExitCode.DIAGNOSED
     if report["status"] == "request-errors":
         return ExitCode.NOTHING_FOUND  # the server works; single requests failed
-    return ExitCode.UNEXPLAINED_ERRORS if report["unexplained"] or report["diagnoses"] else ExitCode.NOTHING_FOUND
+    if report["unexplained"] or report["diagnoses"] or report["status"] == "errors-unexplained":
+        return ExitCode.UNEXPLAINED_ERRORS
+    return ExitCode.NOTHING_FOUND

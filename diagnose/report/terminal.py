@@ -15,6 +15,7 @@ import os
 import sys
 
 from ..util.lazy_pattern import lazy
+from ..util.sanitise import sanitise
 from .fold import cut_middle, fold_command
 
 QUOTED_CHARS = 400  # of a log line quoted as evidence, off a terminal
@@ -58,7 +59,9 @@ class Printer:
     """Prints lines with an optional style and a hanging indent for prose: `say(text, style, hang=None)`.
 
     `hang=None` leaves a line unwrapped; commands (`say_command`) fold with shell continuations on a terminal, and
-    quoted log lines (`say_quoted`) are cut in the middle and wrap.
+    quoted log lines (`say_quoted`) are cut in the middle and wrap. Every line is sanitised first (util.sanitise):
+    whatever it holds, no escape sequence, control or invisible character reaches the terminal but the styles the
+    printer adds itself.
 
     Off a terminal the lines are written as they are, without importing rich (a third of a text report's start-up);
     rich renders only where it may change something: a terminal (or FORCE_COLOR, TTY_COMPATIBLE, a notebook), or a
@@ -85,6 +88,7 @@ class Printer:
         return self._console
 
     def say(self, text: str = "", style: str | None = None, hang: int | None = None, literal: bool = False) -> None:
+        text = sanitise(text)
         stream = self._file()
         if not self.is_terminal and stream is not None and _verbatim_in_rich(text):
             try:

@@ -34,9 +34,6 @@ QUESTION_LABELS = {ASK_LAUNCH: "command", ASK_VERSION: "version", ASK_GPUS: "GPU
                    ASK_DOCKER_RUN: "docker run", ASK_REQUEST: "failing request", ASK_SERVER_LOG: "server log"}
 _NEEDS_GPUS = frozenset(_DATA["needs_gpus"])
 NEEDS_DEPLOYMENT = frozenset(_DATA["needs_deployment"])
-# a diagnosis placed without the error line (by the start-up step a cut traceback reached, or by its wording): the
-# full traceback is what would confirm it
-_PLACED_WITHOUT_ERROR = {"traceback-step", "wording"}
 _EMPTY = ProseFacts()
 _QUIET = Signals(question=False, performance=False, client_error=False, traceback_cut=False)
 
@@ -90,9 +87,10 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
             asks.append(ASK_POD_SPEC)
         elif prose.deployment in ("docker", "docker compose") and not (facts.get("launch") or {}).get("form") == "docker":
             asks.append(ASK_DOCKER_RUN)
-    placed_by_step = bool(report.get("diagnoses")) and report["diagnoses"][0].get("basis") in _PLACED_WITHOUT_ERROR
-    if sig.traceback_cut and (report["status"] != "failure-diagnosed" or placed_by_step):
-        asks.append(ASK_TRACEBACK)
+    diagnoses = report.get("diagnoses") or []
+    guessed = bool(diagnoses) and diagnoses[0].get("basis") in ("traceback-step", "wording")
+    if sig.traceback_cut and (report["status"] != "failure-diagnosed" or guessed):
+        asks.append(ASK_TRACEBACK)  # a diagnosis from where the traceback stopped still needs its error line
     elif report["status"] == "nothing-found":
         asks.append(ASK_VLLM_LOG if gpu_state_only(report) else ASK_FULL_LOG)
     return asks

@@ -3,7 +3,8 @@
 The draft speaks to the customer: the diagnosis in plain words, the exact command, what to send back if it does
 not work, in a shape that fits the ticket's kind (a question is not answered with a crash template). Rule ids,
 confidence and fingerprints are for the team and go in the internal note only. Wordings are data
-(`diagnose/data/triage_replies.yaml`).
+(`diagnose/data/triage_replies.yaml`). Both are Markdown: every field from the ticket or the log is sanitised and
+escaped (report.markdown_text), so a subject or an id cannot bring HTML or a link into them.
 
 >>> report = {"status": "nothing-found", "facts": {"phase": None}, "diagnoses": [], "unexplained": []}
 >>> print(customer_reply(None, report, "nothing", ["Which vLLM version?"]))
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..report.markdown_text import md_block, md_prose, md_text
+from ..report.render import changes_text, shown
 from ..util.datafiles import load_yaml
 from ..util.redact import redact
 from .asks import gpu_state_only
@@ -49,9 +52,11 @@ def customer_reply(title: str | None, report: dict[str, Any], kind: str, questio
     """
     words, asked = reply_words(language)
     questions = [asked.get(q, q) for q in questions]
-    out = [f"**Re: {title}**\n" if title else "", words["greeting"] + "\n"]
+    # sanitised and redacted before they are escaped: an escaped `hf\_…` would no longer read as a token
+    title, report, questions, server_lines = shown([title, report, questions, server_lines or []])
+    out = [f"**Re: {md_text(title)}**\n" if title else "", words["greeting"] + "\n"]
     if kind == "request-error":
-        out += _request_error(report, questions, words, server_lines or [])
+        out += _request_error(report, questions, words, server_lines)
     else:
         body = {"failure": _failure, "question": _question}.get(kind, _nothing)
         out += body(report, questions, words, topic)
@@ -78,9 +83,10 @@ def error_reply(title: str | None, error: str, places: tuple[str | None, ...], q
     for place in sorted({p for p in places if p}, key=len, reverse=True):
         reason = reason.removeprefix(f"{place}: ").replace(place, "the attachment")
     words, asked = reply_words(language)
-    parts = [f"**Re: {title}**\n" if title else "", words["greeting"] + "\n",
-             _then(words['thanks'], f"{words['error']['found']} ({reason}).") + "\n", f"- {asked.get(question, question)}\n",
-             words["sign_off"] + "\n"]
+    title, reason, question = shown([title, reason, asked.get(question, question)])
+    parts = [f"**Re: {md_text(title)}**\n" if title else "", words["greeting"] + "\n",
+             _then(words["thanks"], f"{words['error']['found']} ({md_prose(reason)}).") + "\n",
+             f"- {md_prose(question)}\n", words["sign_off"] + "\n"]
     return redact("\n".join(p for p in parts if p), emails=True)
 
 
@@ -93,7 +99,7 @@ _FULL_WIDTH_MARKS = ("。", "：", "、", "，", "！", "？")
 
 
 def _bullets(items: list[str]) -> list[str]:
-    return ["\n".join(f"- {q}" for q in items) + "\n"] if items else []
+    return ["\n".join(f"- {md_prose(q)}" for q in items) + "\n"] if items else []
 
 
 def _failure(report: dict[str, Any], questions: list[str], words: dict, topic: str) -> list[str]:
@@ -102,25 +108,25 @@ def _failure(report: dict[str, Any], questions: list[str], words: dict, topic: s
         lines = [u["text"] for u in report["unexplained"][:MAX_SERVER_LINES]]
         out = [_then(words["thanks"], found["found"]) + "\n"]
         if lines:
-            out.append("```\n" + "\n".join(lines) + "\n```\n")
+            out.append(md_block("\n".join(lines)) + "\n")
         return out + ([found["next"] + "\n"] + _bullets(questions) if questions else [])
     top = report["diagnoses"][0]
     say = words["failure"]
-    out = [_then(words["thanks"], say["found"]) + "\n", f"**{top['title']}.** {top['summary'].strip()}\n"]
+    out = [_then(words["thanks"], say["found"]) + "\n",
+           f"**{md_prose(top['title'])}.** {md_prose(top['summary'].strip())}\n"]
     if top["evidence"]:
-        out.append("```\n" + top["evidence"][-1]["text"] + "\n```\n")
+        out.append(md_block(top["evidence"][-1]["text"]) + "\n")
     if top.get("why"):
-        out.append(_then(say["why"], top["why"].strip()) + "\n")
+        out.append(_then(say["why"], md_prose(top["why"].strip())) + "\n")
     fix = top["fixes"][0] if top["fixes"] else None
     if fix:
-        out.append(_then(say["do"], f"{fix['title'].rstrip('.')}.") + (f" {fix['why'].strip()}" if fix.get("why") else "") + "\n")
+        out.append(_then(say["do"], f"{md_prose(fix['title'].rstrip('.'))}.")
+                   + (f" {md_prose(fix['why'].strip())}" if fix.get("why") else "") + "\n")
         command = fix.get("command") or fix.get("step")
         if command:
-            out.append(f"{say['run']}\n\n```bash\n{command}\n```\n")
+            out.append(f"{say['run']}\n\n{md_block(command, 'bash')}\n")
         elif fix.get("command_not_shown") and fix.get("changes"):  # the change, to make in their own command
-            from ..report.render import changes_text
-
-            out.append(f"{say['change']}\n\n```\n{changes_text(fix['changes'])}\n```\n")
+            out.append(f"{say['change']}\n\n{md_block(changes_text(fix['changes']))}\n")
     out.append(say["if_not"] + "\n")
     return out + _bullets(questions or [say["if_not_default"]])
 
@@ -130,7 +136,7 @@ def _request_error(report: dict[str, Any], questions: list[str], words: dict, se
     out = [_then(words["thanks"], say["found"]) + "\n"]
     if server_lines:
         out.append(say["server_lines"] + "\n")
-        out.append("```\n" + "\n".join(server_lines) + "\n```\n")
+        out.append(md_block("\n".join(server_lines)) + "\n")
     else:
         out.append(say["no_server_lines"] + "\n")
     return out + [say["next"] + "\n"] + _bullets(questions)
@@ -151,32 +157,36 @@ def _gpu_state(report: dict[str, Any], say: dict) -> list[str]:
     """What an `nvidia-smi` table in the ticket shows, and the process that holds most of a GPU, when one does."""
     if not gpu_state_only(report):
         return []
-    facts = report["facts"]
-    gpus = facts["gpus"]
+    gpus = report["facts"]["gpus"]
     rows = []
     for gpu in gpus:
         used = f", {gpu['used_gib']:.1f} GiB of {gpu['total_gib']:.1f} GiB in use" \
             if gpu.get("used_gib") is not None and gpu.get("total_gib") else ""
-        rows.append(f"GPU {gpu.get('index', '?')}: {gpu.get('name') or '?'}{used}")
+        rows.append(f"GPU {gpu.get('index', '?')}: {md_text(str(gpu.get('name') or '?'))}{used}")
     largest_gib = max((gpu.get("total_gib") or 0 for gpu in gpus), default=0)
-    holders = [p for p in facts.get("gpu_processes") or []
+    holders = [p for p in report["facts"].get("gpu_processes") or []
                if largest_gib and (p.get("used_gib") or 0) > HOLDER_SHARE * largest_gib]
-    rows += [f"pid {p['pid']} ({p.get('name') or '?'}): {p['used_gib']:.1f} GiB" for p in holders]
+    rows += [f"pid {p['pid']} ({md_text(str(p.get('name') or '?'))}): {p['used_gib']:.1f} GiB" for p in holders]
     out = [say["gpus"] + "\n", "\n".join(f"- {row}" for row in rows) + "\n"]
     if holders:
-        out.append(say["holder"].format(pid=holders[0]["pid"], name=holders[0].get("name") or "?") + "\n")
+        out.append(say["holder"].format(pid=holders[0]["pid"], name=md_text(str(holders[0].get("name") or "?"))) + "\n")
     return out
+
+
+def _text(value: Any) -> str:
+    return md_text(str(value))
 
 
 def internal_note(row: dict[str, Any], prose: dict[str, Any]) -> str:
     """What the team needs beside the draft: rule, confidence, kind, language, fingerprint, prose facts."""
-    lines = [f"# Internal note: {row['id']} (not for the customer)\n",
-             f"- kind: {row['kind']}; language: {row['language']}; status: {row['status']}",
-             f"- rule: {row['rule'] or '-'}; category: {row['category'] or '-'}; confidence: "
+    row, prose = shown([row, prose])
+    lines = [f"# Internal note: {_text(row['id'])} (not for the customer)\n",
+             f"- kind: {_text(row['kind'])}; language: {_text(row['language'])}; status: {_text(row['status'])}",
+             f"- rule: {_text(row['rule'] or '-')}; category: {_text(row['category'] or '-')}; confidence: "
              + (f"{row['confidence']:.2f}" if row["confidence"] is not None else "-"),
-             f"- fingerprint: {row['fingerprint'] or '-'}"]
+             f"- fingerprint: {_text(row['fingerprint'] or '-')}"]
     if prose:
         stated = {k: ", ".join(v) if isinstance(v, list) else v for k, v in prose.items()}
-        lines.append("- stated in the ticket: " + "; ".join(f"{k}: {v}" for k, v in sorted(stated.items())))
-    lines += [f"- note: {n}" for n in row.get("notes") or []]
+        lines.append("- stated in the ticket: " + "; ".join(f"{_text(k)}: {_text(v)}" for k, v in sorted(stated.items())))
+    lines += [f"- note: {md_prose(n)}" for n in row.get("notes") or []]
     return redact("\n".join(lines) + "\n", emails=True)
