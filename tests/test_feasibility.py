@@ -135,3 +135,24 @@ def test_a_layout_that_is_a_multiple_of_the_node_lists_the_ray_executor():
     assert ray and "2 nodes of 8" in ray[0]["why"]
     odd = diagnose_text(text.replace("(16)", "(12)")).report["diagnoses"][0]["fixes"]
     assert not any(f["changes"] == {"--distributed-executor-backend": "ray"} for f in odd)
+
+
+def test_explain_says_why_each_fix_is_there_or_not():
+    import json
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "diagnose", "--no-gpu", "--explain", "--format", "json",
+                           str(OPERATOR / "weights-72b-one-gpu-with-cotenants.log")], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    report = json.loads(proc.stdout)
+    top = report["diagnoses"][0]
+    plan = top["plan"]
+    assert all(entry["outcome"] for entry in plan)
+    ranked = [entry for entry in plan if entry["outcome"].startswith("ranked ")]
+    assert len(ranked) == len(top["fixes"])
+    assert any("condition does not hold" in entry["outcome"] for entry in plan)
+    plain = diagnose_text((OPERATOR / "weights-72b-one-gpu-with-cotenants.log").read_text()).report
+    assert "plan" not in plain["diagnoses"][0]

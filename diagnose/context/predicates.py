@@ -225,6 +225,12 @@ def _cpu(ctx: Context) -> bool:
     return ctx.facts.platform == "cpu"
 
 
+@predicate("error-on-ray-node")
+def _ray_node(ctx: Context) -> bool:
+    """The error lines came from a Ray worker on a node of its own (`(RayWorkerWrapper pid=…, ip=X) ERROR`)."""
+    return bool(ctx.facts.error_node_ips)
+
+
 @predicate("image-known")
 def _image_known(ctx: Context) -> bool:
     """The container image vLLM ran in: a docker launch's image, or one the input names."""

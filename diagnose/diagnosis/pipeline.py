@@ -35,7 +35,8 @@ from ..launch.releases import release_default
 from ..model.info import resolve as resolve_model
 from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
-from .diagnoses import Diagnosis, fire_rules, plan_fixes
+from .diagnoses import Diagnosis, fire_rules
+from .fix_plan import plan_fixes
 from .fallbacks import place_unfired, say_error_line_missing
 from .feasibility_order import weights_first
 from .unplaced import what_was_seen

@@ -8,11 +8,10 @@ line, the whole log, the command.
 
 from __future__ import annotations
 
-import re
-
 from ..context.context import Context
 from ..facts.frames import FramesExtractor
 from ..ingest.lineformat import message_of
+from ..util.lazy_pattern import lazy
 from .cut_traceback import last_traceback
 
 TAIL_LINES_SHOWN = 3
@@ -21,7 +20,8 @@ WRAPPERS = {"gpustack": "GPUStack", "llamafactory": "LLaMA-Factory", "trl": "trl
             "vllm_ascend": "vllm-ascend", "kserve": "KServe", "huggingfaceserver": "KServe", "lmcache": "LMCache",
             "ray/serve": "Ray Serve", "ray/llm": "Ray Serve LLM", "swift": "ms-swift", "lmdeploy": "LMDeploy",
             "vllm_omni": "vllm-omni", "dynamo": "Dynamo", "llm_d": "llm-d", "kaito": "KAITO"}
-_PATH_PART = re.compile(r"(?:site|dist)-packages/(?P<package>[\w.-]+(?:/serve|/llm)?)")
+_PATH_PART = lazy(r"(?:site|dist)-packages/(?P<package>[\w.-]+(?:/serve|/llm)?)")
+_FUNCTION = lazy(r", in (\S+)")
 
 
 def wrapper_of(lines: list[tuple[int, str]], frames: FramesExtractor) -> str | None:
@@ -45,7 +45,7 @@ def what_was_seen(lines: list[tuple[int, str]], frames: FramesExtractor, leftove
         cut = not any(line > chain[-1][0] for line, _text in leftovers)
         seen["traceback_cut"] = cut
         if ours:
-            function = re.search(r", in (\S+)", ours[-1][2])
+            function = _FUNCTION.search(ours[-1][2])
             seen["stopped_in"] = f"vllm/{ours[-1][1]}" + (f" ({function.group(1)})" if function else "")
     wrapper = wrapper_of(lines, frames)
     if wrapper:

@@ -64,6 +64,7 @@ class Facts:
     gpus: dict[int, GpuFact] = field(default_factory=dict)
     gpu_count_hint: int | None = None
     workers_seen: int | None = None  # the highest worker rank a line names, plus one (facts/workers.py)
+    error_node_ips: list[str] = field(default_factory=list)  # Ray worker nodes that logged errors (facts/workers.py)
     processes: dict[int, GpuProcess] = field(default_factory=dict)
     driver_version: str | None = None
     cuda_version: str | None = None

@@ -1,4 +1,5 @@
-"""How many worker processes the log shows: the highest rank any line names, plus one.
+"""How many worker processes the log shows (the highest rank any line names, plus one), and which Ray nodes
+logged the errors (`(RayWorkerWrapper pid=…, ip=X) ERROR …`: a failure on another node than the head's).
 
 A launch read from nowhere (a paste without its command) still shows its workers: `(VllmWorker rank=1 pid=…)`,
 `(Worker_TP3 pid=…)`, `[rank3]:`, `(VllmWorker TP1 pid=…)`. Each is one GPU of the TP × PP layout, so the highest
@@ -18,13 +19,15 @@ from ..util.lazy_pattern import lazy
 from .record import Facts
 
 MAX_WORKERS = 1024
+MAX_NODES = 16
+_RAY_NODE_ERROR = lazy(r"\(RayWorkerWrapper pid=\d{1,10}, ip=(?P<ip>[\d.]{7,15}|[0-9a-f:]{3,39})\)\s*(?:ERROR|CRITICAL)\b")
 _RANK = lazy(r"(?:\bVllmWorker[ _-]?(?:rank=|TP)|\bWorker_TP|\[rank|\btp_rank=|\bVllmWorker-)(?P<rank>\d{1,4})\b")
 
 
 class WorkersExtractor:
     """The highest worker rank named in a line's header (process tag or torch.distributed prefix)."""
 
-    literals = ("vllmworker rank=", "vllmworker tp", "worker_tp", "[rank", "vllmworker-")
+    literals = ("vllmworker rank=", "vllmworker tp", "worker_tp", "[rank", "vllmworker-", "rayworkerwrapper pid=")
     window = 0
     reads_header = True  # fed the line as logged: the rank is in its header
 
@@ -32,6 +35,9 @@ class WorkersExtractor:
         self.facts = facts
 
     def feed(self, line_no: int, line: str, following: list[str]) -> None:
+        node = _RAY_NODE_ERROR.search(line[:400]) if "ip=" in line[:400] else None
+        if node and len(self.facts.error_node_ips) < MAX_NODES and node.group("ip") not in self.facts.error_node_ips:
+            self.facts.error_node_ips.append(node.group("ip"))
         for match in _RANK.finditer(line[:400]):
             rank = int(match.group("rank"))
             if rank < MAX_WORKERS:

@@ -174,6 +174,8 @@ def _fact_values(ctx: Context) -> dict[str, Any]:
     values: dict[str, Any] = {"model": ctx.model_name() or "the model", "tp": ctx.tp(), "version": ctx.version or "this vLLM"}
     if ctx.max_model_len():
         values["max_model_len"] = ctx.max_model_len()
+    if ctx.facts.error_node_ips:
+        values["node_ip"] = ctx.facts.error_node_ips[0]
     image = (ctx.launch.image if ctx.launch is not None else None) or ctx.facts.container_image
     if image:
         from ..launch.shell_words import quote_text

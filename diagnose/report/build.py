@@ -10,7 +10,8 @@ from ..util.errors import ExitCode
 SCHEMA_VERSION = 1
 
 
-def build_report(outcome: Outcome) -> dict[str, Any]:
+def build_report(outcome: Outcome, explain: bool = False) -> dict[str, Any]:
+    """The report of one outcome; with `explain`, each diagnosis carries `plan`: what became of every fix entry."""
     ctx = outcome.ctx
     facts = ctx.facts
     launch = None
@@ -44,7 +45,7 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
             "lines": ctx.scan.lines,
             "bytes": outcome.bytes_read,
         },
-        "diagnoses": [_diagnosis(d, outcome) for d in outcome.diagnoses],
+        "diagnoses": [_diagnosis(d, outcome, explain) for d in outcome.diagnoses],
         "unexplained": [_line(outcome, line, text) for line, text in outcome.unexplained],
         "notes": list(outcome.notes),
     }
@@ -68,9 +69,10 @@ def _line(outcome: Outcome, line: int, text: str) -> dict[str, Any]:
     return {"line": local, "text": text, "source": source}
 
 
-def _diagnosis(diagnosis, outcome: Outcome) -> dict[str, Any]:
+def _diagnosis(diagnosis, outcome: Outcome, explain: bool = False) -> dict[str, Any]:
     rule = diagnosis.rule
-    return {
+    plan = {"plan": [dict(entry) for entry in diagnosis.plan]} if explain else {}
+    return {**plan,
         "rule": rule.id,
         "category": rule.category,
         "title": rule.title,

@@ -201,6 +201,11 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
                         say(f"     not shown: {fix['command_not_shown']}", "dim", hang=7)
                     if fix["changes"]:
                         say("     change: " + changes_text(fix["changes"]), "green")
+            if d.get("plan"):
+                say("  How the fixes were chosen (--explain):", "bold")
+                for entry in d["plan"]:
+                    when = f" [when {', '.join(entry['when'])}]" if entry.get("when") else ""
+                    say(f"    {entry['strategy']}{when}: {entry.get('title', '')} — {entry['outcome']}", "dim", hang=6)
         else:
             say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "
                 f"{d['evidence'][0]['line'] if d['evidence'] else '?'})", hang=4)

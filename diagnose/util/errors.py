@@ -15,6 +15,7 @@ class ExitCode(enum.IntEnum):
     RULES_ERROR = 4  # rules lint / rules test found problems
     VERIFY_FAILED = 5  # no fix made vLLM serve, or vLLM is not installed for the interpreter verify uses
     UNEXPLAINED_ERRORS = 6  # error lines found, but no rule explains them
+    PREDICTION_UNKNOWN = 7  # `vdiag check`: no failure foreseen, but nothing proves the launch starts (no dry run)
     INTERNAL = 70  # a bug in vdiag
 
 

@@ -7,6 +7,7 @@ to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, double-f
 echo-architectures (fail as vLLM does on an unknown architecture, echoing the `architectures` of the model
 folder's config.json, text a model's author chose), and invalid-model (fail as vLLM 0.32 does on a model that
 is neither a hub repo nor a folder with a config.json: a failure of the machine, not of the launch).
+`FAKE_VLLM_KV_TOKENS` makes it log vLLM's KV-cache size and concurrency lines for that many tokens before it is ready.
 `FAKE_VLLM_DUMP` names a file that receives what reached this process: its executable, argv and environment.
 `FAKE_VLLM_SAY` names a file whose lines a hanging launch prints last, as vLLM's own output would go on.
 """
@@ -172,6 +173,11 @@ def main():
     except OSError as error:
         say(f"OSError: [Errno {error.errno}] {error.strerror}")
         sys.exit(1)
+    if os.environ.get("FAKE_VLLM_KV_TOKENS"):
+        tokens, length = int(os.environ["FAKE_VLLM_KV_TOKENS"]), max_len or POSITIONS
+        say(f"(EngineCore pid=2) INFO 11-29 09:36:12 [kv_cache_utils.py:1087] GPU KV cache size: {tokens:,} tokens")
+        say(f"(EngineCore pid=2) INFO 11-29 09:36:12 [kv_cache_utils.py:1091] Maximum concurrency for {length:,} tokens "
+            f"per request: {tokens / length:.2f}x")
     say("INFO:     Started server process")
     say("INFO:     Waiting for application startup.")
     say("INFO:     Application startup complete.")
