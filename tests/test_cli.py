@@ -81,7 +81,7 @@ def test_a_healthy_log_exits_zero(healthy):
     (lambda d: d, 3, "directory"),
     (lambda d: _write(d / "core", bytes(range(256)) * 100), 3, "binary"),
     (lambda d: _write(d / "cut.gz", gzip.compress(b"ValueError: x\n" * 50000)[:300]), None, None),
-    (lambda d: _write(d / "empty.log", b""), 0, None),
+    (lambda d: _write(d / "empty.log", b""), 2, "is empty (0 lines)"),  # no input, never an all-clear
 ])
 def test_bad_input_gets_a_clear_message_never_a_traceback(tmp_path, make, code, words):
     proc = run("--no-gpu", str(make(tmp_path)))

@@ -12,6 +12,7 @@ fixtures names the planted folder instead, and its reports must be the snapshots
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -153,7 +154,8 @@ def test_reports_of_logs_naming_a_present_model_folder_are_their_snapshots(machi
             continue
         report = report_json(item, ruleset, ROOT).replace(str(copy), "<root>/tests/fixtures")
         expected = (SNAPSHOTS / f"{item.name}.json").read_text(encoding="utf-8")
-        assert report.replace(reached[CPU_MODEL], CPU_MODEL) == expected, item.name
+        read = re.compile(r'\n {4}"bytes": \d+,')  # the planted model's longer path makes the log longer
+        assert read.sub("", report.replace(reached[CPU_MODEL], CPU_MODEL)) == read.sub("", expected), item.name
         compared += 1
     assert compared >= 20
 

@@ -185,5 +185,6 @@ def test_an_envelope_read_in_many_chunks_gives_the_report_of_the_same_log_as_pla
         for path in (plain, wrapped):
             report = build_report(diagnose([Source(str(path))], Options(gpu_mode="none")))
             report.pop("timing", None)
+            report["facts"].pop("bytes")  # the envelope's own bytes are read too
             reports.append(report)
         assert reports[0]["diagnoses"] and reports[0] == reports[1], crash.name

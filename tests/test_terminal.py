@@ -82,13 +82,14 @@ def test_prose_wraps_to_the_terminal_with_hanging_indents(columns, example_on_pt
     code, screen = example_on_pty(columns)
     assert code == 1
     lines = ANSI.sub("", screen).splitlines()
-    prose = [line for line in lines if not line.lstrip().startswith(("$", "line ", "launch (", "vLLM ")) and "/" not in line]
+    prose = [line for line in lines if not line.lstrip().startswith(("$", "line ", "launch (", "vLLM ", "-"))
+             and "/" not in line and not line.endswith(" \\")]
     assert prose and all(len(line) <= columns for line in prose), [line for line in prose if len(line) > columns]
     why = next(i for i, line in enumerate(lines) if line.startswith("  Why: "))
     assert lines[why + 1].startswith(" " * 7) and not lines[why + 1].startswith(" " * 8)  # hangs under the text
     assert not any(re.search(r"\w-$", line) for line in prose)  # no word broken at the margin
     commands = [line for line in lines if line.lstrip().startswith("$ ")]
-    assert commands and any(len(line) > columns for line in commands)  # a command stays whole: copyable
+    assert commands and all(line.endswith(" \\") for line in commands if len(line) > columns - 10)  # folded to paste
 
 
 def test_colour_on_a_terminal_and_none_with_no_color(example_on_pty):
@@ -272,7 +273,7 @@ def _outside_quotes(line: str) -> str:
 
 def test_every_rule_show_reads_as_text(ruleset, monkeypatch):
     # `rules show` loads the rules afresh on each call; the session's `ruleset` is that same fresh load, done once
-    monkeypatch.setattr("diagnose.cli.rules._load", lambda rules_dirs: ruleset)
+    monkeypatch.setattr("diagnose.cli.rules._load", lambda rules_dirs, checked=True: ruleset)
     runner = CliRunner()
     found = []
     for rule in ruleset.rules:

@@ -91,7 +91,7 @@ def test_triage_of_the_corpus_reproduces_each_files_diagnosis(corpus_batch, rule
     for path in CORPUS_LOGS:
         report = build_report(diagnose([Source(str(path))], Options(gpu_mode="none"), ruleset))
         expected = report["diagnoses"][0]["category"] if report["diagnoses"] else None
-        row = rows[path.as_posix()]
+        row = rows[path.name]  # a ticket named directly is known by its name, as it is inside a folder
         assert (row["status"], row["category"]) == (report["status"], expected), path.name
 
 

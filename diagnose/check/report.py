@@ -56,7 +56,7 @@ def build_check_report(result: CheckResult, ruleset: RuleSet) -> dict[str, Any]:
             "model": model, "gpus": [_gpu(g, target) for g in target.gpu.gpus],
             "gpu_processes": [{"pid": p.pid, "used_gib": p.used_gib, "name": p.name, "source": p.source}
                               for p in target.gpu.processes],
-            "memory": {}, "platform": target.platform, "phase": None, "lines": 0,
+            "memory": {}, "platform": target.platform, "phase": None, "lines": 0, "bytes": 0,
         },
         "diagnoses": [_diagnosis(f, target, ruleset) for f in result.failures],
         "unexplained": [],

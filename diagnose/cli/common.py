@@ -116,6 +116,8 @@ def sources_from(files: tuple[str, ...]):
         if sys.stdin.isatty():
             raise VdiagError("no input: give a log file, or pipe a log into vdiag (see vdiag --help)", ExitCode.USAGE)
         files = ("-",)
+    if "-" in files and sys.stdin.isatty():
+        click.echo("vdiag: reading the log from the terminal: paste the log, then press Ctrl-D", err=True)
     return [Source(f) for f in files]
 
 
@@ -135,15 +137,20 @@ def options_from(launch, rules_dirs, no_gpu, snapshot):
 
 
 PROGRESS_MIN_BYTES = 64 * 2**20
+PROGRESS_AFTER_S = 2.0
 
 
 @contextlib.contextmanager
-def progress_for(files: tuple[str, ...]):
+def progress_for(files: tuple[str, ...], clock=None):
     """A progress bar on stderr for big inputs (about a second or more), only on a terminal.
 
     Files: a bar against their total size from the start. A pipe has no size: a counter of bytes read appears
-    once it passes PROGRESS_MIN_BYTES, so a small pipe shows nothing and a 500 MiB one shows it is moving.
+    once the pipe has been read for PROGRESS_AFTER_S (or past PROGRESS_MIN_BYTES), so a quick pipe shows nothing
+    and a slow or a 500 MiB one shows it is moving. `clock` (seconds) is time.monotonic unless a test gives one.
     """
+    import time
+
+    clock = clock or time.monotonic
     piped = not files or "-" in files
     total = sum(os.path.getsize(f) for f in files if f != "-" and os.path.isfile(f))
     if not sys.stderr.isatty() or (not piped and total < PROGRESS_MIN_BYTES):
@@ -154,13 +161,13 @@ def progress_for(files: tuple[str, ...]):
 
     bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                    transient=True, console=Console(stderr=True))
-    state = {"read": 0, "task": None}
+    state = {"read": 0, "task": None, "since": clock()}
 
     def advance(count: int) -> None:
         state["read"] += count
         if state["task"] is not None:
             bar.advance(state["task"], count)
-        elif state["read"] >= PROGRESS_MIN_BYTES or not piped:
+        elif not piped or state["read"] >= PROGRESS_MIN_BYTES or clock() - state["since"] >= PROGRESS_AFTER_S:
             bar.start()
             state["task"] = bar.add_task("reading the pipe" if piped else "scanning", total=None if piped else total,
                                          completed=state["read"])
@@ -171,14 +178,31 @@ def progress_for(files: tuple[str, ...]):
         bar.stop()
 
 
-def emit(report: dict, fmt: str) -> None:
-    emit_incidents([report], fmt)
+def use_colour(choice: str) -> None:
+    """`--color`: `never` is NO_COLOR; `always` is FORCE_COLOR (colour, and the terminal's layout, into a pipe or a
+    file too, as for `less -R`); `auto` leaves the environment's choice."""
+    if choice == "never":
+        os.environ["NO_COLOR"] = "1"
+    elif choice == "always":
+        os.environ.pop("NO_COLOR", None)
+        os.environ["FORCE_COLOR"] = "1"
 
 
-def emit_incidents(reports: list[dict], fmt: str) -> None:
-    """One report as the README's contract; several as one section (or one JSON document) per incident."""
+def emit_incidents(reports: list[dict], fmt: str, output: str | None = None) -> None:
+    """One report as the README's contract; several as one section (or one JSON document) per incident; into the
+    file `output` instead of stdout when one is given."""
     from ..report.incidents import incidents_json, incidents_markdown, print_incidents_text
 
+    if output:
+        import io
+
+        text = io.StringIO()
+        if fmt == "text":
+            print_incidents_text(reports, text)
+        else:
+            text.write(incidents_json(reports) + "\n" if fmt == "json" else incidents_markdown(reports))
+        _write_file(output, text.getvalue())
+        return
     try:
         if fmt == "json":
             click.echo(incidents_json(reports))
@@ -187,8 +211,14 @@ def emit_incidents(reports: list[dict], fmt: str) -> None:
         else:
             print_incidents_text(reports)
         sys.stdout.flush()
-    except BrokenPipeError:
-        raise
+    except BrokenPipeError:  # `vdiag log | head -1`: the reader has what it wanted; the exit code still says what
+        _silence_stdout()    # was found, however far the report got before the pipe closed
     except OSError as error:
         _silence_stdout()
         raise VdiagError(f"cannot write the report to standard output: {error.strerror or error}", ExitCode.INPUT_ERROR) from None
+
+
+def _write_file(path: str, text: str) -> None:
+    """`text` into the file at `path`; an OSError (a missing folder, a full disk) says which file."""
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text)

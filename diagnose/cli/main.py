@@ -14,7 +14,8 @@ import click  # noqa: E402  (after the collector's pace is set: importing click 
 
 from ..util.errors import ExitCode, VdiagError
 from ..util.version import __version__
-from .common import FORMATS, OWNS_PROCESS, emit, emit_incidents, leave, options_from, progress_for, run_guarded, sources_from
+from .common import (FORMATS, OWNS_PROCESS, emit_incidents, leave, options_from, progress_for, run_guarded, sources_from,
+                     use_colour)
 
 LAZY_COMMANDS = {
     "rules": ("diagnose.cli.rules", "rules"),
@@ -33,15 +34,22 @@ class DefaultGroup(click.Group):
         known = set(self.commands) | set(LAZY_COMMANDS)
         completing_a_command = ctx.resilient_parsing and not args  # shell completion of the first word: subcommands
         if not completing_a_command and (not args or (args[0] not in known and args[0] not in ("--help", "-h", "--version"))):
+            if args and not ctx.resilient_parsing:
+                _refuse_a_misspelled_command(args[0], sorted(known))
             args = ["diagnose", *args]
         return super().parse_args(ctx, args)
 
     def shell_complete(self, ctx: click.Context, incomplete: str):
-        """The first word completes to a subcommand, or to a file when no subcommand starts with it (`vdiag cr<TAB>`)."""
+        """The first word completes to a subcommand, to the default command's options (`vdiag --<TAB>`: the help
+        shows them at the top level), or to a file when no subcommand starts with it (`vdiag cr<TAB>`)."""
         from click.shell_completion import CompletionItem
 
         items = super().shell_complete(ctx, incomplete)
-        if items or incomplete.startswith("-"):
+        if incomplete.startswith("-"):
+            command = self.commands["diagnose"]
+            offered = {item.value for item in items}
+            return items + [item for item in command.shell_complete(ctx, incomplete) if item.value not in offered]
+        if items:
             return items
         return [CompletionItem(incomplete, type="file")]
 
@@ -68,6 +76,19 @@ class DefaultGroup(click.Group):
             module, attribute = LAZY_COMMANDS[name]
             self.add_command(getattr(importlib.import_module(module), attribute), name)
         return self.commands.get(name)
+
+
+def _refuse_a_misspelled_command(word: str, commands: list[str]) -> None:
+    """`vdiag trage tickets/`: a word that is no file and nearly a subcommand is a typo of the subcommand, not a
+    log to diagnose (`vdiag FILE` is the default command, so an existing file is always read)."""
+    import difflib
+    import os
+
+    if word.startswith("-") or os.path.lexists(word) or "/" in word or "." in word:
+        return
+    near = difflib.get_close_matches(word, commands, n=1, cutoff=0.7)
+    if near:
+        raise click.UsageError(f"no such command or file '{word}'. Did you mean '{near[0]}'?")
 
 
 @click.group(cls=DefaultGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -104,11 +125,18 @@ def main() -> None:
 @click.option("--vllm-python", type=click.Path(dir_okay=False), envvar="VDIAG_VLLM_PYTHON",
               help="With --verify: the interpreter where vLLM imports (env VDIAG_VLLM_PYTHON).")
 @click.option("--explain", is_flag=True, help="Show why each fix ranks where it does, or why it was left out.")
-def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python, explain):
+@click.option("--color", "colour", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour: on a terminal only (auto), also into a pipe or file (always), or none (never, as NO_COLOR).")
+@click.option("-q", "--quiet", is_flag=True, help="Print no report: the exit code says what was found.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to FILE instead of stdout.")
+def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python, explain, colour, quiet,
+             output):
     """Diagnose vLLM logs (files, .gz, docker json, journal json; '-' or a pipe for stdin)."""
+    use_colour(colour)
 
     def run():
         from ..diagnosis.pipeline import diagnose as run_diagnosis
+        from ..ingest.emptiness import no_input
         from ..ingest.runs import group_runs
         from ..knowledge.loader import load_rules
         from ..report.build import build_report
@@ -124,6 +152,8 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
         with progress_for(files) as on_bytes:
             options.on_bytes = on_bytes
             outcomes = [run_diagnosis(incident.sources, options, ruleset) for incident in incidents]
+        if why := no_input([source for incident in incidents for source in incident.sources]):
+            raise VdiagError(why, ExitCode.USAGE)  # an empty pipe is no input, never an all-clear
         for problem in outcomes[0].rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         reports = [build_report(outcome, explain=explain) for outcome in outcomes]
@@ -131,11 +161,12 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
         if then_verify:
             from .verify import verify_outcome
 
-            if fmt != "json":
-                emit(reports[0], fmt)
+            if fmt != "json" and not quiet:
+                emit_incidents(reports[:1], fmt, output)
             return verify_outcome(outcomes[0], fmt=fmt, assume_yes=yes, report=reports[0] if fmt == "json" else None,
                                   python=vllm_python)
-        emit_incidents(reports, fmt)
+        if not quiet:
+            emit_incidents(reports, fmt, output)
         return exit_code_for_incidents(reports)
 
     code = int(run_guarded(run))

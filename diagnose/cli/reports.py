@@ -69,7 +69,8 @@ def list_reports(state_dir, unit, fmt):
 @reports.command("show")
 @click.argument("reference")
 @click.option("--state-dir", help=_STATE_HELP)
-@click.option("--format", "fmt", type=click.Choice(["md", "json"]), default="md", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]),
+              help="text (the default on a terminal), md (the default elsewhere: the stored Markdown) or json.")
 def show_report(reference, state_dir, fmt):
     """Print one report: REFERENCE is its file name, an invocation id (a prefix will do) or a unit (its newest)."""
 
@@ -79,9 +80,29 @@ def show_report(reference, state_dir, fmt):
         from ..util.sanitise import inert_json, sanitise
 
         stored = find_stored(_state_dir(state_dir), reference)
-        text = read_stored_text(stored.path if fmt == "json" else stored.path.with_suffix(".md"))
+        chosen = fmt or ("text" if sys.stdout.isatty() else "md")
+        if chosen == "text":
+            _print_stored(stored)
+            return ExitCode.NOTHING_FOUND
+        text = read_stored_text(stored.path if chosen == "json" else stored.path.with_suffix(".md"))
         # read back as any input is: the Markdown sanitised, the JSON exact but inert (\u escapes), both redacted
-        click.echo((inert_json(redact(text)) if fmt == "json" else redact(sanitise(text))).rstrip("\n"))
+        click.echo((inert_json(redact(text)) if chosen == "json" else redact(sanitise(text))).rstrip("\n"))
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))
+
+
+def _print_stored(stored) -> None:
+    """A stored report as the diagnosis printed it, under one line saying which run of which unit it is (both
+    sanitised and redacted by the printer and the renderer, as any input is)."""
+    from ..hook.browse import row_of_report
+    from ..report.render import print_text
+    from ..report.terminal import Printer
+
+    report = stored.load()
+    row = row_of_report(report)
+    runs = f"{row['count']} failed runs, last {row['last']}" if row["count"] and row["count"] > 1 else \
+        f"failed {row['last']}" if row["last"] else "failed"
+    result = f" · {row['result']}" if row["result"] else ""
+    Printer().say(f"{stored.unit} · invocation {stored.invocation[:12]} · {runs}{result}", "dim", hang=2)
+    print_text(report)

@@ -11,10 +11,12 @@ import click
 from ..util.errors import ExitCode
 
 
-def _load(rules_dirs):
+def _load(rules_dirs, checked: bool = True):
+    """The rules; `checked`: loaded afresh with every check (lint, test), else as a diagnosis loads them (cached by
+    content: list and show take as long as a diagnosis, not the seconds the schema and regex checks take)."""
     from ..knowledge.loader import load_rules
 
-    return load_rules(tuple(Path(d) for d in rules_dirs), use_cache=False)
+    return load_rules(tuple(Path(d) for d in rules_dirs), use_cache=not checked)
 
 
 @click.group()
@@ -30,9 +32,21 @@ _RULES_OPT = click.option("--rules", "rules_dirs", multiple=True, type=click.Pat
 @_RULES_OPT
 def list_rules(rules_dirs):
     """One line per rule: id, category, versions, title."""
-    ruleset = _load(rules_dirs)
-    for rule in sorted(ruleset.rules, key=lambda r: (r.category, r.id)):
-        click.echo(f"{rule.id:<40} {rule.category:<32} {rule.vllm_versions or 'all':<10} {rule.title}")
+    from ..report.terminal import Printer
+
+    ruleset = _load(rules_dirs, checked=False)
+    printer = Printer()
+    ordered = sorted(ruleset.rules, key=lambda r: (r.category, r.id))
+    widths = [max((len(part) for part in parts), default=0)
+              for parts in zip(*((r.id, r.category, r.vllm_versions or "all") for r in ordered))] or [0, 0, 0]
+    columns = sum(widths) + 6
+    for rule in ordered:
+        parts = (rule.id, rule.category, rule.vllm_versions or "all")
+        if printer.width and printer.width < columns + 30:  # a narrow terminal: the title under its rule
+            printer.say(" · ".join(parts), "bold")
+            printer.say(f"    {rule.title}", hang=0)
+            continue
+        printer.say("  ".join(f"{part:<{width}}" for part, width in zip(parts, widths)) + f"  {rule.title}", hang=columns)
     for problem in ruleset.problems:
         click.echo(f"problem: {problem}", err=True)
     sys.exit(int(ExitCode.RULES_ERROR if ruleset.problems else ExitCode.NOTHING_FOUND))
@@ -51,27 +65,46 @@ def _complete_rule_id(ctx, param, incomplete: str) -> list[str]:
 @_RULES_OPT
 def show_rule(rule_id, rules_dirs):
     """A rule's own documentation: summary, why, signatures, fixes, verify, references."""
-    ruleset = _load(rules_dirs)
+    from ..knowledge.vocabulary import nearest_name
+    from ..report.terminal import Printer
+
+    ruleset = _load(rules_dirs, checked=False)
     rule = ruleset.by_id().get(rule_id)
     if rule is None:
-        click.echo(f"vdiag: no rule '{rule_id}' (see `vdiag rules list`)", err=True)
+        near = nearest_name(rule_id, ruleset.by_id())
+        click.echo(f"vdiag: no rule '{rule_id}' ({f'did you mean {near!r}? ' if near else ''}see `vdiag rules list`)",
+                   err=True)
         sys.exit(int(ExitCode.USAGE))
-    out = [f"{rule.id} — {rule.title}", f"category: {rule.category}   severity: {rule.severity}   vLLM: {rule.vllm_versions or 'all'}",
-           f"file: {rule.path}", "", "What it does", f"  {rule.summary}", "", "Why it happens", f"  {rule.why}", "", "Signatures"]
-    out += [f"  [{s.kind}, weight {s.weight}] {s.name}: {s.regex}" for s in rule.signatures]
+    say = Printer().say
+    for text, style, hang in _rule_document(rule):
+        say(text, style, hang=hang)
+
+
+def _rule_document(rule) -> list[tuple[str, str | None, int | None]]:
+    """The lines of `rules show`: text, style, and the hanging indent it wraps with (None: a pattern, kept whole)."""
+    def heading(text: str) -> list[tuple[str, str | None, int | None]]:
+        return [("", None, None), (text, "bold", 2)]
+
+    out = [(f"{rule.id} — {rule.title}", "bold", 2),
+           (f"category: {rule.category}   severity: {rule.severity}   vLLM: {rule.vllm_versions or 'all'}", None, 0),
+           (f"file: {rule.path}", None, 0), *heading("What it does"), (f"  {rule.summary}", None, 0),
+           *heading("Why it happens"), (f"  {rule.why}", None, 0), *heading("Signatures")]
+    for sig in rule.signatures:
+        pattern = (f"generated from the error table {sig.table} ({len(sig.regex):,} characters; `vdiag rules "
+                   "export-patterns` prints the scanned ones)") if sig.table else sig.regex
+        out.append((f"  [{sig.kind}, weight {sig.weight}] {sig.name}: {pattern}", None, 4 if sig.table else None))
     if rule.conditions:
-        out += ["", "Conditions", "  " + ", ".join(rule.conditions)]
-    out += ["", "Fixes (in order of preference)"]
+        out += [*heading("Conditions"), ("  " + ", ".join(rule.conditions), None, 2)]
+    out += heading("Fixes (in order of preference)")
     for fix in rule.fixes:
-        out.append(f"  - {fix.strategy}{' (when ' + ', '.join(fix.when) + ')' if fix.when else ''}")
-        out += [f"      {key}: {_plain(value, key)}" for key, value in (fix.params or {}).items() if value is not None]
-    if rule.verify:
-        out += ["", "Verify (log lines that prove a fix worked)"] + [f"  {v}" for v in rule.verify]
-    if rule.false_positives:
-        out += ["", "False positives"] + [f"  {v}" for v in rule.false_positives]
-    if rule.references:
-        out += ["", "References"] + [f"  {v}" for v in rule.references]
-    click.echo("\n".join(out))
+        out.append((f"  - {fix.strategy}{' (when ' + ', '.join(fix.when) + ')' if fix.when else ''}", None, 4))
+        out += [(f"      {key}: {_plain(value, key)}", None, 2) for key, value in (fix.params or {}).items()
+                if value is not None]
+    for title, items in (("Verify (log lines that prove a fix worked)", rule.verify),
+                         ("False positives", rule.false_positives), ("References", rule.references)):
+        if items:
+            out += [*heading(title), *((f"  {item}", None, 2) for item in items)]
+    return out
 
 
 def _plain(value, key: str = "") -> str:
@@ -109,7 +142,8 @@ def test_rules(path, rules_dirs, select):
         extra = (*extra, Path(path))
     ruleset = _load(extra)
     failures = total = 0
-    for case in discover_cases(root):
+    cases = discover_cases(root)
+    for case in cases:
         if select and select not in case.rule and select not in case.name:
             continue
         total += 1
@@ -117,24 +151,57 @@ def test_rules(path, rules_dirs, select):
         if problems:
             failures += 1
             click.echo(f"FAIL {case.id}: " + "; ".join(problems))
+    if select and not total:
+        click.echo(f"vdiag: no case matches -k {select!r} (a rule id or a case name containing it) among the "
+                   f"{len(cases)} case(s) in {root}", err=True)
+        sys.exit(int(ExitCode.USAGE))
     click.echo(f"{total - failures} passed, {failures} failed")
     sys.exit(int(ExitCode.RULES_ERROR if failures or not total else ExitCode.NOTHING_FOUND))
 
 
 @rules.command("lint")
+@click.argument("only", nargs=-1, metavar="[RULE_ID|RULE_FILE]...")
 @_RULES_OPT
 @click.option("--cases", "cases_dir", type=click.Path(),
-              help="Where fixture cases live (to check them and report rules without any); default: the shipped cases.")
-def lint_rules(rules_dirs, cases_dir):
-    """Schema, duplicate ids, unknown names, dangerous regexes, malformed cases, rules without fixtures."""
-    from ..authoring.harness import bundled_cases_dir
-    from ..authoring.lint import lint
+              help="Where fixture cases live (to check them and report rules without any); default: the --rules "
+                   "folder, else the shipped cases.")
+def lint_rules(only, rules_dirs, cases_dir):
+    """Schema, duplicate ids, unknown names, dangerous regexes, malformed cases, rules without fixtures: every
+    problem in one run.
 
-    problems = lint(_load(rules_dirs), Path(cases_dir) if cases_dir else bundled_cases_dir())
+    \b
+      vdiag rules lint                         the bundled rules
+      vdiag rules lint --rules myrules         only the rules in myrules (cases beside them)
+      vdiag rules lint my-disk-full            only these rules (ids or rule files)
+    """
+    from ..authoring.harness import bundled_cases_dir
+    from ..authoring.lint import LintScope, lint
+
+    files = tuple(Path(item) for item in only if Path(item).is_file())
+    ids = tuple(item for item in only if not Path(item).is_file())
+    ruleset = _load((*rules_dirs, *files))
+    scope = LintScope(paths=files, ids=ids) if only else LintScope(paths=tuple(Path(d) for d in rules_dirs))
+    _refuse_unknown_ids(ids, ruleset)
+    own = [*rules_dirs, *(f.parent for f in files)]
+    cases = Path(cases_dir) if cases_dir else Path(own[0]) if own and not ids else bundled_cases_dir()
+    problems = lint(ruleset, cases, scope)
     for problem in problems:
         click.echo(problem)
     click.echo(f"{len(problems)} problem(s)")
     sys.exit(int(ExitCode.RULES_ERROR if problems else ExitCode.NOTHING_FOUND))
+
+
+def _refuse_unknown_ids(ids: tuple[str, ...], ruleset) -> None:
+    from ..authoring.lint import declared_ids
+    from ..knowledge.vocabulary import nearest_name
+
+    known = set(ruleset.by_id()) | declared_ids(ruleset)
+    for rule_id in ids:
+        if rule_id not in known:
+            near = nearest_name(rule_id, known)
+            click.echo(f"vdiag: no rule '{rule_id}' and no such rule file ({f'did you mean {near!r}? ' if near else ''}"
+                       "see `vdiag rules list`)", err=True)
+            sys.exit(int(ExitCode.USAGE))
 
 
 @rules.command("export-patterns")

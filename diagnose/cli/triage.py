@@ -63,7 +63,8 @@ def triage(paths, fmt, text_fields, id_field, title_field, replies_dir, jobs, ru
 
     \b
       vdiag triage tickets/
-      vdiag triage export.jsonl --text-field description --text-field comments.body --id-field key
+      vdiag triage export.jsonl --text-field description \\
+          --text-field comments.body --id-field key
       vdiag triage tickets/ --format csv > triage.csv
       vdiag triage tickets/ --replies drafts/ --format md -o triage.md
 

@@ -50,8 +50,9 @@ def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, 
         from ..verify.result import VerifyOptions
 
         _check_python(vllm_python)
-        outcome = diagnose(sources_from(files), options_from(launch, rules_dirs, no_gpu, None))
-        _require_input(outcome, files)
+        sources = sources_from(files)
+        outcome = diagnose(sources, options_from(launch, rules_dirs, no_gpu, None))
+        _require_input(sources)
         for problem in outcome.rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         options = VerifyOptions(max_attempts=max_attempts, timeout_s=timeout_s, attempt_timeout_s=attempt_timeout_s,
@@ -80,13 +81,13 @@ def _check_python(path: str | None) -> None:
         raise VdiagError(f"--vllm-python {path}: not an executable file", ExitCode.USAGE)
 
 
-def _require_input(outcome, files: tuple[str, ...]) -> None:
-    """An empty log is no input (exit 2), not a healthy one: there is nothing to verify it against."""
-    if outcome.ctx.scan.lines == 0:
-        named = [f for f in files if f != "-"]
-        what = ", ".join(named) if named else "standard input"
-        raise VdiagError(f"no input: {what} {'is' if named else 'was'} empty (0 lines); give the failed run's log as a "
-                         "file, or pipe it into vdiag verify", ExitCode.USAGE)
+def _require_input(sources) -> None:
+    """An empty log is no input (exit 2), not a healthy one: there is nothing to verify it against (an empty pipe
+    or file, or journalctl's `-- No entries --` only: ingest.emptiness)."""
+    from ..ingest.emptiness import no_input
+
+    if why := no_input(sources):
+        raise VdiagError(f"{why}; give the failed run's log as a file, or pipe it into vdiag verify", ExitCode.USAGE)
 
 
 def _require_consent(assume_yes: bool) -> None:

@@ -75,6 +75,7 @@ class Outcome:
     snapshot: Snapshot | None = None
     sources: list[tuple[str, int]] = field(default_factory=list)  # (name, lines before it): line numbers run on
     seen: dict | None = None  # nothing placed the paste: what it shows, and what would decide it (diagnosis.unplaced)
+    bytes_read: int = 0  # of every source, after decompression
 
     def locate(self, line: int) -> tuple[str | None, int]:
         """The source a running line number falls in, and the line number inside that source."""
@@ -101,12 +102,14 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     result = ScanResult()
     notes: list[str] = []
     spans: list[tuple[str, int]] = []
+    bytes_read = 0
     for source in sources:
         spans.append((source.name, result.lines))
         blocks = unwrap_blocks(source.raw_blocks())
         if options.on_bytes is not None:
             blocks = _reporting(blocks, options.on_bytes)
         scanner.scan(blocks, result, first_line=result.lines + 1)
+        bytes_read += source.notes.bytes_read
         if source.notes.truncated_lines:
             notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
         if source.notes.truncated_input:
@@ -147,7 +150,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     seen = None if any(d.basis != "wording" for d in fired) or facts.served else (
         what_was_seen(excerpt.lines(), frames, leftovers, ctx))
     return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans,
-                   seen)
+                   seen, bytes_read)
 
 
 def _dropped_notes(facts: Facts, unexplained: UnexplainedExtractor, advice: AdviceLines) -> list[str]:

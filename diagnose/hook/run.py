@@ -250,7 +250,8 @@ def bare_report(trigger: Trigger, reason: str) -> dict:
     """No time left even for the partial diagnosis: systemd's lines as the unexplained errors, nothing else."""
     lines = systemd_lines(trigger, set())
     facts = {"vllm_version": None, "vllm_version_source": None, "launch": None, "model": None, "gpus": [],
-             "gpu_processes": [], "memory": {}, "platform": None, "phase": None, "lines": len(lines)}
+             "gpu_processes": [], "memory": {}, "platform": None, "phase": None, "lines": len(lines),
+             "bytes": sum(len(line.encode("utf-8", "replace")) + 1 for line in lines)}
     return {"schema": 1, "status": "errors-unexplained" if lines else "nothing-found", "facts": facts, "diagnoses": [],
             "unexplained": [{"line": n, "text": text} for n, text in enumerate(lines, 1)],
             "notes": [f"partial report: {reason}; not even systemd's own evidence could be diagnosed in time"],

@@ -25,6 +25,7 @@ from typing import BinaryIO, Iterable, Iterator
 from ..util.errors import InputError
 from ..util.safeio import open_regular
 from .budget import INPUT_BUDGET, InputBudget
+from .emptiness import holds_text
 from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, clean_block, docker_record, envelope_block,
                         journal_export_messages, journal_json_record, text_blocks)
 from .textdetect import as_utf8, looks_binary
@@ -41,6 +42,10 @@ class IngestNotes:
     format: str = "text"
     truncated_lines: int = 0
     truncated_input: str | None = None
+    lines_read: int = 0
+    bytes_read: int = 0  # after decompression, before envelopes are unwrapped
+    holds_text: bool = False  # a line other than a blank one or a journalctl marker was read (see emptiness)
+    marker_lines: list[str] = field(default_factory=list)  # the first journalctl markers read ("-- No entries --")
 
 
 @dataclass
@@ -56,7 +61,7 @@ class Source:
 
     def open_binary(self) -> BinaryIO:
         if self.name == "-":
-            return sys.stdin.buffer
+            return _pasted(sys.stdin.buffer, self.budget.bytes) if _is_terminal(sys.stdin) else sys.stdin.buffer
         return open_regular(self.name, "log file")
 
     def raw_blocks(self) -> Iterator[bytes]:
@@ -66,8 +71,12 @@ class Source:
         raw = self.open_binary()
         try:
             stream = as_utf8(meter.stream(_maybe_gunzip(raw, self)))[0]
-            yield from meter.lines_of(_raw_blocks(stream, self.notes, self.name))
+            for block in meter.lines_of(_raw_blocks(stream, self.notes, self.name)):
+                if not self.notes.holds_text:
+                    self.notes.holds_text = holds_text(block, self.notes.marker_lines)
+                yield block
         finally:
+            self.notes.lines_read, self.notes.bytes_read = meter.lines, meter.bytes
             if raw is not sys.stdin.buffer:
                 raw.close()
 
@@ -86,6 +95,29 @@ class TextSource(Source):
 
     def open_binary(self) -> BinaryIO:
         return io.BytesIO(self._data)
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (ValueError, OSError):
+        return False
+
+
+def _pasted(terminal: BinaryIO, most: int) -> BinaryIO:
+    """What is pasted into a terminal, read to its first end of input (one Ctrl-D), at most `most` bytes.
+
+    Each read of a terminal ends at a line or at Ctrl-D; the reads after an end of input wait for the next one.
+    The gzip peek, the text detection and the chunks each read stdin: on a terminal, each needed a Ctrl-D of its own.
+    """
+    parts, size = [], 0
+    while size < most:
+        part = terminal.read1(min(1 << 16, most - size)) if hasattr(terminal, "read1") else terminal.read(1 << 16)
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    return io.BytesIO(b"".join(parts))
 
 
 def _maybe_gunzip(raw: BinaryIO, source: Source) -> BinaryIO:

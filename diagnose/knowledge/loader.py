@@ -14,7 +14,8 @@ from ..util.version import __version__
 from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bundled_rules_dir, taxonomy
 
 # the cached layout, the checks and the expansion; the tables that expand into signatures and the names rules may use
-_KEYED_MODULES = ("rules.py", "loader.py", "signatures.py", "rule_safety.py", "error_tables.py", "vocabulary.py")
+_KEYED_MODULES = ("rules.py", "loader.py", "document_checks.py", "signatures.py", "rule_safety.py", "error_tables.py",
+                  "vocabulary.py")
 _KEYED_DATA = ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.json",
                "wrapper_messages.json", "strategy_params.yaml", "predicates.yaml", "phases.yaml")
 
@@ -123,8 +124,8 @@ def _cache_key(contents: list[tuple[Path, bytes]]) -> str:
 def _load_uncached(contents: list[tuple[Path, bytes]], schema_for_bundled: bool = True) -> RuleSet:
     import yaml
 
+    from .document_checks import check_document
     from .rule_safety import yaml_alias_problem
-    from .vocabulary import vocabulary_problems
 
     schema = _Schema()
     bundled_dir = None if schema_for_bundled else bundled_rules_dir()
@@ -162,39 +163,12 @@ def _load_uncached(contents: list[tuple[Path, bytes]], schema_for_bundled: bool 
             problems.append(LoadProblem(shown, line, f"YAML syntax error: {getattr(exc, 'problem', exc)}"))
             continue
         trusted = bundled_dir is not None and is_within(shown, bundled_dir)
-        invalid = [] if trusted else schema.problems(document, node, shown)
-        if invalid:
-            problems += invalid
-            continue
-        try:
-            unknown = vocabulary_problems(document.get("conditions") or [], document["fixes"])
-            if unknown:
-                problems += [LoadProblem(shown, line_of(node, path), message) for path, message in unknown]
-                continue
-            try:
-                rule = _build_rule(document, shown, node.start_mark.line + 1)
-            except KeyError as exc:  # a signature names an error table, or a category, the tables do not have
-                problems += (trusted and schema.problems(document, node, shown)
-                             or [LoadProblem(shown, line_of(node, ["signatures"]), str(exc.args[0]))])
-                continue
-        except (KeyError, TypeError, AttributeError, ValueError) as exc:
-            if not trusted:
-                raise
-            # a bundled rule taken on trust is not a rule: the schema says why (as it would have before)
-            problems += schema.problems(document, node, shown) or [_unreadable(shown, exc)]
-            continue
-        if rule.category not in categories:
-            problems.append(LoadProblem(shown, line_of(node, ["category"]), f"unknown category '{rule.category}' (see taxonomy)"))
-            continue
-        unsafe = [] if trusted else _check_regexes(rule)
-        if unsafe:
-            problems += [LoadProblem(shown, line_of(node, ["signatures", i, "regex"]), why) for i, why in unsafe]
-            continue
-        if rule.id in seen:
-            problems.append(LoadProblem(shown, line_of(node, ["id"]), f"duplicate rule id '{rule.id}' (also in {seen[rule.id]})"))
-            continue
-        seen[rule.id] = shown
-        rules.append(rule)
+        rule, found = check_document(document, node, shown, trusted=trusted, schema=schema, categories=categories,
+                                     seen=seen, line_of=line_of, build=_build_rule,
+                                     regex_problems=_check_regexes)
+        problems += found
+        if rule is not None:
+            rules.append(rule)
     return RuleSet(rules, problems)
 
 
@@ -205,7 +179,7 @@ class _Schema:
         self._validator = None
 
     def problems(self, document, node, shown: str) -> list[LoadProblem]:
-        """What the schema says about a rule document (the first five), each at its file:line."""
+        """What the schema says about a rule document, each at its file:line."""
         if self._validator is None:
             import jsonschema
 
@@ -213,11 +187,7 @@ class _Schema:
         errors = sorted(self._validator.iter_errors(document), key=lambda e: list(e.absolute_path))
         return [LoadProblem(shown, line_of(node, list(error.absolute_path)),
                             f"{'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}")
-                for error in errors[:5]]
-
-
-def _unreadable(shown: str, exc: Exception) -> LoadProblem:
-    return LoadProblem(shown, 0, f"not a rule vdiag can read ({type(exc).__name__}: {exc}); run `vdiag rules lint`")
+                for error in errors]
 
 
 def _check_regexes(rule: Rule) -> list[tuple[int, str]]:

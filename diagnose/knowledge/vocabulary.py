@@ -12,8 +12,9 @@ A misspelled name is refused, never silently false or a fix that is never offere
 
 from __future__ import annotations
 
+import difflib
 from functools import lru_cache
-from typing import Any
+from typing import Any, Iterable
 
 from ..util.datafiles import load_yaml
 
@@ -35,6 +36,23 @@ def predicate_names() -> frozenset[str]:
 @lru_cache(maxsize=1)
 def phase_names() -> tuple[str, ...]:
     return tuple(entry["phase"] for entry in load_yaml("phases.yaml"))
+
+
+def known_names_hint(name: str, known: Iterable[str]) -> str:
+    """`did you mean 'x'? known: a, b, c`: the nearest known name (when one is near), then all of them.
+
+    >>> known_names_hint("genric", ["generic-step", "set-flag", "step"])
+    "did you mean 'generic-step'? known: generic-step, set-flag, step"
+    """
+    names = sorted(known)
+    near = nearest_name(name, names)
+    return (f"did you mean '{near}'? " if near else "") + f"known: {', '.join(names)}"
+
+
+def nearest_name(name: str, known: Iterable[str]) -> str | None:
+    """The known name `name` is most likely a misspelling of, if one is near enough."""
+    near = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return near[0] if near else None
 
 
 def vocabulary_problems(conditions: list, fixes: list[dict]) -> list[Problem]:
@@ -60,7 +78,7 @@ def condition_problem(name: str) -> str | None:
             return f"unknown start-up phase '{phase}' in '{name}' (known: {', '.join(phase_names())})"
     if key in predicate_names():
         return None
-    return f"unknown condition '{key}' (it would always be false; known: see diagnose/data/predicates.yaml)"
+    return f"unknown condition '{key}' (it would always be false; {known_names_hint(key, predicate_names())})"
 
 
 def params_problems(strategy: str, params: dict[str, Any]) -> list[Problem]:
@@ -68,7 +86,7 @@ def params_problems(strategy: str, params: dict[str, Any]) -> list[Problem]:
     table = strategy_params()
     if strategy not in table:
         return [(["strategy"], f"unknown fix strategy '{strategy}' (the fix would never be offered; "
-                               "known: see diagnose/data/strategy_params.yaml)")]
+                               f"{known_names_hint(strategy, table)})")]
     accepted = table[strategy]
     problems: list[Problem] = []
     for key, value in params.items():

@@ -43,6 +43,7 @@ def build_report(outcome: Outcome, explain: bool = False) -> dict[str, Any]:
             "platform": facts.platform,
             "phase": ctx.phases.reached(),
             "lines": ctx.scan.lines,
+            "bytes": outcome.bytes_read,
         },
         "diagnoses": [_diagnosis(d, outcome, explain) for d in outcome.diagnoses],
         "unexplained": [_line(outcome, line, text) for line, text in outcome.unexplained],

@@ -11,8 +11,10 @@ import json
 import re
 from typing import Any
 
+from ..ingest.emptiness import read_amount
 from ..util.redact import redact, redact_tree
 from ..util.sanitise import inert_json, sanitise_tree
+from .fold import cut_middle
 from .markdown_text import md_block, md_code, md_prose, md_text
 from .memory_bar import memory_bars
 
@@ -35,6 +37,8 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
     diagnoses = report["diagnoses"]
     if not diagnoses:
         out.append("## vdiag: no known failure found")
+        if report["status"] == "nothing-found" and "bytes" in facts:
+            out.append(f"\nNo vLLM failure and no error lines (read {read_amount(facts['lines'], facts['bytes'])}).")
         if report["status"] == "served":
             out.append("\nThe server reached *Application startup complete*.")
     for index, d in enumerate(diagnoses):
@@ -123,7 +127,7 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
         first = report["unexplained"][0]
         kind = re.match(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit))\b", first["text"])
         family = f" ({kind.group(1)})" if kind else ""
-        return [(f"✗ An error no rule explains yet{family}, at line {_where(first)}: {first['text'][:300]}", "bold yellow"),
+        return [(f"✗ An error no rule explains yet{family}, at line {_where(first)}: {cut_middle(first['text'], 300)}", "bold yellow"),
                 (reached, None),
                 ("  vdiag cannot say why it happened; the lines below are the errors it found.", "dim")]
     if status == "request-errors":
@@ -131,7 +135,11 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
                 ("  These are request errors (a prompt too long, a bad parameter, a client timeout), not a server failure.", None)]
     if status == "served":
         return [("✓ No failure: the server reached 'Application startup complete'.", "bold green")]
-    read = f" in {seen['lines']:,} line(s)" if seen.get("lines") is not None else ""
+    facts = report.get("facts") or {}
+    if "bytes" in facts:
+        read = f" (read {read_amount(facts['lines'], facts['bytes'])})"
+    else:
+        read = f" in {seen['lines']:,} line(s)" if seen.get("lines") is not None else ""
     return [(f"No vLLM failure and no error lines found{read}.", "bold green"), (reached, None), *seen_lines(seen)]
 
 
@@ -156,7 +164,8 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     hanging indents (commands and log lines never wrap, so they stay copyable)."""
     from .terminal import Printer
 
-    say = Printer(stream).say
+    printer = Printer(stream)
+    say = printer.say
     report = shown(report, emails)
     diagnoses = report["diagnoses"]
     facts = report["facts"]
@@ -168,14 +177,15 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
             say("\nAlso found (lower confidence, often a consequence of the above):", "bold")
         if index == 0:
             say(f"✗ {d['title']}", "bold red", hang=2)
-            say(f"  {d['category']} · confidence {d['confidence']:.2f} · rule {d['rule']}", "dim", hang=2)
+            rule = f"rule {d['rule']}" if d["rule"] == d["category"] else f"{d['category']} · rule {d['rule']}"
+            say(f"  {rule} · confidence {d['confidence']:.2f}", "dim", hang=2)
             say(f"  {d['summary']}", hang=0)
             if d["why"]:
                 say(f"  Why: {d['why']}", hang=5)
             if d["evidence"]:
                 say("  Evidence:", "bold")
                 for e in d["evidence"]:
-                    say(f"    line {_where(e)}: {e['text'][:400]}", "yellow")
+                    printer.say_quoted(f"    line {_where(e)}: ", e["text"], "yellow")
             if d["fixes"]:
                 say("  Fixes, best first:", "bold")
                 for fix in d["fixes"]:
@@ -185,7 +195,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
                         say(f"     {fix['why']}", hang=0)
                     command = fix.get("command") or fix.get("step")
                     if command:
-                        say(f"     $ {command}", "green")
+                        printer.say_command(command, 5, "green")
                         continue
                     if fix.get("command_not_shown"):
                         say(f"     not shown: {fix['command_not_shown']}", "dim", hang=7)
@@ -203,7 +213,12 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     facts_lines = _fact_rows(facts, markdown=False)
     if facts_lines:
         say("\nFacts:", "bold")
+        launch = (facts.get("launch") or {}).get("command")
         for line in facts_lines:
+            if launch and printer.width and line.endswith(f"): {launch}") and len(line) + 2 > printer.width:
+                say(f"  {line[:-len(launch) - 1]}", "dim")  # the launch on lines of its own, folded to paste
+                printer.say_command(launch, 4, "dim")
+                continue
             say(f"  {line}", "dim")
     bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [], width=50) if report["diagnoses"] else []
     for index, line in enumerate(bar):
@@ -211,7 +226,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     if report["unexplained"]:
         say("\nError lines no rule explains:", "bold yellow")
         for u in report["unexplained"]:
-            say(f"  line {u['line']}: {u['text'][:300]}")
+            printer.say_quoted(f"  line {u['line']}: ", u["text"], most=300)
     for note in report.get("notes", []):
         say(f"note: {note}", "dim", hang=6)
 

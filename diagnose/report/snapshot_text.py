@@ -11,7 +11,29 @@ def _show(value) -> str:
     return "unknown" if value is None else str(value)
 
 
+# NVML's reasons for not starting, in the words a person needs (the first that the reason names; else as NVML put it)
+_PLAIN_REASONS = (
+    ("LibraryNotFound", "no NVIDIA driver is installed on this machine (NVML's library, libnvidia-ml.so.1, is not "
+                        "there), so there is no GPU to read"),
+    ("DriverNotLoaded", "the NVIDIA driver is installed but not loaded (is the kernel module in? `nvidia-smi` says "
+                        "the same)"),
+    ("NoPermission", "this user may not read the GPUs through NVML"),
+    ("nvidia-ml-py is not installed", "the nvidia-ml-py package, which reads NVML, is not installed here"),
+)
+
+
+def plain_reason(error: str) -> str:
+    """Why no GPU could be read, in plain words.
+
+    >>> plain_reason("NVMLError_LibraryNotFound: NVML Shared Library Not Found")[:32]
+    'no NVIDIA driver is installed on'
+    """
+    return next((plain for marker, plain in _PLAIN_REASONS if marker in error), f"NVML could not start ({error})")
+
+
 def snapshot_text(snap: Snapshot) -> str:
+    if snap.source == "none" and snap.error and not snap.devices:
+        return f"No GPU read: {plain_reason(snap.error)}."
     lines = [f"source: {snap.source}"]
     if snap.error:
         lines.append(f"NVML unavailable: {snap.error}")

@@ -16,6 +16,12 @@ import sys
 
 from ..util.lazy_pattern import lazy
 from ..util.sanitise import sanitise
+from .fold import cut_middle, fold_command
+
+QUOTED_CHARS = 400  # of a log line quoted as evidence, off a terminal
+QUOTED_ROWS = 4  # of a log line quoted on a terminal: enough for the error, its figures and its reason
+QUOTED_HANG = 2  # the indent of a quoted line's next rows, under its `line N:`
+WRAP_SLACK = 8  # columns a row of wrapped text may leave empty, breaking at a space
 
 
 def wrap(text: str, width: int, hang: int = 0) -> str:
@@ -52,9 +58,10 @@ def colour_allowed(is_terminal: bool) -> bool:
 class Printer:
     """Prints lines with an optional style and a hanging indent for prose: `say(text, style, hang=None)`.
 
-    `hang=None` leaves a line unwrapped (commands, log lines: they must stay copyable and exact). Every line is
-    sanitised first (util.sanitise): whatever it holds, no escape sequence, control or invisible character reaches the
-    terminal but the styles the printer adds itself.
+    `hang=None` leaves a line unwrapped; commands (`say_command`) fold with shell continuations on a terminal, and
+    quoted log lines (`say_quoted`) are cut in the middle and wrap. Every line is sanitised first (util.sanitise):
+    whatever it holds, no escape sequence, control or invisible character reaches the terminal but the styles the
+    printer adds itself.
 
     Off a terminal the lines are written as they are, without importing rich (a third of a text report's start-up);
     rich renders only where it may change something: a terminal (or FORCE_COLOR, TTY_COMPATIBLE, a notebook), or a
@@ -80,7 +87,7 @@ class Printer:
             self._console = Console(file=self._stream, stderr=self._stderr, highlight=False, soft_wrap=True)
         return self._console
 
-    def say(self, text: str = "", style: str | None = None, hang: int | None = None) -> None:
+    def say(self, text: str = "", style: str | None = None, hang: int | None = None, literal: bool = False) -> None:
         text = sanitise(text)
         stream = self._file()
         if not self.is_terminal and stream is not None and _verbatim_in_rich(text):
@@ -95,7 +102,27 @@ class Printer:
 
         if self.width and hang is not None:
             text = wrap(text, self.width, hang)
-        self.console.print(escape(text), style=style if self.styled else None)
+        # a folded command's row ends in its shell continuation, which rich's escape() would double
+        self.console.print(text if literal else escape(text), style=style if self.styled else None, markup=not literal)
+
+    def say_command(self, command: str, indent: int, style: str | None = None) -> None:
+        """A command after `$ `: one line off a terminal; on one, folded at its options to the width, with shell
+        continuations, so that what is copied from the screen pastes as the same words (see fold)."""
+        first = " " * indent + "$ "
+        folded = fold_command(command, self.width, first, " " * (indent + 4)) if self.width else None
+        for line in folded or [first + command]:
+            self.say(line, style, literal=True)
+
+    def say_quoted(self, prefix: str, text: str, style: str | None = None, most: int = QUOTED_CHARS) -> None:
+        """A line quoted from the input, after `prefix`: cut in the middle to `most` characters; on a terminal to
+        at most QUOTED_ROWS rows of its width, wrapped at spaces, QUOTED_HANG columns in."""
+        if not self.width:
+            self.say(prefix + cut_middle(text, most), style)
+            return
+        indent = len(prefix) - len(prefix.lstrip(" "))
+        first_row, next_rows = self.width - len(prefix), self.width - indent - QUOTED_HANG
+        room = max(first_row + (QUOTED_ROWS - 1) * next_rows - QUOTED_ROWS * WRAP_SLACK, 60)
+        self.say(prefix + cut_middle(text, min(most, room)), style, hang=QUOTED_HANG)
 
     def _file(self):
         # resolved on each write, as rich does: a caller may swap sys.stdout after the printer is made

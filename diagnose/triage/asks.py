@@ -25,10 +25,12 @@ _DATA = load_yaml("triage_replies.yaml")
 _ASK = _DATA["questions"]
 ASK_LAUNCH, ASK_VERSION, ASK_GPUS = _ASK["launch"], _ASK["version"], _ASK["gpus"]
 ASK_FULL_LOG, ASK_TRACEBACK, ASK_READABLE = _ASK["full_log"], _ASK["traceback"], _ASK["readable"]
+ASK_VLLM_LOG = _ASK["vllm_log"]
 ASK_POD_SPEC, ASK_DOCKER_RUN = _ASK["pod_spec"], _ASK["docker_run"]
 ASK_REQUEST, ASK_SERVER_LOG = _ASK["request"], _ASK["server_log"]
 QUESTION_LABELS = {ASK_LAUNCH: "command", ASK_VERSION: "version", ASK_GPUS: "GPUs", ASK_FULL_LOG: "full log",
-                   ASK_TRACEBACK: "full traceback", ASK_READABLE: "readable log", ASK_POD_SPEC: "pod spec",
+                   ASK_TRACEBACK: "full traceback", ASK_READABLE: "readable log", ASK_VLLM_LOG: "vLLM's log",
+                   ASK_POD_SPEC: "pod spec",
                    ASK_DOCKER_RUN: "docker run", ASK_REQUEST: "failing request", ASK_SERVER_LOG: "server log"}
 _NEEDS_GPUS = frozenset(_DATA["needs_gpus"])
 NEEDS_DEPLOYMENT = frozenset(_DATA["needs_deployment"])
@@ -61,7 +63,7 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
     kind = kind or ticket_kind(report, sig)
     facts = report["facts"]
     has_launch = bool(facts.get("launch") or prose.command)
-    has_version = bool(facts.get("vllm_version") or prose.vllm_version)
+    has_version = bool(facts.get("vllm_version") or prose.vllm_version or prose.image)
     has_gpus = bool(facts.get("gpus") or prose.gpus) or facts.get("platform") in _PLATFORMS_WITHOUT_GPUS
     top = report["diagnoses"][0]["category"] if report.get("diagnoses") else None
     asks: list[str] = []
@@ -90,5 +92,13 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
     if sig.traceback_cut and (report["status"] != "failure-diagnosed" or guessed):
         asks.append(ASK_TRACEBACK)  # a diagnosis from where the traceback stopped still needs its error line
     elif report["status"] == "nothing-found":
-        asks.append(ASK_FULL_LOG)
+        asks.append(ASK_VLLM_LOG if gpu_state_only(report) else ASK_FULL_LOG)
     return asks
+
+
+def gpu_state_only(report: dict[str, Any]) -> bool:
+    """The ticket holds the GPUs' state (an `nvidia-smi` table) and nothing of vLLM: no log ended early, there was
+    none; its figures are facts, and what to ask for is vLLM's own output."""
+    facts = report["facts"]
+    return (report["status"] == "nothing-found" and bool(facts.get("gpus")) and not facts.get("phase")
+            and not facts.get("launch") and not facts.get("vllm_version"))

@@ -32,9 +32,9 @@ from ..util.errors import VdiagError
 from ..util.redact import redact
 from .asks import (ASK_FULL_LOG, ASK_GPUS, ASK_LAUNCH, ASK_READABLE, ASK_VERSION, NEEDS_DEPLOYMENT, QUESTION,
                    QUESTION_LABELS, questions_for, ticket_kind)
-from .drafts import customer_reply, internal_note
+from .drafts import customer_reply, error_reply, internal_note
 from .fingerprint import ticket_fingerprint
-from .prose import language_of, prose_facts, prose_of, server_request_lines, signals
+from .prose import language_of, prose_of, server_request_lines, signals, stated_facts
 from .replies import ReplyNames, note_name, write_reply
 from .summary import Summary, TicketResult
 from .templates import template_id, template_of
@@ -62,6 +62,7 @@ class Settings:
 
 def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
     """Diagnose one ticket into its row; an unreadable ticket becomes a row with an error, never an exception."""
+    from ..context.host import SealedHost
     from ..diagnosis.pipeline import Options, diagnose
     from ..report.build import build_report
 
@@ -72,7 +73,8 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
         ruleset = load_rules(settings.rules_dirs)
     try:
         source, title, read_notes = ticket.source(TICKET_BUDGET)
-        outcome = diagnose([source], Options(gpu_mode="none"), ruleset)
+        # a customer's ticket: nothing of the triager's own machine (model folders, HF cache, GPUs) is read
+        outcome = diagnose([source], Options(gpu_mode="none", host=SealedHost()), ruleset)
         report = build_report(outcome)
         if report["facts"]["lines"] == 0 and source.notes.truncated_input:
             raise VdiagError(f"{ticket.id}: {source.notes.truncated_input}")
@@ -87,7 +89,8 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
     if settings.replies_dir is not None:
         row = result.row
         server_lines = server_request_lines(text) if row["kind"] == "request-error" else []
-        draft = customer_reply(row["title"], report, row["kind"], row["questions"], row["topic"] or "howto", server_lines)
+        draft = customer_reply(row["title"], report, row["kind"], row["questions"], row["topic"] or "howto", server_lines,
+                               row["language"])
         problem = _write_reply(ticket, settings, draft, internal_note(row, row["stated"]))
         if problem:
             row["error"] = _clean(problem)
@@ -116,7 +119,7 @@ def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any], text: 
         templates.setdefault(template_id(template), (template, line))
     template_ids = list(templates)
     prose_text = prose_of(text)
-    prose, sig = prose_facts(prose_text), signals(text, prose_text)
+    prose, sig = stated_facts(text, prose_text), signals(text, prose_text)
     kind = ticket_kind(report, sig)
     row = {
         "id": _clean(ticket.id),
@@ -146,7 +149,8 @@ def _error_result(ticket: Ticket, title: str | None, message: str, settings: Set
            "language": None, "category": None, "rule": None, "confidence": None, "fix": None, "command": None,
            "questions": [ASK_READABLE], "fingerprint": None, "stated": {}, "unexplained": None, "notes": [],
            "error": _clean(message)}
-    problem = _write_reply(ticket, settings, _error_reply(title, row["error"])) if settings.replies_dir else None
+    reply = error_reply(title, message, (ticket.path, ticket.id), ASK_READABLE)
+    problem = _write_reply(ticket, settings, reply) if settings.replies_dir else None
     if problem:
         row["error"] = _clean(f"{message}; {problem}")
     return TicketResult(row)
@@ -157,12 +161,6 @@ def _clean(text: str | None) -> str | None:
 
 
 # ---------------------------------------------------------------- reply drafts
-
-def _error_reply(title: str | None, error: str) -> str:
-    parts = [f"**Re: {title}**\n" if title else "", "Hello,\n",
-             f"thank you for the details. We could not read the attachment ({error}).\n", f"- {ASK_READABLE}"]
-    return redact("\n".join(p for p in parts if p) + "\n", emails=True)
-
 
 def _write_reply(ticket: Ticket, settings: Settings, text: str, note: str | None = None) -> str | None:
     """Write the ticket's reply draft (and the internal note beside it); why it could not be written, or None."""

@@ -28,18 +28,30 @@ from ..report.markdown_text import md_block, md_prose, md_text
 from ..report.render import changes_text, shown
 from ..util.datafiles import load_yaml
 from ..util.redact import redact
+from .asks import gpu_state_only
 
-_WORDS = load_yaml("triage_replies.yaml")["replies"]
+_DATA = load_yaml("triage_replies.yaml")
+_QUESTION_KEYS = {text: key for key, text in _DATA["questions"].items()}
 MAX_SERVER_LINES = 3
+HOLDER_SHARE = 0.5  # a process holding more of a GPU's memory than this is the lead a GPU-state-only reply names
+
+
+def reply_words(language: str | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The reply's wordings and the questions' in `language` (English for one without a translation)."""
+    translated = _DATA["translations"].get(language or "en")
+    if translated is None:
+        return _DATA["replies"], {}
+    return translated["replies"], {text: translated["questions"][key] for text, key in _QUESTION_KEYS.items()}
 
 
 def customer_reply(title: str | None, report: dict[str, Any], kind: str, questions: list[str],
-                   topic: str = "howto", server_lines: list[str] | None = None) -> str:
-    """The Markdown reply for the customer: no rule ids, no confidence.
+                   topic: str = "howto", server_lines: list[str] | None = None, language: str | None = None) -> str:
+    """The Markdown reply for the customer, in the ticket's `language`: no rule ids, no confidence.
 
     `server_lines` are the server's own lines about requests, which a reply to a client-side error quotes.
     """
-    words = _WORDS
+    words, asked = reply_words(language)
+    questions = [asked.get(q, q) for q in questions]
     # sanitised and redacted before they are escaped: an escaped `hf\_…` would no longer read as a token
     title, report, questions, server_lines = shown([title, report, questions, server_lines or []])
     out = [f"**Re: {md_text(title)}**\n" if title else "", words["greeting"] + "\n"]
@@ -52,6 +64,40 @@ def customer_reply(title: str | None, report: dict[str, Any], kind: str, questio
     return redact("\n".join(p for p in out if p), emails=True)
 
 
+def error_reply(title: str | None, error: str, places: tuple[str | None, ...], question: str,
+                language: str | None = None) -> str:
+    """The reply for a ticket whose attachment could not be read: why (`error`), without the `places` it has on
+    the triager's disk (its path, its id), which are not the customer's to see.
+
+    >>> print(error_reply(None, "tickets/T-7.log: looks like binary data", ("tickets/T-7.log", "T-7.log"), "Paste it?"))
+    Hello,
+    <BLANKLINE>
+    thank you for the details. We could not read what was attached (looks like binary data).
+    <BLANKLINE>
+    - Paste it?
+    <BLANKLINE>
+    Best regards,
+    <BLANKLINE>
+    """
+    reason = error
+    for place in sorted({p for p in places if p}, key=len, reverse=True):
+        reason = reason.removeprefix(f"{place}: ").replace(place, "the attachment")
+    words, asked = reply_words(language)
+    title, reason, question = shown([title, reason, asked.get(question, question)])
+    parts = [f"**Re: {md_text(title)}**\n" if title else "", words["greeting"] + "\n",
+             _then(words["thanks"], f"{words['error']['found']} ({md_prose(reason)}).") + "\n",
+             f"- {md_prose(question)}\n", words["sign_off"] + "\n"]
+    return redact("\n".join(p for p in parts if p), emails=True)
+
+
+def _then(first: str, second: str) -> str:
+    """Two pieces of a sentence: a space between them, but none after a full-width mark (Chinese, Japanese)."""
+    return first + second if first.endswith(_FULL_WIDTH_MARKS) else f"{first} {second}"
+
+
+_FULL_WIDTH_MARKS = ("。", "：", "、", "，", "！", "？")
+
+
 def _bullets(items: list[str]) -> list[str]:
     return ["\n".join(f"- {md_prose(q)}" for q in items) + "\n"] if items else []
 
@@ -60,20 +106,21 @@ def _failure(report: dict[str, Any], questions: list[str], words: dict, topic: s
     if not report["diagnoses"]:
         found = words["unexplained"]
         lines = [u["text"] for u in report["unexplained"][:MAX_SERVER_LINES]]
-        out = [f"{words['thanks']} {found['found']}\n"]
+        out = [_then(words["thanks"], found["found"]) + "\n"]
         if lines:
             out.append(md_block("\n".join(lines)) + "\n")
         return out + ([found["next"] + "\n"] + _bullets(questions) if questions else [])
     top = report["diagnoses"][0]
     say = words["failure"]
-    out = [f"{words['thanks']} {say['found']}\n", f"**{md_prose(top['title'])}.** {md_prose(top['summary'].strip())}\n"]
+    out = [_then(words["thanks"], say["found"]) + "\n",
+           f"**{md_prose(top['title'])}.** {md_prose(top['summary'].strip())}\n"]
     if top["evidence"]:
         out.append(md_block(top["evidence"][-1]["text"]) + "\n")
     if top.get("why"):
-        out.append(f"{say['why']} {md_prose(top['why'].strip())}\n")
+        out.append(_then(say["why"], md_prose(top["why"].strip())) + "\n")
     fix = top["fixes"][0] if top["fixes"] else None
     if fix:
-        out.append(f"{say['do']} {md_prose(fix['title'].rstrip('.'))}."
+        out.append(_then(say["do"], f"{md_prose(fix['title'].rstrip('.'))}.")
                    + (f" {md_prose(fix['why'].strip())}" if fix.get("why") else "") + "\n")
         command = fix.get("command") or fix.get("step")
         if command:
@@ -86,7 +133,7 @@ def _failure(report: dict[str, Any], questions: list[str], words: dict, topic: s
 
 def _request_error(report: dict[str, Any], questions: list[str], words: dict, server_lines: list[str]) -> list[str]:
     say = words["request_error"]
-    out = [f"{words['thanks']} {say['found']}\n"]
+    out = [_then(words["thanks"], say["found"]) + "\n"]
     if server_lines:
         out.append(say["server_lines"] + "\n")
         out.append(md_block("\n".join(server_lines)) + "\n")
@@ -103,7 +150,27 @@ def _question(report: dict[str, Any], questions: list[str], words: dict, topic: 
 
 def _nothing(report: dict[str, Any], questions: list[str], words: dict, topic: str) -> list[str]:
     say = words["nothing"]
-    return [f"{words['thanks']} {say['found']}\n", say["next"] + "\n"] + _bullets(questions)
+    return [_then(words["thanks"], say["found"]) + "\n", *_gpu_state(report, say), say["next"] + "\n"] + _bullets(questions)
+
+
+def _gpu_state(report: dict[str, Any], say: dict) -> list[str]:
+    """What an `nvidia-smi` table in the ticket shows, and the process that holds most of a GPU, when one does."""
+    if not gpu_state_only(report):
+        return []
+    gpus = report["facts"]["gpus"]
+    rows = []
+    for gpu in gpus:
+        used = f", {gpu['used_gib']:.1f} GiB of {gpu['total_gib']:.1f} GiB in use" \
+            if gpu.get("used_gib") is not None and gpu.get("total_gib") else ""
+        rows.append(f"GPU {gpu.get('index', '?')}: {md_text(str(gpu.get('name') or '?'))}{used}")
+    largest_gib = max((gpu.get("total_gib") or 0 for gpu in gpus), default=0)
+    holders = [p for p in report["facts"].get("gpu_processes") or []
+               if largest_gib and (p.get("used_gib") or 0) > HOLDER_SHARE * largest_gib]
+    rows += [f"pid {p['pid']} ({md_text(str(p.get('name') or '?'))}): {p['used_gib']:.1f} GiB" for p in holders]
+    out = [say["gpus"] + "\n", "\n".join(f"- {row}" for row in rows) + "\n"]
+    if holders:
+        out.append(say["holder"].format(pid=holders[0]["pid"], name=md_text(str(holders[0].get("name") or "?"))) + "\n")
+    return out
 
 
 def _text(value: Any) -> str:

@@ -23,6 +23,8 @@ from ..util.lazy_pattern import lazy
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 _CJK = lazy(r"[\u4e00-\u9fff]")
+_KANA = lazy(r"[\u3040-\u30ff]")
+_TABLE_ROW = lazy(r"^\s*\|")  # a row of an `nvidia-smi` table
 _WORD = lazy(r"[^\W\d_]+")
 # A log line, not prose: a level, a timestamp, a traceback frame, a table border, a pid header.
 _LOG_LINE = lazy(r"^\s*(?:\(\w+ pid=|\[?\d{4}-\d\d-\d\d|(?:INFO|WARNING|ERROR|DEBUG)\b|[A-Z]\d{4} |File \"|"
@@ -40,6 +42,7 @@ class ProseFacts:
     model: str | None = None
     command: str | None = None
     deployment: str | None = None
+    image: str | None = None  # a vLLM container image with a tag that pins its build
 
     def as_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v}
@@ -70,6 +73,8 @@ def _table() -> dict[str, Any]:
         "max_server_lines": data["max_server_lines"],
         "exception_line": re.compile(data["exception_line"], re.MULTILINE),
         "zh_min_chars": data["languages"]["zh_min_chars"],
+        "ja_min_kana": data["languages"]["ja_min_kana"],
+        "instance_gpus": [(re.compile(p), gpus) for p, gpus in data["instance_gpus"].items()],
         "words": {lang: frozenset(words) for lang, words in data["languages"]["words"].items()},
     }
 
@@ -101,6 +106,8 @@ def prose_facts(text: str) -> ProseFacts:
                 gpus.append(value)
         if gpus:
             break
+    if not gpus:
+        gpus = _instance_gpus(text, table["instance_gpus"])
     deployment = _first(patterns["deployment"], text)
     return ProseFacts(
         vllm_version=_first(patterns["vllm_version"], text),
@@ -110,7 +117,37 @@ def prose_facts(text: str) -> ProseFacts:
         model=_first(patterns["model"], text),
         command=_first(patterns["command"], text),
         deployment=_deployment_name(deployment, table["deployment_names"]) if deployment else None,
+        image=_first(patterns["image"], text),
     )
+
+
+def stated_facts(text: str, prose: str) -> ProseFacts:
+    """What the ticket states: its prose's facts, and the GPUs, driver and CUDA an `nvidia-smi` table in it shows
+    where the prose does not say them (a ticket of only `nvidia-smi` states its GPUs).
+
+    >>> smi = "| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4 |\\n|   0  NVIDIA L40S   On |"
+    >>> facts = stated_facts(smi, prose_of(smi))
+    >>> facts.gpus, facts.driver, facts.cuda
+    (['NVIDIA L40S'], '550.54.15', '12.4')
+    """
+    facts = prose_facts(prose)
+    tables = "\n".join(line for line in text[: _table()["max_chars"]].splitlines() if _TABLE_ROW.match(line))
+    if tables:
+        shown = prose_facts(tables)
+        facts.gpus = facts.gpus or shown.gpus
+        facts.driver = facts.driver or shown.driver
+        facts.cuda = facts.cuda or shown.cuda
+    return facts
+
+
+def _instance_gpus(text: str, instances: list[tuple[re.Pattern, str]]) -> list[str]:
+    """The GPUs a cloud instance type named in the text carries: `g5.12xlarge` → `4x A10G (g5.12xlarge)`."""
+    for pattern, gpus in instances:
+        found = pattern.search(text)
+        if found:
+            count = found.groupdict().get("n")
+            return [f"{gpus.format(n=count) if count else gpus} ({found.group(0)})"]
+    return []
 
 
 def _deployment_name(word: str, names: dict[str, str]) -> str:
@@ -144,8 +181,14 @@ def server_request_lines(text: str) -> list[str]:
 
 
 def language_of(prose: str) -> str:
-    """`zh`, `de` or `en` (the default), from the ticket's prose lines (`prose_of`)."""
+    """`ja`, `zh`, `de`, `es` or `en` (the default), from the ticket's prose lines (`prose_of`).
+
+    >>> language_of("vLLM が起動しません。"), language_of("Hola, el servidor no arranca con la GPU.")
+    ('ja', 'es')
+    """
     table = _table()
+    if len(_KANA.findall(prose[:4096])) >= table["ja_min_kana"]:
+        return "ja"
     if len(_CJK.findall(prose[:4096])) >= table["zh_min_chars"]:
         return "zh"
     counts = {lang: 0 for lang in table["words"]}

@@ -19,6 +19,7 @@ from .batch import QUESTION_LABELS, Batch
 CSV_COLUMNS = ("id", "status", "kind", "language", "category", "rule", "confidence", "fix", "command", "questions",
                "fingerprint", "title", "error")
 TEXT_TICKET_ROWS = 200
+TABLE_MIN_COLUMNS = 120  # narrower, a table folds its cells into columns a few characters wide
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -97,7 +98,15 @@ def _md(text: str) -> str:
 
 
 def print_text(batch: Batch, stream=None) -> None:
-    """The summary for a terminal: tickets per category, unexplained templates, and the tickets themselves."""
+    """The summary: tickets per category, unexplained templates, and the tickets themselves; as tables on a
+    terminal of TABLE_MIN_COLUMNS or more, as plain lines elsewhere (a pipe, a file, a narrow terminal)."""
+    from ..report.terminal import Printer
+    from .compact import print_compact
+
+    printer = Printer(stream)
+    if not printer.is_terminal or (printer.width or 0) < TABLE_MIN_COLUMNS:
+        print_compact(batch, printer)
+        return
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

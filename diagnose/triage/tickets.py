@@ -22,7 +22,7 @@ from typing import Any, Iterator
 
 from ..ingest.budget import InputBudget
 from ..ingest.source import Source, TextSource
-from ..util.errors import InputError
+from ..util.errors import ExitCode, InputError, VdiagError
 from ..util.safeio import not_regular, open_regular
 from ..util.units import human_bytes
 from .mail import clean_subject, read_eml
@@ -104,10 +104,14 @@ def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, It
                 raise InputError(f"{given}: is {kind}, not a regular .jsonl file; nothing read")
             if not os.path.isfile(given):
                 raise InputError(f"{given}: no such file")
+            from .export_fields import missing_text_fields
+
+            if why := missing_text_fields(given, fields.text):
+                raise VdiagError(f"{given}: {why} (give them with --text-field, repeatable)", ExitCode.USAGE)
             plan.append(("jsonl", given, Path(given).name))
             total += _count_records(given)
-        elif os.path.exists(given):
-            plan.append(("file", given, Path(given).as_posix()))
+        elif os.path.exists(given):  # its id is its name, as it is inside a folder: not how the path was spelled
+            plan.append(("file", given, Path(given).name))
             total += 1
         else:
             raise InputError(f"{given}: no such file or folder")
@@ -176,6 +180,7 @@ def _iterate(plan: list[tuple[str, str, str]], fields: JsonlFields) -> Iterator[
 def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> Iterator[Ticket]:
     """One ticket per record; a record without any text field becomes a ticket with an error."""
     name = name or Path(path).name
+    hint = None  # the text fields a record without the given ones has
     with open_regular(path, ".jsonl file") as handle:
         for line_no, (raw, cut) in enumerate(_bounded_lines(handle), start=1):
             if not raw.strip():
@@ -210,8 +215,12 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> It
                 notes.append(f"the record on line {line_no} holds more than {MAX_RECORD_TEXTS:,} texts in its text "
                              "fields: the first were read, so this answer may be partial")
             if not texts:
+                if hint is None:
+                    from .export_fields import text_fields_of
+
+                    hint = text_fields_of([record])
                 wanted = ", ".join(repr(f) for f in fields.text)
-                yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted}")
+                yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted} ({hint})")
                 continue
             title = _strings(dotted_get(record, fields.title), 1) if fields.title else []
             yield Ticket(id=ticket_id, text="\n".join(texts), title=clean_subject(title[0]) if title else None,
