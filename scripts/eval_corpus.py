@@ -180,7 +180,7 @@ def value_agrees(key: str, want, got, ctx) -> tuple[bool, bool]:
         before = before if before is not None else DEFAULTS.get(key)
         same_direction = before is not None and (want_n - before) * (got_n - before) > 0
         return close, close or same_direction
-    same = _normal(want) == _normal(got)
+    same = _normal(want, key) == _normal(got, key)
     return same, same
 
 
@@ -200,7 +200,18 @@ def _number(value) -> float | None:
     return float(match.group(1)) * {None: 1, "k": 1024, "m": 1024 ** 2, "g": 1024 ** 3}[match.group(2)]
 
 
-def _normal(value) -> str:
+# vLLM's own spellings of one dtype (vllm/config: _STR_DTYPE_TO_TORCH_DTYPE maps "half" and "float16" to float16)
+DTYPE_ALIASES = {"half": "float16", "float": "float32"}
+
+
+def _normal(value, key: str = "") -> str:
+    """A value in one spelling: dicts with sorted keys, sizes as `16g`, a dtype by its torch name.
+
+    >>> _normal("half", "--dtype") == _normal("float16", "--dtype")
+    True
+    """
+    if key == "--dtype" and str(value).lower() in DTYPE_ALIASES:
+        return DTYPE_ALIASES[str(value).lower()]
     try:
         parsed = json.loads(str(value))
     except ValueError:
