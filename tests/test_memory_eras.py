@@ -105,6 +105,21 @@ def test_the_cuda_graph_pool_and_the_kv_cache_in_use_of_recent_releases_are_read
     assert figures == {"cudagraph_gib": 0.61, "kv_cache_gib": 54.1}
 
 
+def test_the_cuda_graph_estimate_reserved_before_the_kv_cache_is_read_with_its_share():
+    figures: dict = {}
+    read_era_line("Estimated CUDA graph memory: 3.20 GiB total", figures)
+    read_era_line("CUDA graph memory profiling is enabled (default since v0.21.0). The current "
+                  "--gpu-memory-utilization=0.9000 is equivalent to --gpu-memory-utilization=0.8600 without CUDA graph "
+                  "memory profiling. To maintain the same effective KV cache size as before, increase "
+                  "--gpu-memory-utilization to 0.9400. To disable, set VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0.", figures)
+    assert figures == {"cudagraph_estimate_gib": 3.2, "cudagraph_estimate_counted": True,
+                       "cudagraph_estimate_share": 0.04, "suggested_utilization": 0.94}
+    off: dict = {}
+    read_era_line("CUDA graph memory profiling is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0). Without it, "
+                  "CUDA graph memory is not accounted for", off)
+    assert off == {"cudagraph_estimate_counted": False}
+
+
 def test_the_fewest_gpus_that_hold_the_weights_and_one_sequence_in_tensor_parallel_when_it_divides(diagnose_text):
     log = ("$ CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7 vllm serve meta-llama/Llama-3.1-70B-Instruct --max-model-len {len}\n"
            "INFO 01-10 10:00:05 [gpu_model_runner.py:1329] Starting to load model meta-llama/Llama-3.1-70B-Instruct...\n"

@@ -83,6 +83,18 @@ def _explicit_kv(ctx: Context) -> bool:
     return ctx.arg("--kv-cache-memory-bytes") is not None or "Explicitly set" in ctx.text_hints
 
 
+@predicate("cudagraph-estimate-reserved")
+def _cudagraph_estimate(ctx: Context) -> bool:
+    """vLLM (0.21 and later) took its CUDA graph estimate out of the budget before sizing the KV cache."""
+    figures = ctx.facts.memory
+    if figures.get("cudagraph_estimate_counted") is False or str(ctx.arg("--enforce-eager")).lower() == "true":
+        return False
+    launch_env = ctx.launch.env_value("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS") if ctx.launch else None
+    if launch_env is not None and launch_env.strip() == "0":
+        return False
+    return bool(figures.get("cudagraph_estimate_gib") or figures.get("cudagraph_estimate_share"))
+
+
 @predicate("low-utilization")
 def _low_util(ctx: Context) -> bool:
     given = ctx.utilization_given()

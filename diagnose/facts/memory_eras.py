@@ -8,7 +8,11 @@ The wordings, from each release's source (one mechanism per wording, not per log
 - 0.8–0.10 and later, the profiler's own summary (debug level in V1):
   ``Memory profiling takes 5.66 seconds. Total non KV cache memory: 17.41GiB; torch peak memory increase: 1.19GiB;
   non-torch forward increase memory: 0.04GiB; weights memory: 14.99GiB.``
-- 0.21 and later, CUDA graph profiling: ``... increase --gpu-memory-utilization to 0.9312 ...`` (vLLM's own figure),
+- 0.21 and later, CUDA graph profiling: the estimate, subtracted from the budget before the KV cache is sized
+  (``Estimated CUDA graph memory: 3.20 GiB total``; ``CUDA graph memory profiling is enabled (default since v0.21.0).
+  The current --gpu-memory-utilization=0.9000 is equivalent to --gpu-memory-utilization=0.8650 without ...``, or
+  ``is disabled (VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)``), ``... increase --gpu-memory-utilization to 0.9312 ...``
+  (vLLM's own figure),
   ``CUDA graph pool memory: 0.61 GiB (actual), 0.58 GiB (estimated), ...`` and, after the "Actual usage is ..."
   breakdown, ``Current kv cache memory in use is 54.1 GiB.``
 - "needs X GiB, has Y GiB" (the KV check of V1) and negative KV figures: kept as `kv_shortfall_gib`, the memory
@@ -46,6 +50,11 @@ ERA_PATTERNS = [
         rf"{_SIZE};)? weights memory: (?P<weights>{_SIZE})"), "profile_summary"),
     ("CUDA graph pool memory: ", lazy(rf"CUDA graph pool memory: (?P<graphs>{_NUMBER}) GiB \(actual\)"), "graph_pool"),
     ("Current kv cache memory in use is ", lazy(rf"Current kv cache memory in use is (?P<kv>{_NUMBER}) GiB"), "kv_in_use"),
+    ("Estimated CUDA graph memory: ", lazy(rf"Estimated CUDA graph memory: (?P<estimate>{_NUMBER}) GiB total"),
+     "graph_estimate"),
+    ("CUDA graph memory profiling is ", lazy(
+        r"CUDA graph memory profiling is (?P<state>enabled|disabled)(?:.{0,200}?--gpu-memory-utilization=(?P<current>[\d.]{1,32}) "
+        r"is equivalent to --gpu-memory-utilization=(?P<equivalent>[\d.]{1,32}))?"), "graph_estimate_state"),
     ("increase --gpu-memory-utilization to ", lazy(
         r"increase --gpu-memory-utilization to (?P<util>\d{1,3}(?:\.\d{1,16})?)"), "suggested_util"),
     ("--gpu-memory-utilization from ", lazy(
@@ -53,7 +62,8 @@ ERA_PATTERNS = [
 ]
 
 LITERALS = ("memory profiling results", "total non kv cache memory", "increase --gpu-memory-utilization to",
-            "--gpu-memory-utilization from ", "cuda graph pool memory", "current kv cache memory in use")
+            "--gpu-memory-utilization from ", "cuda graph pool memory", "current kv cache memory in use",
+            "estimated cuda graph memory", "cuda graph memory profiling is")
 
 
 def read_era_line(message: str, memory: dict[str, Any]) -> bool:
@@ -78,6 +88,13 @@ def read_era_line(message: str, memory: dict[str, Any]) -> bool:
             memory["non_kv_cache_gib"] = size_gib(g["non_kv"])
         elif kind == "graph_pool":
             memory["cudagraph_gib"] = parse_float(g["graphs"])
+        elif kind == "graph_estimate":
+            memory["cudagraph_estimate_gib"] = parse_float(g["estimate"])
+        elif kind == "graph_estimate_state":
+            memory["cudagraph_estimate_counted"] = g["state"] == "enabled"
+            current, equivalent = parse_float(g["current"]), parse_float(g["equivalent"])
+            if current is not None and equivalent is not None and current > equivalent:
+                memory["cudagraph_estimate_share"] = round(current - equivalent, 4)
         elif kind == "kv_in_use":
             memory["kv_cache_gib"] = parse_float(g["kv"])
         elif kind == "suggested_util":

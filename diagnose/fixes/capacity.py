@@ -48,14 +48,49 @@ def enforce_eager(ctx: Context, params: dict) -> Fix | None:
     value = ctx.arg("--enforce-eager") or ctx.facts.engine_config.get("enforce_eager")
     if value in ("true", "True"):
         return None
-    graphs = ctx.facts.memory.get("cudagraph_gib")
+    figures = ctx.facts.memory
+    estimate = _reserved_graph_estimate_gib(ctx)
+    if estimate is not None:
+        return _eager_frees_estimate(ctx, estimate)
+    graphs = figures.get("cudagraph_gib")
     cost_of_graphs = f"{graphs} GiB here (from the log)" if graphs else "1–3 GiB per GPU, more in V1 (estimated)"
     return Fix(
         title="Skip CUDA graph capture: --enforce-eager",
         changes={"--enforce-eager": True},
         why=f"CUDA graphs take extra memory after the KV cache has been sized: {cost_of_graphs}.",
-        cost="throughput", cost_note="decode is slower without CUDA graphs (often 10–30 %)", will_start=True,
+        cost="throughput", cost_note=EAGER_COST, will_start=True,
     )
+
+
+EAGER_COST = "decode is slower without CUDA graphs (often 10–30 %)"
+
+
+def _reserved_graph_estimate_gib(ctx: Context) -> float | None:
+    """The CUDA graph estimate vLLM took from the budget before the KV cache (0.21 and later), in GiB: as logged, or
+    its share of the GPU times the GPU's size; None when it was not reserved or its size is not known."""
+    from ..context.predicates import PREDICATES
+
+    if not PREDICATES["cudagraph-estimate-reserved"](ctx):
+        return None
+    figures = ctx.facts.memory
+    if figures.get("cudagraph_estimate_gib"):
+        return float(figures["cudagraph_estimate_gib"])
+    total = ctx.gpu_total_gib()
+    return round(figures["cudagraph_estimate_share"] * total, 2) if total and figures.get("cudagraph_estimate_share") else None
+
+
+def _eager_frees_estimate(ctx: Context, estimate: float) -> Fix:
+    """Without CUDA graphs vLLM reserves no graph estimate: that memory goes to the KV cache."""
+    shortfall = ctx.facts.memory.get("kv_shortfall_gib")
+    starts = None if shortfall is None else estimate >= shortfall
+    why = (f"vLLM reserved its CUDA graph estimate, {estimate:g} GiB, out of the budget before sizing the KV cache (on by "
+           "default since 0.21); with --enforce-eager no graphs are captured and that memory goes to the KV cache.")
+    if shortfall is not None:
+        why += (f" The KV cache lacked {shortfall:g} GiB: " +
+                ("the estimate covers it." if starts else "the estimate alone does not cover it."))
+    return Fix(title="Skip CUDA graphs and their reserved estimate: --enforce-eager", changes={"--enforce-eager": True},
+               why=why, cost="throughput", cost_note=EAGER_COST, will_start=starts,
+               not_evaluable=None if starts is not None else "how much the KV cache lacks is not in the log")
 
 
 @strategy("max-num-batched-tokens-down")
