@@ -102,7 +102,8 @@ def main() -> None:
 @click.option("--yes", is_flag=True, help="With --verify: run without asking.")
 @click.option("--vllm-python", type=click.Path(dir_okay=False), envvar="VDIAG_VLLM_PYTHON",
               help="With --verify: the interpreter where vLLM imports (env VDIAG_VLLM_PYTHON).")
-def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python):
+@click.option("--all-runs", is_flag=True, help="Read every run of a big log fully (by default its last run; earlier ones are counted).")
+def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python, all_runs):
     """Diagnose vLLM logs (files, .gz, docker json, journal json; '-' or a pipe for stdin)."""
 
     def run():
@@ -113,6 +114,7 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
         from ..report.incidents import exit_code_for_incidents, label_incidents
 
         options = options_from(launch, rules_dirs, no_gpu, snapshot)
+        options.all_runs = all_runs
         incidents = group_runs(sources_from(files))
         if then_verify and len(incidents) > 1:
             raise VdiagError(f"--verify takes one run; these inputs are {len(incidents)} separate incidents ("

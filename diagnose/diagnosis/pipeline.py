@@ -23,7 +23,9 @@ from ..facts.record import Facts, GpuFact, GpuProcess
 from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
 from ..facts.version import VersionExtractor
 from ..facts.workers import WorkersExtractor
+from ..ingest.earlier_runs import last_run_notes
 from ..ingest.pasted import unwrap_blocks
+from ..ingest.reading import read_pieces
 from ..ingest.source import Source
 from ..knowledge.loader import load_rules
 from ..knowledge.rules import RuleSet
@@ -56,6 +58,7 @@ class Options:
     use_rule_cache: bool = True
     on_bytes: Callable[[int], None] | None = None
     host: Host = field(default_factory=LiveHost)
+    all_runs: bool = False  # read every run of a big log fully, not only its last (see ingest.reading)
 
 
 @dataclass
@@ -97,10 +100,11 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     spans: list[tuple[str, int]] = []
     for source in sources:
         spans.append((source.name, result.lines))
-        blocks = unwrap_blocks(source.raw_blocks())
-        if options.on_bytes is not None:
-            blocks = _reporting(blocks, options.on_bytes)
-        scanner.scan(blocks, result, first_line=result.lines + 1)
+        for first_line, blocks in read_pieces(source, options.all_runs):
+            blocks = unwrap_blocks(blocks)
+            if options.on_bytes is not None:
+                blocks = _reporting(blocks, options.on_bytes)
+            scanner.scan(blocks, result, first_line=spans[-1][1] + first_line)
         if source.notes.truncated_lines:
             notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
         if source.notes.truncated_input:
@@ -134,6 +138,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:
         # in a run that never served they still show that something failed (in one that served, it survived them)
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
+    notes += last_run_notes(sources, [m.text for m in fired[0].evidence] if fired else [])
     return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
 
 

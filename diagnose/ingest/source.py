@@ -19,7 +19,7 @@ import io
 import itertools
 import sys
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator
 
 from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
@@ -28,6 +28,9 @@ from .budget import INPUT_BUDGET, InputBudget
 from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, docker_record, envelope_block, journal_export_messages,
                         journal_json_record, text_blocks)
 from .textdetect import as_utf8, looks_binary
+
+if TYPE_CHECKING:  # a small input is read whole: the last-run reading is imported only for a big one
+    from .last_run import Reading
 
 CHUNK_BYTES = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
@@ -50,6 +53,7 @@ class Source:
     name: str
     notes: IngestNotes = field(default_factory=IngestNotes)
     budget: InputBudget = INPUT_BUDGET  # how much of it is read (see budget); VDIAG_MAX_* replace its figures
+    reading: Reading | None = None  # what a last-run reading read fully and only counted (see reading); None: all
 
     def _spent(self, note: str) -> None:
         self.notes.truncated_input = note
@@ -203,18 +207,21 @@ def _detect_format(first_line: bytes) -> str:
     return "text"
 
 
-def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[bytes]:
+def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str, fmt: str | None = None) -> Iterator[bytes]:
+    """The cleaned blocks of `stream`, unwrapped from the envelope of format `fmt` (None: told by its first line)."""
     chunks = _chunks(stream, notes)
     first = next(chunks, None)
     while first is not None and not first.strip():
         first = next(chunks, None)
     if first is None:
         return
-    stripped = first.lstrip()
-    fmt = _detect_format(stripped[: stripped.find(b"\n") + 1 or None])
+    told = fmt is not None  # a part of a file whose start was checked already
+    if not told:
+        stripped = first.lstrip()
+        fmt = _detect_format(stripped[: stripped.find(b"\n") + 1 or None])
     notes.format = fmt
     if fmt == "text":
-        if looks_binary(first):
+        if not told and looks_binary(first):
             raise InputError(f"{name}: looks like binary data, not a log (control bytes or invalid UTF-8); nothing to diagnose")
         yield _clean_bytes(first)
         for chunk in chunks:
