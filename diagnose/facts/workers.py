@@ -18,7 +18,8 @@ from ..util.lazy_pattern import lazy
 from .record import Facts
 
 MAX_WORKERS = 1024
-_RANK = lazy(r"(?:\bVllmWorker[ _-]?(?:rank=|TP)|\bWorker_TP|\[rank|\btp_rank=|\bVllmWorker-)(?P<rank>\d{1,4})\b")
+# led by literals, the word boundary before them checked apart: a pattern led by `\b` is tried at every position
+_RANK = lazy(r"(?:VllmWorker[ _-]?(?:rank=|TP)|Worker_TP|tp_rank=|VllmWorker-|\[rank)(?P<rank>\d{1,4})\b")
 
 
 class WorkersExtractor:
@@ -33,6 +34,9 @@ class WorkersExtractor:
 
     def feed(self, line_no: int, line: str, following: list[str]) -> None:
         for match in _RANK.finditer(line[:400]):
+            before = match.start() and line[match.start() - 1]
+            if before and match.group()[0] != "[" and (before.isalnum() or before == "_"):
+                continue  # inside a word: `MyVllmWorker-1` names no worker
             rank = int(match.group("rank"))
             if rank < MAX_WORKERS:
                 self.facts.workers_seen = max(self.facts.workers_seen or 0, rank + 1)

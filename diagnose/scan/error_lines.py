@@ -7,7 +7,7 @@ from typing import Iterable
 from ..knowledge.rules import Signature
 from .hits import ScanResult
 from .prefilter import make_finder
-from .scanner import match_line
+from .matching import match_line
 
 
 def match_error_lines(signatures: Iterable[Signature], lines: dict[str, int], result: ScanResult) -> None:
