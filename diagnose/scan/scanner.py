@@ -69,7 +69,7 @@ class Scanner:
         for target in (t for ts in self._targets.values() for t in ts):
             self._rank.setdefault(id(target), len(self._rank))
         self._every_literal = tuple(self._targets)
-        self._finder = make_finder(self._every_literal)
+        self._finder = None  # built for the literals in use at the first block (an automaton takes ms to build)
         self._retirement = Retirement(self._targets)
         self._by_literals: dict[frozenset[str], list] = {}  # a line's literals → its targets (lines repeat their sets)
         self._answers: dict[tuple[str, str], dict[str, str] | None] = {}  # (pattern, text) → the captures, or None
@@ -80,7 +80,7 @@ class Scanner:
 
     @property
     def engine(self) -> str:
-        return self._finder.name
+        return (self._finder or make_finder(self._every_literal)).name
 
     def scan(self, blocks: Iterable[bytes | str], result: ScanResult | None = None, first_line: int = 1) -> ScanResult:
         """Scan blocks of whole lines; line numbers start at `first_line` (to continue over several sources)."""
@@ -92,7 +92,7 @@ class Scanner:
                 block = block.encode("utf-8", "surrogatepass")
             data = tail + block
             cut = len(data) if is_last else _start_of_last_lines(data, self._lookahead)
-            if self._retirement.refresh():
+            if self._retirement.refresh() or self._finder is None:
                 self._use_literals_in_use()
             self._scan_block(data, tail_first_line, cut, result)
             for reader in self._block_readers:
