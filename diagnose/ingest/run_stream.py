@@ -11,11 +11,12 @@ error words of what left the tail, at most `MIDDLE_BYTES` of them (the latest). 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter, deque
 from typing import Iterator
 
 from . import last_run
-from .earlier_runs import exception_of, failure_key
+from .earlier_runs import failure_key
 from .last_run import Piece, Reading
 from .run_index import CELL_SHIFT
 from .run_marks import mark_finder
@@ -56,6 +57,7 @@ class RunKeeper:
         self.reading: Reading | None = None
         self.pieces: list[tuple[Piece, bytes]] = []
         self.starts_supervised = False  # whether the next segment kept starts with a supervisor line
+        self.exception_words = {self.finder.words.index(w) for w in (b"Error", b"Exception")}
         self._new_run(1)
 
     def _new_run(self, line: int, carried: list[_Segment] | None = None) -> None:
@@ -67,9 +69,10 @@ class RunKeeper:
         self.middle_bytes = 0
         self.trimmed = False  # whether anything left the tail (the run is longer than it keeps)
         self.keys: set[str] = set()
+        self._last_keyed = b""  # the line keyed last in this run: a line with two exception words is keyed once
         self.supervised: _Segment | None = None  # the kept segment that starts with systemd's (re)start line
         for segment in carried or ():
-            self._keep(segment, remember=False)
+            self._keep(segment)
 
     def feed(self, block: bytes) -> None:
         self.size += len(block)
@@ -79,10 +82,13 @@ class RunKeeper:
                 self.whole = None
         cuts: dict[int, bool] = {}  # line start → whether a run begins there (else a supervisor line does)
         errors: list[int] = []
-        starts_end, supervised_end = self.finder.starts, self.finder.supervised
+        raised: list[int] = []  # the exception words (`Error`, `Exception`): their lines are the runs' failure keys
+        starts_end, supervised_end, exceptions = self.finder.starts, self.finder.supervised, self.exception_words
         for word, offset in self.finder.marks(block):
             if word >= supervised_end:
                 errors.append(offset)
+                if word in exceptions:
+                    raised.append(offset)
                 continue
             if word < starts_end:
                 if self.first_kind is None:
@@ -98,8 +104,12 @@ class RunKeeper:
         at, line = 0, self.line
         for cut, begins_run in [*sorted(cuts.items()), (len(block), False)]:
             if cut > at:
-                piece = block[at:cut]
-                self._keep((line, piece, [e - at for e in errors if at <= e < cut]))
+                piece = block if at == 0 and cut == len(block) else block[at:cut]
+                # the marks come in order: each segment's are a slice of them
+                inside = errors[bisect_left(errors, at):bisect_left(errors, cut)]
+                self._keep((line, piece, [e - at for e in inside] if at else inside))
+                for offset in raised[bisect_left(raised, at):bisect_left(raised, cut)]:
+                    self._remember_key(block, offset)
                 line += piece.count(b"\n")
                 at = cut
             if cut == len(block):
@@ -109,9 +119,7 @@ class RunKeeper:
             self.starts_supervised = not begins_run
         self.line = line
 
-    def _keep(self, segment: _Segment, remember: bool = True) -> None:
-        if remember:
-            self._remember_keys(segment[1])
+    def _keep(self, segment: _Segment) -> None:
         first_kept = None
         line, data, errors = segment
         room = last_run.HEAD_BYTES - self.head_bytes
@@ -143,16 +151,16 @@ class RunKeeper:
         while self.middle_bytes > MIDDLE_BYTES and self.middle:
             self.middle_bytes -= len(self.middle.popleft()[1])
 
-    def _remember_keys(self, data: bytes) -> None:
-        for word in (b"Error", b"Exception"):
-            at = data.find(word)
-            while at >= 0:
-                start, stop = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
-                stop = len(data) if stop < 0 else stop
-                key = failure_key(data[start:stop].decode("utf-8", "replace"))
-                if key:
-                    self.keys.add(key)
-                at = data.find(word, stop)
+    def _remember_key(self, data: bytes, at: int) -> None:
+        """The failure key of the line holding the exception word at `at` (see earlier_runs), for the current run."""
+        start, stop = data.rfind(b"\n", 0, at) + 1, data.find(b"\n", at)
+        line = data[start:len(data) if stop < 0 else stop]
+        if line == self._last_keyed:
+            return  # a line with two words (`ValueError: ... Exception`), or the same line again: its key is in
+        self._last_keyed = line
+        key = failure_key(line.decode("utf-8", "replace"))
+        if key:
+            self.keys.add(key)
 
     def _end_run(self, line: int) -> None:
         """A banner at `line` begins a new run: the one kept so far is counted, and forgotten; the lines from
@@ -165,8 +173,6 @@ class RunKeeper:
                 self.earlier_keys[key] += 1
         self.runs += 1
         self._new_run(line, carried)
-        for segment in carried:
-            self._remember_keys(segment[1])
 
     def finish(self) -> list[bytes] | None:
         """The whole input when it is small enough to be read whole; else None, and the pieces of its last run."""
@@ -206,5 +212,3 @@ def _windows(line: int, data: bytes, errors: list[int]) -> list[tuple[int, bytes
         windows.append((line + data.count(b"\n", 0, start), data[start:end]))
     return windows
 
-
-__all__ = ["RunKeeper", "stream_pieces", "exception_of"]

@@ -137,7 +137,7 @@ def _chunks(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
     carry = b""
     skipping = False
     while True:
-        chunk = stream.read(CHUNK_BYTES)
+        chunk = _read_chunk(stream)
         if not chunk:
             break
         if skipping:
@@ -157,6 +157,21 @@ def _chunks(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
             yield _cut_long_lines(whole, notes)
     if carry and not skipping:
         yield _cut_long_lines(carry + b"\n", notes)
+
+
+def _read_chunk(stream: BinaryIO) -> bytes:
+    """CHUNK_BYTES of the stream (less at its end): a decompressor or the input's first peek hands out less a time."""
+    chunk = stream.read(CHUNK_BYTES)
+    if not chunk or len(chunk) >= CHUNK_BYTES:
+        return chunk
+    parts, size = [chunk], len(chunk)
+    while size < CHUNK_BYTES:
+        more = stream.read(CHUNK_BYTES - size)
+        if not more:
+            break
+        parts.append(more)
+        size += len(more)
+    return b"".join(parts)
 
 
 def _has_long_line(block: bytes) -> bool:
