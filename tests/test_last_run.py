@@ -183,3 +183,23 @@ def test_a_word_across_two_blocks_is_found_once(monkeypatch):
 def test_the_run_banners_are_the_phase_models_restart_markers_as_vllm_logs_them():
     restart_markers = {m for phase in phase_table() if phase.restarts for m in phase.markers}
     assert {banner.lower() for banner in load_yaml("run_marks.yaml")["starts"]} == restart_markers
+
+
+def test_a_file_over_the_byte_budget_is_read_whole_up_to_it_as_always(tmp_path, small_limits, monkeypatch):
+    log = tmp_path / "loop.log"
+    log.write_text(crash_loop(40), encoding="utf-8")
+    monkeypatch.setenv("VDIAG_MAX_BYTES", str(log.stat().st_size // 2))
+    outcome, source, fed = run(log)
+    assert source.reading is None and fed <= log.stat().st_size // 2 + 1  # the line the budget cut, ended
+    assert any("VDIAG_MAX_BYTES" in note for note in outcome.notes)
+
+
+def test_inputs_read_as_one_run_are_read_whole(tmp_path, small_limits):
+    older, newer = tmp_path / "vllm.log.1", tmp_path / "vllm.log"
+    older.write_text(crash_loop(20), encoding="utf-8")
+    newer.write_text(crash_loop(20), encoding="utf-8")
+    sources = [Source(str(older)), Source(str(newer))]
+    fed = []
+    diagnose(sources, Options(gpu_mode="none", host=SealedHost(), on_bytes=fed.append))
+    assert [s.reading for s in sources] == [None, None]
+    assert sum(fed) >= older.stat().st_size + newer.stat().st_size

@@ -98,9 +98,10 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     result = ScanResult()
     notes: list[str] = []
     spans: list[tuple[str, int]] = []
+    sources = list(sources)
     for source in sources:
         spans.append((source.name, result.lines))
-        for first_line, blocks in read_pieces(source, options.all_runs):
+        for first_line, blocks in read_pieces(source, options.all_runs or len(sources) > 1):
             blocks = unwrap_blocks(blocks)
             if options.on_bytes is not None:
                 blocks = _reporting(blocks, options.on_bytes)

@@ -26,7 +26,8 @@ LAST_RUN_FORMATS = ("text", "docker-json", "journal-json")  # one record per raw
 
 
 def read_pieces(source: Source, all_runs: bool = False) -> Iterator[tuple[int, Iterator[bytes]]]:
-    """(first line, blocks) of each part of `source` read fully, in order."""
+    """(first line, blocks) of each part of `source` read fully, in order; `all_runs`: all of it (an input read
+    with others as one run, rotated parts of one log, is read whole too: its runs go on across the parts)."""
     way = "whole" if all_runs else _way_to_read(source)
     if way == "stream":
         from .run_stream import stream_pieces
@@ -70,9 +71,11 @@ def _way_to_read(source: Source) -> str:
     try:
         with open_regular(source.name, "log file") as handle:
             head = handle.read(PEEK_BYTES)
-            big = os.fstat(handle.fileno()).st_size > last_run.LAST_RUN_AFTER_BYTES
+            size = os.fstat(handle.fileno()).st_size
     except (InputError, OSError):
         return "whole"  # reading it whole says what is wrong, as it always did
+    # over the input's budget of bytes, the file is read whole up to it, as always: an index would read it all
+    big = last_run.LAST_RUN_AFTER_BYTES < size <= source.budget.with_environment().bytes
     if head[:2] == b"\x1f\x8b":
         return "stream"  # a few MiB of gzip can hold a GiB of log
     if not big or looks_binary(head):
