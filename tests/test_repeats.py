@@ -54,3 +54,31 @@ def test_a_repeat_counts_as_dropped_once_the_error_lines_kept_are_full():
     distinct = "".join(f"RuntimeError: worker {n} failed\n" for n in range(MAX_ERROR_LINES - 1)).encode()
     Scanner([], [errors]).scan([interleaved(1) + distinct + interleaved(40)])
     assert len(errors.lines) == MAX_ERROR_LINES and errors.dropped == 40  # each repeat after the list filled up
+
+
+def test_a_raw_line_seen_before_is_not_split_into_its_message_again(monkeypatch):
+    from diagnose.scan import window
+
+    split = []
+    real = window.message_of
+    monkeypatch.setattr(window, "message_of", lambda text: split.append(text) or real(text))
+    same = OOM.format(pid=1, s=0) + "\n"
+    block = "".join(same + OTHER.format(pid=7, s=n % 60, n=n) + "\n" for n in range(40)).encode()
+    hits = Scanner([Signature(name="oom", literals=("tried to allocate",), regex=r"Tried to allocate", rule_id="r")]
+                   ).scan([block]).hits["r/oom"]
+    assert hits.count == 40
+    assert split.count(same.rstrip("\n")) == 1
+
+
+def test_advice_is_looked_for_once_per_message(monkeypatch):
+    from diagnose.facts import advice_lines
+    from diagnose.facts.advice_lines import AdviceLines
+
+    searched = []
+    real = advice_lines._ADVICE.compiled()
+    monkeypatch.setattr(advice_lines, "_ADVICE", type("Counting", (), {"search": lambda self, t: searched.append(t) or real.search(t)})())
+    lines = AdviceLines()
+    for n in range(30):
+        lines.feed(2 * n, "Please try lowering --gpu-memory-utilization.", [])
+        lines.feed(2 * n + 1, "nothing to see", [])
+    assert len(searched) == 2 and sorted(lines.lines) == list(range(0, 60, 2))

@@ -76,6 +76,7 @@ class Scanner:
         self._shapes: dict[tuple[str, str], bool] = {}  # (digit-blind pattern, text's shape) → whether it matches
         self._shaped: tuple[str | None, str] = (None, "")  # the last text shaped, and its shape
         self._seen = SeenMessages()  # messages answered before (see repeats)
+        self._messages: dict[bytes, str] = {}  # raw lines split into their message before (see window)
         self._lookahead = min(MAX_LOOKAHEAD_LINES, max([t.window for ts in self._targets.values() for t in ts] + [1]))
 
     @property
@@ -108,7 +109,7 @@ class Scanner:
             return
         line_no = first_line
         previous = 0
-        messages = LineMessages(data)
+        messages = LineMessages(data, self._messages)
         lookahead = self._lookahead
         retirement = self._retirement
         order, index = sorted(candidates), 0
