@@ -18,7 +18,7 @@ MAX_MODULE_LINES = 300
 # top to bottom; a subpackage may import its own floor and the floors below
 FLOORS = [
     ("cli",),                                   # parse arguments, call, render, exit
-    ("verify", "hook", "triage"),               # the modes
+    ("verify", "hook", "triage", "check"),      # the modes
     ("report", "authoring"),                    # the contract and its renderers; tools for rule authors
     ("diagnosis",),                             # the pipeline: scan, context, fire, rank
     ("fixes",),                                 # strategies, the log's own advice, retrigger checks

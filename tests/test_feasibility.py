@@ -99,3 +99,60 @@ def test_the_utilization_hint_does_not_apply_when_the_kv_cache_size_is_set_in_by
             "initializing the engine.\n")
     for fix in diagnose_text(text).report["diagnoses"][0]["fixes"]:
         assert "--gpu-memory-utilization" not in fix["changes"], fix
+
+
+def test_the_same_error_line_repeated_by_every_rank_is_evidence_once():
+    line = ("(VllmWorker rank={rank} pid=7) ERROR 06-01 10:00:00 [core.py:1] ValueError: No available memory for the "
+            "cache blocks. Try increasing `gpu_memory_utilization` when initializing the engine.\n")
+    text = "".join(line.format(rank=0) for _ in range(3))
+    evidence = diagnose_text(text).report["diagnoses"][0]["evidence"]
+    assert len({e["text"] for e in evidence}) == len(evidence) == 1
+
+
+def test_a_fix_the_launch_already_has_is_not_offered():
+    text = ("vllm serve Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 2 --enforce-eager\n"
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+            "23.55 GiB of which 1.20 GiB is free. Including non-PyTorch memory, this process has 22.33 GiB memory in "
+            "use. Of the allocated memory 21.00 GiB is allocated by PyTorch.\n")
+    for diagnosis in diagnose_text(text).report["diagnoses"]:
+        for fix in diagnosis["fixes"]:
+            assert fix["changes"] not in ({"--enforce-eager": True}, {"--tensor-parallel-size": "2"}), fix
+
+
+def test_without_a_launch_the_report_says_how_to_get_full_commands():
+    report = report_for("weights-oom-on-rank-1-little-fragmentation.log")
+    assert any("--launch" in note for note in report["notes"])
+    with_launch = report_for("weights-oom-on-rank-1-little-fragmentation.log",
+                             launch="vllm serve meta-llama/Llama-4-Scout-17B-16E-Instruct --tensor-parallel-size 2")
+    assert not any("--launch" in note for note in with_launch["notes"])
+
+
+def test_a_layout_that_is_a_multiple_of_the_node_lists_the_ray_executor():
+    """D1, gh-nemoskills-1059: TP 16 on an 8-GPU node almost always means two nodes."""
+    text = "Value error, Tensor parallel size (16) cannot be larger than the number of available GPUs (8)\n"
+    fixes = diagnose_text(text).report["diagnoses"][0]["fixes"]
+    ray = [f for f in fixes if f["changes"] == {"--distributed-executor-backend": "ray"}]
+    assert ray and "2 nodes of 8" in ray[0]["why"]
+    odd = diagnose_text(text.replace("(16)", "(12)")).report["diagnoses"][0]["fixes"]
+    assert not any(f["changes"] == {"--distributed-executor-backend": "ray"} for f in odd)
+
+
+def test_explain_says_why_each_fix_is_there_or_not():
+    import json
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "diagnose", "--no-gpu", "--explain", "--format", "json",
+                           str(OPERATOR / "weights-72b-one-gpu-with-cotenants.log")], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    report = json.loads(proc.stdout)
+    top = report["diagnoses"][0]
+    plan = top["plan"]
+    assert all(entry["outcome"] for entry in plan)
+    ranked = [entry for entry in plan if entry["outcome"].startswith("ranked ")]
+    assert len(ranked) == len(top["fixes"])
+    assert any("condition does not hold" in entry["outcome"] for entry in plan)
+    plain = diagnose_text((OPERATOR / "weights-72b-one-gpu-with-cotenants.log").read_text()).report
+    assert "plan" not in plain["diagnoses"][0]

@@ -25,7 +25,6 @@ from diagnose.hook import deadline as hook_deadline
 from diagnose.hook import journald
 from diagnose.hook import run as hook_lib
 from diagnose.hook import summary as hook_summary
-from diagnose.hook import visible as hook_visible
 from diagnose.hook import state as hook_state
 from diagnose.hook.run import HookSettings, run_hook
 from diagnose.hook.state import rotate_reports
@@ -420,14 +419,14 @@ def test_timeout_is_honoured_and_journalctl_is_stopped(tmp_path):
         os.kill(pid, 0)
 
 
-def test_a_bad_option_still_exits_zero():
-    result = invoke(["--keep", "none"], {})
+def test_a_bad_option_under_systemd_still_exits_zero(tmp_path):
+    result = invoke(["--keep", "none"], exec_stop_post_env(tmp_path))
     assert result.exit_code == 0 and "nothing done" in result.output
 
 
 def test_no_unit_and_no_invocation_says_what_is_missing(tmp_path):
     result = invoke(["--state-dir", str(tmp_path)], {"VDIAG_JOURNAL_SOCKET": str(tmp_path / "none")})
-    assert result.exit_code == 0 and "give --unit or --invocation" in result.output
+    assert result.exit_code == 2 and "give --unit or --invocation" in result.output  # by hand: a usage error
 
 
 def test_unwritable_state_dir_falls_back_and_says_so(journal, tmp_path):
@@ -499,7 +498,7 @@ def test_head_and_tail_that_overlap_read_each_entry_once(tmp_path, monkeypatch):
 def test_docstring_examples_run():
     import doctest
 
-    for module in (hook_lib, journald, hook_deadline, hook_summary, hook_visible):
+    for module in (hook_lib, journald, hook_deadline, hook_summary):
         assert doctest.testmod(module).failed == 0, module.__name__
 
 

@@ -146,3 +146,33 @@ def test_an_oom_after_serving_is_a_runtime_oom_with_headroom_from_the_failed_all
     assert diagnosis["category"] == "cuda-oom-runtime" and report["facts"]["phase"] in ("serving", "traffic")
     # 3.82 GiB asked, 1.20 GiB free, 79.19 GiB card: 0.9 − 2.62/79.19 − 0.01 = 0.857 → 0.85
     assert diagnosis["fixes"][0]["changes"] == {"--gpu-memory-utilization": "0.85"}
+
+
+def test_a_flag_newer_than_the_release_becomes_the_env_variable_that_release_reads_keeping_the_value():
+    """gh-vllm-27347: `--all2all-backend` came in 0.11.1; 0.11.0 reads VLLM_ALL2ALL_BACKEND. Removing the flag
+    "at no cost" would silently drop DeepEP low-latency."""
+    report = report_for("all2all-backend-before-0.11.2.log")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "invalid-cli-argument"
+    first = diagnosis["fixes"][0]
+    assert first["changes"] == {"--all2all-backend": None, "env:VLLM_ALL2ALL_BACKEND": "deepep_low_latency"}
+    assert first["predicted"]["starts"] is True
+    assert not any(fix["changes"] == {"--all2all-backend": None} for fix in diagnosis["fixes"]), "a removal drops DeepEP"
+    assert any("vllm>=0.11.2" in (fix.get("command") or "") for fix in diagnosis["fixes"][1:])
+    given = report_for("all2all-backend-before-0.11.2.log",
+                       launch="vllm serve deepseek-ai/DeepSeek-V3 --enable-expert-parallel --all2all-backend deepep_low_latency")
+    assert top(given)["fixes"][0]["command"] == (
+        "VLLM_ALL2ALL_BACKEND=deepep_low_latency vllm serve deepseek-ai/DeepSeek-V3 --enable-expert-parallel")
+
+
+def test_mxfp4_refused_on_ampere_is_answered_with_the_release_that_runs_it_there_in_people_s_numbers():
+    """gh-vllm-22422: 0.10.1 enabled MXFP4 on capability 10.0 only; from 0.10.2 it runs on 8.0+ (Marlin/Triton)."""
+    report = report_for("mxfp4-on-ampere-0.10.1.log")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "quantization-mismatch"
+    assert "needs 10.0, and this GPU has 8.6" in diagnosis["why"]
+    first = diagnosis["fixes"][0]
+    assert first["command"] == "pip install -U 'vllm>=0.10.2'"
+    assert "8.0" in first["why"] and "8.6" in first["why"]
+    text = " ".join(f"{fix['title']} {fix.get('why') or ''}" for fix in diagnosis["fixes"])
+    assert not re.search(r"capability 100\b|has 86\b", text), text

@@ -1,7 +1,8 @@
 """Off a terminal the text report is written without rich, and reads exactly as rich printed it.
 
 rich changes a few things even in a pipe (control codes, tabs, :emoji: codes, a trailing backslash, escaped
-brackets); the plain writer hands such lines to rich, so every line comes out as it did before.
+brackets); the plain writer hands such lines to rich, so every line comes out as it did before. Both paths print
+the line sanitised (no control, escape sequence or invisible character: util.sanitise).
 """
 
 import io
@@ -9,6 +10,7 @@ import io
 import pytest
 
 from diagnose.report import terminal
+from diagnose.util.sanitise import sanitise
 
 TRICKY = [
     "", "plain words", "(APIServer pid=1) INFO 11-29 09:36:11 [api_utils.py:286] non-default args: {'model': 'M'}",
@@ -34,7 +36,7 @@ def test_a_line_off_a_terminal_reads_as_rich_printed_it(text):
     printer = terminal.Printer(stream)
     printer.say(text, "bold", hang=2)
     assert not printer.is_terminal and not printer.styled
-    assert stream.getvalue() == rich_prints(text)
+    assert stream.getvalue() == rich_prints(sanitise(text))
 
 
 def test_ordinary_lines_do_not_build_a_rich_console():

@@ -1,6 +1,6 @@
 """Ranking by prediction: fixes predicted to start first, the cheapest of them first, each with its reason."""
 
-from diagnose.diagnosis.diagnoses import _rank_key, _rank_reason
+from diagnose.diagnosis.fix_plan import _rank_key, _rank_reason
 from diagnose.fixes.base import Fix
 
 

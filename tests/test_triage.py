@@ -113,7 +113,7 @@ def test_unexplained_corpus_tickets_are_listed_with_their_templates(corpus_batch
     assert summary["unexplained"] == unexplained
     listed = {t["id"] for t in corpus_batch.summary.template_list()}
     for row in corpus_batch.rows:
-        if row["status"] == "errors-unexplained":
+        if row["status"] == "errors-unexplained" and row["unexplained"]:  # none: a traceback cut before its error
             assert set(row["unexplained"]["templates"]) <= listed
 
 

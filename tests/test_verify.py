@@ -395,6 +395,9 @@ def tiny_model(tmp_path_factory) -> Path:
 def _real_log(name: str, model: Path, port: int, tmp_path: Path) -> Path:
     text = (VERIFY_LOGS / f"{name}.log").read_text()
     text = text.replace("/work/main/tiny-model", str(model)).replace("'port': 8011", f"'port': {port}")
+    # float32: the CPU build runs bf16 attention on AMX, which some VMs advertise but fault on (SIGILL on the first
+    # request); float32 takes the AVX-512/vector path everywhere, and the fix loop under test is the same
+    text = text.replace("'enforce_eager': True,", "'enforce_eager': True, 'dtype': 'float32',")
     path = tmp_path / f"{name}.log"
     path.write_text(text)
     return path
@@ -552,8 +555,11 @@ def test_llm_call_is_verified_as_the_openai_server_and_the_report_says_so(max_le
 
 
 def test_the_bundled_example_is_verified(monkeypatch, tmp_path):
-    # its model is a local folder (./Qwen/…): verify runs a local model only where that folder exists here
-    (tmp_path / "Qwen" / "Qwen3-Coder-30B-A3B-Instruct-FP8").mkdir(parents=True)
+    # its model is a local folder (./Qwen/…): verify runs a local model only where that folder, with the config.json
+    # vLLM reads, exists here
+    model = tmp_path / "Qwen" / "Qwen3-Coder-30B-A3B-Instruct-FP8"
+    model.mkdir(parents=True)
+    (model / "config.json").write_text("{}")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", f"{FAKE_BIN}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_VLLM_POSITIONS", "262144")

@@ -60,3 +60,12 @@ def test_rules_lint_checks_the_shipped_cases_from_an_install(installed):
     proc = vdiag(installed, "rules", "lint")
     assert "no cases folder" not in proc.stdout and "cases.yaml:" not in proc.stdout, proc.stdout
     assert proc.stdout.strip().splitlines()[-1].endswith("problem(s)")
+
+
+@pytest.mark.parametrize("option, shipped", [("--print-unit", "vdiag@.service"),
+                                             ("--print-drop-in", "vllm.service.d/vdiag.conf"),
+                                             ("--print-catalog", "vdiag.catalog")])
+def test_the_systemd_wiring_ships_in_the_wheel(installed, option, shipped):
+    proc = vdiag(installed, "hook", option)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == (ROOT / "contrib" / "systemd" / shipped).read_text()

@@ -2,7 +2,7 @@
 
 Each categorised start-up template of the catalogue is rendered with stand-in values, then cut: the first 40-70 %
 of its words, a piece from the middle, split over two logger-prefixed lines, quoted in a sentence, the first part
-as an issue title in title case. No log is involved: what a cut message must be recognised as is the template's
+as an issue title in title case, soft-wrapped by a mail client or an issue form. No log is involved: what a cut message must be recognised as is the template's
 own category.
 
 >>> cuts = message_cuts("Total number of attention heads (4096) must be divisible by tensor parallel size (4096).",
@@ -22,7 +22,8 @@ import re
 from ..util.lazy_pattern import lazy
 
 PREFIX = "(EngineCore_DP0 pid=4242) ERROR 11-02 10:00:00 [core.py:708] "
-CUTS = ("full", "prefix", "middle", "split", "quoted", "title")
+CUTS = ("full", "prefix", "middle", "split", "quoted", "title", "soft-wrap")
+SOFT_WRAP_COLUMNS = 76
 _PLACEHOLDER = lazy(r"\{[^{}]*\}")
 _NUMBER_NAME = lazy(r"size|num|len|count|blocks|tokens|memory|gib|bytes|ratio|rank|\bn\b|_n$|^n_|dim|heads|capab")
 
@@ -62,7 +63,25 @@ def message_cuts(message: str, kind: str, rng: random.Random) -> dict[str, str]:
         "split": PREFIX + raised + " ".join(words[:half]) + "\n" + PREFIX + " ".join(words[half:]),
         "quoted": f"When I start the server I get '{message}' and it exits. Any idea?",
         "title": " ".join(w[:1].upper() + w[1:] for w in words[:keep]),
+        "soft-wrap": soft_wrapped(raised + message, SOFT_WRAP_COLUMNS),
     }
+
+
+def soft_wrapped(text: str, columns: int) -> str:
+    """The text as a mail client or an issue form wraps it: lines of at most `columns`, each break after a space.
+
+    >>> print(soft_wrapped("CUDA out of memory occurred when warming up sampler with 1024 dummy requests.", 40).replace(" \\n", "|\\n"))
+    CUDA out of memory occurred when warming|
+    up sampler with 1024 dummy requests.
+    """
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + 1 + len(word) > columns:
+            lines.append(line + " ")
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return "\n".join([*lines, line])
 
 
 def benchmark_templates(category: str | None = None) -> list[dict]:

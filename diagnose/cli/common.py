@@ -10,13 +10,14 @@ from pathlib import Path
 import click
 
 from ..util.errors import ExitCode, VdiagError
+from ..util.sanitise import sanitise
 
 FORMATS = click.Choice(["text", "json", "md"])
 OWNS_PROCESS = [False]  # set by the vdiag process's own entry point (cli.main.process_main), never by a caller of `main`
 
 
 def fail(error: VdiagError) -> None:
-    click.echo(f"vdiag: {error}", err=True)
+    click.echo(f"vdiag: {sanitise(str(error))}", err=True)  # a message can quote a file name, a ticket id, a line
     sys.exit(int(error.exit_code))
 
 
@@ -57,12 +58,13 @@ def run_guarded(fn, *args, **kwargs):
     except OSError as error:  # a read that failed mid-way (EIO), a report that cannot be written (/dev/full, a bad -o path)
         _silence_stdout()
         where = f"{error.filename}: " if error.filename else ""
-        click.echo(f"vdiag: {where}{error.strerror or error}", err=True)
+        click.echo(sanitise(f"vdiag: {where}{error.strerror or error}"), err=True)
         sys.exit(int(ExitCode.INPUT_ERROR))
     except Exception as error:  # a bug in vdiag: say so without a traceback unless asked
         if os.environ.get("VDIAG_DEBUG"):
             raise
-        click.echo(f"vdiag: internal error: {type(error).__name__}: {error} (set VDIAG_DEBUG=1 for a traceback)", err=True)
+        click.echo(sanitise(f"vdiag: internal error: {type(error).__name__}: {error} (set VDIAG_DEBUG=1 for a traceback)"),
+                   err=True)
         sys.exit(int(ExitCode.INTERNAL))
 
 

@@ -22,6 +22,7 @@ LAZY_COMMANDS = {
     "hook": ("diagnose.cli.hook", "hook"),
     "reports": ("diagnose.cli.reports", "reports"),
     "triage": ("diagnose.cli.triage", "triage"),
+    "check": ("diagnose.cli.check", "check"),
 }
 
 
@@ -80,7 +81,7 @@ def main() -> None:
       vdiag verify crash.log     vdiag triage tickets/
 
     Exit codes: 0 nothing found, 1 a failure diagnosed, 2 usage, 3 input error, 4 rules error,
-    5 verification failed, 6 unexplained errors, 70 internal error.
+    5 verification failed, 6 unexplained errors, 7 (check) no failure foreseen but not proven, 70 internal error.
 
     \b
     Shell completion (add to your shell's start-up file):
@@ -102,8 +103,9 @@ def main() -> None:
 @click.option("--yes", is_flag=True, help="With --verify: run without asking.")
 @click.option("--vllm-python", type=click.Path(dir_okay=False), envvar="VDIAG_VLLM_PYTHON",
               help="With --verify: the interpreter where vLLM imports (env VDIAG_VLLM_PYTHON).")
+@click.option("--explain", is_flag=True, help="Show why each fix ranks where it does, or why it was left out.")
 @click.option("--all-runs", is_flag=True, help="Read every run of a big log fully (by default its last run; earlier ones are counted).")
-def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python, all_runs):
+def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python, explain, all_runs):
     """Diagnose vLLM logs (files, .gz, docker json, journal json; '-' or a pipe for stdin)."""
 
     def run():
@@ -126,7 +128,7 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
             outcomes = [run_diagnosis(incident.sources, options, ruleset) for incident in incidents]
         for problem in outcomes[0].rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
-        reports = [build_report(outcome) for outcome in outcomes]
+        reports = [build_report(outcome, explain=explain) for outcome in outcomes]
         label_incidents(reports, [i.names for i in incidents], [i.why for i in incidents])
         if then_verify:
             from .verify import verify_outcome

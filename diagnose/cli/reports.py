@@ -47,11 +47,9 @@ def list_reports(state_dir, unit, fmt):
         import json
 
         from ..hook.browse import report_rows
-        from ..hook.visible import visible
-        from ..util.redact import redact_tree
+        from ..report.render import shown
 
-        rows = [{key: visible(value) if isinstance(value, str) else value for key, value in row.items()}
-                for row in redact_tree(report_rows(_state_dir(state_dir), unit))]
+        rows = shown(report_rows(_state_dir(state_dir), unit))
         if fmt == "json":
             click.echo(json.dumps(rows, indent=2))
             return ExitCode.NOTHING_FOUND
@@ -77,12 +75,13 @@ def show_report(reference, state_dir, fmt):
 
     def run():
         from ..hook.browse import find_stored, read_stored_text
-        from ..hook.visible import visible, visible_in_json
         from ..util.redact import redact
+        from ..util.sanitise import inert_json, sanitise
 
         stored = find_stored(_state_dir(state_dir), reference)
-        text = redact(read_stored_text(stored.path if fmt == "json" else stored.path.with_suffix(".md")))
-        click.echo((visible_in_json(text) if fmt == "json" else visible(text)).rstrip("\n"))
+        text = read_stored_text(stored.path if fmt == "json" else stored.path.with_suffix(".md"))
+        # read back as any input is: the Markdown sanitised, the JSON exact but inert (\u escapes), both redacted
+        click.echo((inert_json(redact(text)) if fmt == "json" else redact(sanitise(text))).rstrip("\n"))
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))

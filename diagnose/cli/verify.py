@@ -10,13 +10,14 @@ import click
 
 from ..util.errors import ExitCode, VdiagError
 from ..util.redact import redact
+from ..util.sanitise import sanitise
 from ..verify.render import text_lines, to_markdown
 
 
 @click.command()
 @click.argument("files", nargs=-1, type=click.Path(dir_okay=True, allow_dash=True))
 @click.option("--launch", help="The launch command (or LLM(...) call), when the log does not show it.")
-@click.option("--yes", is_flag=True, help="Run without asking (needed without a terminal).")
+@click.option("--yes", is_flag=True, help="Run without asking (needed without a terminal; at the prompt, `a` is yes to all).")
 @click.option("--max-attempts", type=click.IntRange(1, 20), default=3, show_default=True, help="Launches at most.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(1), default=1800, show_default=True,
               help="Overall limit in seconds.")
@@ -48,9 +49,9 @@ def verify(files, launch, yes, max_attempts, timeout_s, attempt_timeout_s, fmt, 
         from ..diagnosis.pipeline import diagnose
         from ..verify.result import VerifyOptions
 
-        _require_consent(yes)
         _check_python(vllm_python)
         outcome = diagnose(sources_from(files), options_from(launch, rules_dirs, no_gpu, None))
+        _require_input(outcome, files)
         for problem in outcome.rule_problems:
             click.echo(f"vdiag: rule skipped: {problem}", err=True)
         options = VerifyOptions(max_attempts=max_attempts, timeout_s=timeout_s, attempt_timeout_s=attempt_timeout_s,
@@ -68,7 +69,6 @@ def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report:
     the verify result under its `verify` key (one JSON object on stdout)."""
     from ..verify.result import VerifyOptions
 
-    _require_consent(assume_yes)
     python = python or os.environ.get("VDIAG_VLLM_PYTHON") or None
     _check_python(python)
     options = VerifyOptions(vllm_python=python)
@@ -78,6 +78,15 @@ def verify_outcome(outcome, fmt: str = "text", assume_yes: bool = False, report:
 def _check_python(path: str | None) -> None:
     if path and not (os.path.isfile(path) and os.access(path, os.X_OK)):
         raise VdiagError(f"--vllm-python {path}: not an executable file", ExitCode.USAGE)
+
+
+def _require_input(outcome, files: tuple[str, ...]) -> None:
+    """An empty log is no input (exit 2), not a healthy one: there is nothing to verify it against."""
+    if outcome.ctx.scan.lines == 0:
+        named = [f for f in files if f != "-"]
+        what = ", ".join(named) if named else "standard input"
+        raise VdiagError(f"no input: {what} {'is' if named else 'was'} empty (0 lines); give the failed run's log as a "
+                         "file, or pipe it into vdiag verify", ExitCode.USAGE)
 
 
 def _require_consent(assume_yes: bool) -> None:
@@ -91,13 +100,19 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
     from ..verify.loop import verify as run_verify
 
     progress = _Progress(Printer(stderr=True))
+    yes_to_all = [assume_yes]
 
     def confirm(number: int, attempt) -> bool:
         progress.announce(attempt)
-        return True if assume_yes else click.confirm("Run it?", default=False, err=True)
+        if yes_to_all[0]:
+            return True
+        answer = _ask()
+        yes_to_all[0] = answer in ("a", "all")
+        return answer not in ("n", "no")
 
-    try:
-        result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=progress.hear)
+    try:  # the go-ahead is needed only once something would run: not for a healthy log, nor a model not here
+        result = run_verify(outcome, options, launch_text=launch_text, confirm=confirm, report=progress.hear,
+                            go_ahead=lambda: _require_consent(assume_yes))
     finally:
         progress.stop()
     if fmt == "json":
@@ -107,11 +122,22 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
     elif fmt == "md":
         click.echo(to_markdown(result.as_json()), nl=False)
     else:
+        from ..report.render import shown as shown_tree
+
         printer = Printer()
         shown = progress.live_capable and printer.is_terminal  # the attempts are on this same screen
-        for text, style, hang in text_lines(result.as_json(), attempts_shown=shown):
+        for text, style, hang in text_lines(shown_tree(result.as_json()), attempts_shown=shown):
             printer.say(text, style, hang)
     return result.exit_code()
+
+
+_ANSWERS = click.Choice(["y", "yes", "n", "no", "a", "all"], case_sensitive=False)
+
+
+def _ask() -> str:
+    """Yes, no (the default), or all: yes to this attempt and to every one after it."""
+    return click.prompt("Run it? [y/N/a = yes to all]", type=_ANSWERS, default="n", show_choices=False,
+                        show_default=False, err=True).lower()
 
 
 class _Progress:
@@ -126,10 +152,10 @@ class _Progress:
 
     def announce(self, attempt) -> None:
         say = self.printer.say
-        say(f"attempt {attempt.number} · {attempt.origin} · {redact(attempt.fix)}", "bold", hang=4)
-        say(f"  $ {redact(attempt.ran)}", "green")
+        say(f"attempt {attempt.number} · {attempt.origin} · {_shown(attempt.fix)}", "bold", hang=4)
+        say(f"  $ {_shown(attempt.ran)}", "green")
         for note in attempt.notes:
-            say(f"  note: {redact(note)}", "dim", hang=8)
+            say(f"  note: {_shown(note)}", "dim", hang=8)
 
     def hear(self, event: str, data) -> None:
         say = self.printer.say
@@ -137,9 +163,9 @@ class _Progress:
             if data.diagnosis:
                 say(f"Diagnosis: {data.diagnosis['title']} ({data.diagnosis['rule']})", "bold", hang=2)
             if data.original_command:
-                say(f"  failing command: {redact(data.original_command)}", "dim")
+                say(f"  failing command: {_shown(data.original_command)}", "dim")
             for note in data.notes:
-                say(f"  note: {redact(note)}", "dim", hang=8)
+                say(f"  note: {_shown(note)}", "dim", hang=8)
         elif event == "start":
             self._start(data)
         elif event == "line" and self._status is not None:
@@ -148,7 +174,7 @@ class _Progress:
             self.stop()
             say(_summary(data, self._phase), _STYLE.get(data.outcome), hang=4)
         elif event == "refused":
-            say(f"attempt {data.number} not run: {redact(data.detail)}", "yellow", hang=4)
+            say(f"attempt {data.number} not run: {_shown(data.detail)}", "yellow", hang=4)
 
     def _start(self, attempt) -> None:
         from ..verify.progress import AttemptStatus
@@ -182,13 +208,19 @@ class _Progress:
 _STYLE = {"served": "bold green", "failed": "bold red", "timeout": "bold red"}
 
 
+def _shown(text: str) -> str:
+    """A command, note or vLLM line for the operator's terminal: sanitised, then redacted (a secret split by a
+    zero-width space is whole again for redaction; the printer sanitises every line again)."""
+    return redact(sanitise(text)) if isinstance(text, str) else text
+
+
 def _summary(attempt, phase: str | None) -> str:
     mark = "✓" if attempt.outcome == "served" else "✗"
     ready = f", ready after {attempt.seconds_to_ready} s" if attempt.seconds_to_ready is not None else ""
     reached = f" (start-up reached: {phase})" if phase and attempt.outcome != "served" else ""
-    text = f"{mark} attempt {attempt.number} {attempt.outcome} after {attempt.seconds} s{ready}{reached}: {redact(attempt.detail)}"
+    text = f"{mark} attempt {attempt.number} {attempt.outcome} after {attempt.seconds} s{ready}{reached}: {_shown(attempt.detail)}"
     if attempt.completion is not None:
-        text += f" · completion {redact(attempt.completion)!r}"
+        text += f" · completion {_shown(attempt.completion)!r}"
     if attempt.diagnosis:
         found = attempt.diagnosis
         text += (f" · new diagnosis: {found['title']} ({found['rule']})" if found.get("rule")

@@ -104,6 +104,14 @@ class Context:
     def utilization_given(self) -> float | None:
         return parse_float(self.arg("--gpu-memory-utilization"))
 
+    def utilization_text(self) -> str:
+        """The utilization as a sentence may state it: the figure, and "(assumed: the release's default)" when
+        neither the launch nor the log gives it (issue #24: a default is never stated as a fact)."""
+        value = self.utilization()
+        if self.utilization_given() is not None or self.facts.memory.get("gpu_memory_utilization") is not None:
+            return f"{value:g}"
+        return f"{value:g} (assumed: the release's default)"
+
     def gpu_total_gib(self) -> float | None:
         figures = self.facts.memory
         for key in ("total_gpu_gib", "oom_total_gib"):

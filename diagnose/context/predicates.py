@@ -11,7 +11,7 @@ from ..launch.releases import release_default
 from ..launch.settings import also_from_checkpoint, flag_for_setting
 from ..model import memory
 from ..util.lazy_pattern import lazy
-from ..util.units import parse_float
+from ..util.units import parse_float, parse_int
 from .context import Context, kv_capacity_tokens
 
 Predicate = Callable[[Context], bool]
@@ -223,6 +223,31 @@ def _shm(ctx: Context) -> bool:
 @predicate("platform-cpu")
 def _cpu(ctx: Context) -> bool:
     return ctx.facts.platform == "cpu"
+
+
+@predicate("image-known")
+def _image_known(ctx: Context) -> bool:
+    """The container image vLLM ran in: a docker launch's image, or one the input names."""
+    return bool((ctx.launch is not None and ctx.launch.image) or ctx.facts.container_image)
+
+
+@predicate("layout-multiple-of-gpus")
+def _multiple(ctx: Context) -> bool:
+    """The parallel size the message refuses is a whole multiple (2× or more) of the GPUs it found, two or more: a
+    layout meant for several nodes, started where only one node's GPUs are visible (TP 2 on one GPU is a mistake,
+    not two nodes)."""
+    wanted = parse_int(ctx.captures.get("tp")) or parse_int(ctx.captures.get("world_size"))
+    found = parse_int(ctx.captures.get("gpus"))
+    return bool(wanted and found and found >= 2 and wanted > found and wanted % found == 0)
+
+
+NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron"})
+
+
+@predicate("platform-not-gpu")
+def _not_gpu(ctx: Context) -> bool:
+    """vLLM ran on a platform that is not an NVIDIA or AMD GPU: its own platform line, else the log's paths."""
+    return (ctx.facts.platform or ctx.facts.platform_hint or "").lower() in NOT_GPU_PLATFORMS
 
 
 @predicate("vllm-port-set")

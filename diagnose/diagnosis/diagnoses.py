@@ -1,4 +1,4 @@
-"""From signature hits and facts to ranked diagnoses, each with ranked fixes.
+"""From signature hits and facts to ranked diagnoses (their fixes are planned by diagnosis.fix_plan).
 
 A rule fires when one of its error signatures matched (and its conditions
 hold), or, for rules that allow it, when its conditions alone hold; such an
@@ -11,20 +11,13 @@ the error, the error, its echo in the API server).
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass, field
 
 from ..context.context import Context
 from ..context.predicates import evaluate
-from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
-from ..fixes.advice_conditions import applies
-from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
-from ..knowledge.error_tables import error_meaning
+from ..fixes.base import Fix
 from ..knowledge.rules import Rule
-from ..launch.print_policy import Printed, printed_command
 from ..scan.hits import Match
-from ..util.lazy_pattern import lazy
 
 MAX_EVIDENCE = 6
 CONTEXT_BONUS = 0.03
@@ -56,6 +49,7 @@ class Diagnosis:
     inferred: bool = False
     focus_line: int | None = None
     family: bool = False  # fired only by family patterns (tolerant wordings, error tables): lower confidence
+    plan: list[dict] = field(default_factory=list)  # each fix entry of the rule and advice read: what became of it
     # what placed it: a rule's own signatures, or a fallback (diagnosis.fallbacks) when none fired: a piece of one
     # of vLLM's messages, the vLLM file that raised the error, the start-up step a cut traceback stopped in, the
     # wording model's guess
@@ -103,9 +97,17 @@ def _beneath_specific(fired: list[Diagnosis]) -> list[Diagnosis]:
 
 
 def _bounded(matches: list[Match]) -> list[Match]:
-    if len(matches) <= MAX_EVIDENCE:
-        return matches
-    return matches[: MAX_EVIDENCE - 1] + matches[-1:]
+    """The evidence shown: each distinct line once (a log repeats its error per rank and per retry), at most
+    MAX_EVIDENCE, the last one kept."""
+    seen: set[str] = set()
+    distinct = []
+    for match in matches:
+        if match.text not in seen:
+            seen.add(match.text)
+            distinct.append(match)
+    if len(distinct) <= MAX_EVIDENCE:
+        return distinct
+    return distinct[: MAX_EVIDENCE - 1] + distinct[-1:]
 
 
 def order(fired: list[Diagnosis]) -> list[Diagnosis]:
@@ -121,105 +123,3 @@ def order(fired: list[Diagnosis]) -> list[Diagnosis]:
             other.secondary_of = diagnosis.rule.id
     first_line = {id(d): (d.evidence[0].line if d.evidence else 10**12) for d in fired}
     return sorted(fired, key=lambda d: (-d.confidence, d.secondary_of is not None, first_line[id(d)]))
-
-
-def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
-    ctx = ctx.for_rule(diagnosis.captures, diagnosis.focus_line)
-    candidates: list[Fix] = []
-    seen: set[str] = set()
-    for spec in diagnosis.rule.fixes:
-        if spec.when and not evaluate(spec.when, ctx):
-            continue
-        fn = strategy_for(spec.strategy)
-        if fn is None:
-            continue
-        try:
-            fix = fn(ctx, spec.params)
-        except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
-            # a bug in a strategy; a user's odd log still gets the other fixes, the test suite (which sets
-            # VDIAG_STRATEGY_ERRORS=raise) sees the traceback
-            if os.environ.get("VDIAG_STRATEGY_ERRORS") == "raise":
-                raise
-            fix = None
-        if fix is None:
-            continue
-        fix.strategy = spec.strategy
-        _say_what_is_missing(fix)
-        key = repr(sorted(fix.changes.items(), key=str)) + (fix.step_command or "") + (fix.title if not fix.changes else "")
-        if key in seen:
-            continue
-        seen.add(key)
-        candidates.append(fix)
-    covered = {key for fix in candidates for key in fix.changes}
-    covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
-    said = [m.text for m in diagnosis.evidence] + ctx.advice.near([m.line for m in diagnosis.evidence])
-    advised = advice_fixes(list(dict.fromkeys(said)), {"--gpu-memory-utilization": ctx.utilization()})
-    advised = [fix for fix in advised if applies(fix, ctx)]  # advice whose own condition the figures do not meet goes
-    named = {key for fix in advised if not fix.conditional for key in (*fix.changes, *fix.mentions)}  # the log's cure
-    for fix in advised:
-        if not covered & set(fix.changes):  # where a rule computes a value for the same setting, the rule's stands
-            candidates.append(fix)
-    # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
-    # more specific one and goes first among fixes of the same prediction
-    positions = [-1 if diagnosis.family and fix.strategy == ADVICE_STRATEGY else i for i, fix in enumerate(candidates)]
-    ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0], named))
-    diagnosis.fixes = []
-    for rank, (_i, fix) in enumerate(ranked, start=1):
-        printed = _command_for(fix, ctx)
-        diagnosis.fixes.append(RankedFix(rank, fix, printed.command, _rank_reason(fix), printed.not_shown))
-    diagnosis.why = fill(diagnosis.rule.why, ctx, missing="(not in the log)")
-    meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
-    if meaning and meaning not in diagnosis.why:
-        diagnosis.why = f"{diagnosis.why} {meaning}"
-
-
-_UNFILLED = lazy(r"\{([a-z_]+)\}")
-
-
-def _say_what_is_missing(fix: Fix) -> None:
-    """A placeholder no capture or fact filled reads as what it stands for, said to be missing, never `{x}`.
-
-    >>> fix = Fix(title="t", why="check the supported-models list for {architectures}.")
-    >>> _say_what_is_missing(fix); fix.why
-    'check the supported-models list for the architectures (not in the log).'
-    """
-    def said(match: re.Match) -> str:
-        return f"the {match.group(1).replace('_', ' ')} (not in the log)"
-
-    fix.title, fix.why, fix.cost_note = (_UNFILLED.sub(said, text or "") for text in (fix.title, fix.why, fix.cost_note))
-
-
-def _rank_key(fix: Fix, position: int, named: set[str] = frozenset()) -> tuple:
-    """Predicted to start first; within each prediction, a fix that changes a setting the log's own message names as
-    the cure (vLLM's "Try increasing gpu_memory_utilization", "set --allow-deprecated-quantization") before one it
-    does not; then the cheapest; fixes whose outcome cannot be evaluated keep the rule author's order, and
-    workarounds come after cures. A fix that names nothing to change or run (a value
-    that could not be computed) comes after every fix that does."""
-    start = {True: 0, None: 1, False: 2}[fix.will_start]
-    cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
-    actionable = bool(fix.changes or fix.step_command)
-    unnamed = not (named & set(fix.changes))
-    return (not actionable, start, unnamed, fix.workaround, cost, position)
-
-
-def _rank_reason(fix: Fix) -> str:
-    if fix.will_start is True:
-        start = "predicted to start"
-    elif fix.will_start is False:
-        start = "predicted not to be enough on its own"
-    else:
-        start = "outcome not evaluable" + (f" ({fix.not_evaluable})" if fix.not_evaluable else "")
-    cost = re.sub(r"^None\b", "none", (fix.cost_note or fix.cost or "").strip().rstrip("."))  # rules' "None." is words
-    cost_text = "no cost" if cost in ("", "none") else f"cost: {cost}"
-    extra = "; a workaround, not a cure" if fix.workaround else ""
-    return f"{start}; {cost_text}{extra}"
-
-
-def _command_for(fix: Fix, ctx: Context) -> Printed:
-    if fix.step_command and not fix.changes:
-        return Printed(fix.step_command)
-    if not fix.changes or ctx.launch is None:
-        return Printed(None, fix.step_not_shown)
-    if any(k.startswith("docker:") for k in fix.changes) and ctx.launch.form != "docker":
-        return Printed(None)
-    return printed_command(ctx.launch, fix.changes)

@@ -14,7 +14,8 @@ from ..facts.excerpt_lines import ExcerptLines
 from ..facts.frames import FramesExtractor
 from ..knowledge.rules import Rule
 from .cut_traceback import last_traceback, stage_diagnoses, stage_note
-from .diagnoses import Diagnosis, plan_fixes
+from .diagnoses import Diagnosis
+from .fix_plan import plan_fixes
 from .excerpts import excerpt_diagnosis, excerpt_note
 from .frames import frame_diagnosis
 from .wording import wording_diagnoses, wording_note

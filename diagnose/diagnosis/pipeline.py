@@ -19,6 +19,7 @@ from ..facts.image import ImageExtractor
 from ..facts.launch import LaunchExtractor
 from ..facts.memory import MemoryExtractor
 from ..facts.phases import PhaseExtractor, PhaseLog
+from ..facts.platform_hints import PlatformHintExtractor
 from ..facts.record import Facts, GpuFact, GpuProcess
 from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
 from ..facts.version import VersionExtractor
@@ -36,14 +37,18 @@ from ..launch.releases import release_default
 from ..model.info import resolve as resolve_model
 from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
-from .diagnoses import Diagnosis, fire_rules, plan_fixes
+from .diagnoses import Diagnosis, fire_rules
+from .fix_plan import plan_fixes
 from .fallbacks import place_unfired, say_error_line_missing
 from .feasibility_order import weights_first
+from .unplaced import what_was_seen
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
     from ..gpu.snapshot import Snapshot
 
 MAX_UNEXPLAINED = 10
+NO_LAUNCH_NOTE = ("no launch command in the input: give it with --launch '<your command>' (or paste it with the log) "
+                  "to get each fix as the full corrected command")
 
 
 @dataclass
@@ -72,6 +77,7 @@ class Outcome:
     rule_problems: list[str] = field(default_factory=list)
     snapshot: Snapshot | None = None
     sources: list[tuple[str, int]] = field(default_factory=list)  # (name, lines before it): line numbers run on
+    seen: dict | None = None  # nothing placed the paste: what it shows, and what would decide it (diagnosis.unplaced)
 
     def locate(self, line: int) -> tuple[str | None, int]:
         """The source a running line number falls in, and the line number inside that source."""
@@ -92,7 +98,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     advice = AdviceLines()
     excerpt = ExcerptLines()
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), frames, progress, unexplained,
+                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), frames, progress, unexplained,
                   ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
@@ -139,8 +145,13 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:
         # in a run that never served they still show that something failed (in one that served, it survived them)
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
+    if ctx.launch is None and any(r.fix.changes for d in fired for r in d.fixes):
+        notes.append(NO_LAUNCH_NOTE)
     notes += last_run_notes(sources, [m.text for m in fired[0].evidence] if fired else [])
-    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans)
+    seen = None if any(d.basis != "wording" for d in fired) or facts.served else (
+        what_was_seen(excerpt.lines(), frames, leftovers, ctx))
+    return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans,
+                   seen)
 
 
 def _dropped_notes(facts: Facts, unexplained: UnexplainedExtractor, advice: AdviceLines) -> list[str]:

@@ -68,6 +68,7 @@ class Facts:
     driver_version: str | None = None
     cuda_version: str | None = None
     platform: str | None = None
+    platform_hint: str | None = None  # a non-NVIDIA platform the log's paths and names show (facts/platform_hints.py)
     dev_shm_bytes: int | None = None
     served: bool = False
     engine_v1: bool | None = None

@@ -19,8 +19,8 @@ ALLOCATOR_VARIABLES = ("env:PYTORCH_CUDA_ALLOC_CONF", "env:PYTORCH_ALLOC_CONF", 
 
 def applies(fix: Fix, ctx: Context) -> bool:
     """Whether advice read from the log still holds for this log's figures (a note is added where it does)."""
-    if "--gpu-memory-utilization" in fix.changes and ctx.arg("--kv-cache-memory-bytes"):
-        return False  # vLLM's generic hint; with --kv-cache-memory-bytes the utilization is ignored
+    if "--gpu-memory-utilization" in fix.changes and (ctx.arg("--kv-cache-memory-bytes") or "Explicitly set" in ctx.text_hints):
+        return False  # vLLM's generic hint; with --kv-cache-memory-bytes (its log: "Explicitly set …") it is ignored
     allocator = next((key for key in ALLOCATOR_VARIABLES if key in fix.changes), None)
     if allocator is None or "expandable_segments" not in str(fix.changes[allocator]):
         return True

@@ -47,9 +47,12 @@ STRATEGY_MODULES = {
     "choices": ("setting-choice",),
     "config": ("cap-max-model-len-to-derived", "enable-yarn", "batched-tokens-cover-max-len", "trust-remote-code",
                "hf-token", "accept-licence", "snapshot-path", "local-model-path", "matching-quantization",
-               "tokenizer-path", "change-port", "attention-backend"),
+               "tokenizer-path", "change-port", "attention-backend", "upgrade-for-quantization"),
+    "host_memory": ("swap-space-within-ram",),
+    "attention_reasons": ("attention-reasons",),
     "generic": ("set-flag", "dtype-half", "remove-flag", "correct-or-remove-flag", "valid-choice", "set-env",
-                "unset-env", "launch-as-read", "docker-option", "step"),
+                "unset-env", "launch-as-read", "docker-option", "step", "upgrade-for-flag",
+                "value-spelling", "upgrade-for-value"),
     "memory": ("cap-max-model-len", "raise-gpu-memory-utilization", "more-budget-shorter-context",
                "cpu-kvcache-space", "fit-utilization-to-free-memory", "free-gpu-processes",
                "raise-kv-cache-memory-bytes"),
@@ -85,9 +88,10 @@ def strategy_for(name: str) -> Strategy | None:
 def for_release(fix: Fix, ctx: Context) -> Fix | None:
     """The fix in the spelling the user's vLLM accepts, without changes that only restate its defaults.
 
-    None when the release has no flag for a change (a fix it would reject), or when nothing but defaults is left.
+    None when the release has no flag for a change, or its parser does not take the value (`--max-model-len auto`
+    before 0.14.1): a fix it would reject; or when nothing but defaults is left.
     """
-    from ..launch.releases import parse_release, spelling_for
+    from ..launch.releases import accepts_value, parse_release, spelling_for
 
     changes: dict[str, Any] = {}
     notes: list[str] = []
@@ -99,6 +103,8 @@ def for_release(fix: Fix, ctx: Context) -> Fix | None:
         if spelled is None:
             return None
         flag, new_value, note = spelled
+        if accepts_value(flag, new_value, ctx.version) is False:
+            return None
         if flag != key:
             old_text, new_text = (key, flag) if value is True else (f"{key} {value}", f"{flag} {new_value}")
             fix.title = fix.title.replace(old_text, new_text).replace(key, flag)
@@ -168,4 +174,9 @@ def _fact_values(ctx: Context) -> dict[str, Any]:
     values: dict[str, Any] = {"model": ctx.model_name() or "the model", "tp": ctx.tp(), "version": ctx.version or "this vLLM"}
     if ctx.max_model_len():
         values["max_model_len"] = ctx.max_model_len()
+    image = (ctx.launch.image if ctx.launch is not None else None) or ctx.facts.container_image
+    if image:
+        from ..launch.shell_words import quote_text
+
+        values["image"] = quote_text(image)  # a value from the input, pasted into a command
     return values

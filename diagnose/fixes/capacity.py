@@ -19,10 +19,12 @@ def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
     from ..context.predicates import PREDICATES
 
     v1 = PREDICATES["v1-engine"](ctx) if (ctx.version or ctx.facts.engine_v1 is not None) else True
+    assumed = current is None
     if current is None:
         from ..launch.launch import flag_table
 
         current = flag_table()["runtime_defaults"]["--max-num-seqs"]["v1" if v1 else "v0"]
+    said = f"{current}: the {'V1' if v1 else 'V0'} default, assumed as the log does not state it" if assumed else f"{current}"
     if limit:
         value = limit  # vLLM's own "at most N": the most sequences its cache holds, so the least throughput lost
         basis = f"vLLM says at most {limit}: {limit} state blocks fit, one per sequence"
@@ -34,8 +36,8 @@ def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
     return Fix(
         title=f"Lower --max-num-seqs to {value}",
         changes={"--max-num-seqs": str(value)},
-        why=f"vLLM sizes its dummy batches and state for max_num_seqs ({current}); {basis}.",
-        cost="throughput", cost_note=f"at most {value} requests run at once (was {current})",
+        why=f"vLLM sizes its dummy batches and state for max_num_seqs ({said}); {basis}.",
+        cost="throughput", cost_note=f"at most {value} requests run at once" + ("" if assumed else f" (was {current})"),
         will_start=True if limit else None,
         not_evaluable=None if limit else "the memory each sequence needs is not in the log",
     )
@@ -124,7 +126,8 @@ def lower_utilization(ctx: Context, params: dict) -> Fix | None:
     total = ctx.gpu_total_gib()
     figures = ctx.facts.memory
     tried, free = figures.get("oom_tried_gib"), figures.get("oom_free_gib")
-    why = f"At {current} the KV cache takes all the budget; CUDA graphs and other allocations need room beyond it."
+    why = (f"At {ctx.utilization_text()} the KV cache takes all the budget; CUDA graphs and other allocations need "
+           "room beyond it.")
     if total and tried and free is not None and tried > free:
         # the allocation that failed, less what was free, is the headroom missing outside the budget (plus 1 %)
         value = memory.floor2(current - (tried - free) / total - 0.01)

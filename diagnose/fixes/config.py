@@ -127,11 +127,56 @@ def local_model_path(ctx: Context, params: dict) -> Fix | None:
 @strategy("matching-quantization")
 def matching_quantization(ctx: Context, params: dict) -> Fix | None:
     config_method = ctx.captures.get("config_method")
-    return Fix(title="Let vLLM take the quantization from the checkpoint: drop --quantization",
-               changes={"--quantization": None},
-               why=f"The checkpoint declares {config_method or 'its own method'}; vLLM picks the fastest compatible kernel "
-                   "(e.g. gptq → gptq_marlin) by itself when the flag is omitted.",
-               cost="config", will_start=True)
+    fix = Fix(title="Let vLLM take the quantization from the checkpoint: drop --quantization",
+              changes={"--quantization": None},
+              why=f"The checkpoint declares {config_method or 'its own method'}; vLLM picks the fastest compatible kernel "
+                  "(e.g. gptq → gptq_marlin) by itself when the flag is omitted.",
+              cost="config", will_start=True)
+    blocked = _blocked_on_this_gpu(ctx, config_method)
+    if blocked:
+        fix.why += f" But {blocked}, so the checkpoint's own method stops at vLLM's capability check next."
+        fix.will_start = False
+    return fix
+
+
+def _blocked_on_this_gpu(ctx: Context, method: str | None) -> str | None:
+    """'in vLLM 0.9.2 mxfp4 needs compute capability 10.0 and this GPU has 8.6' when the release table says so."""
+    from ..launch.quantization_releases import capability_as_int, capability_text, min_capability
+
+    capability = capability_as_int(ctx.compute_capability())
+    needed = min_capability(method.lower(), ctx.version) if method and ctx.version else None
+    if capability is None or needed is None or needed <= capability:
+        return None
+    return (f"in vLLM {ctx.version} {method} needs compute capability {capability_text(needed)} and this GPU has "
+            f"{capability_text(capability)}")
+
+
+@strategy("upgrade-for-quantization")
+def upgrade_for_quantization(ctx: Context, params: dict) -> Fix | None:
+    """A newer vLLM whose kernels for the checkpoint's method run on this GPU (data/generated/
+    quantization_capability.json): offered when the log proves the user's release refuses the method on this GPU
+    (its capability check), or the table says so for the user's release."""
+    from ..launch.quantization_releases import capability_as_int, capability_text, min_capability, upgrade_for
+    from .release_levers import upgrade_fix
+
+    method = (ctx.captures.get("method") or ctx.captures.get("config_method") or "").lower()
+    capability = capability_as_int(ctx.captures.get("capability")) or capability_as_int(ctx.compute_capability())
+    required = capability_as_int(ctx.captures.get("required"))
+    if not method or capability is None or (required is None and not _blocked_on_this_gpu(ctx, method)):
+        return None
+    upgrade = upgrade_for(method, capability, ctx.version)
+    if upgrade is None:
+        return None
+    releases = f"vLLM {upgrade.release} and later" if upgrade.until is None else f"vLLM {upgrade.release} to {upgrade.until}"
+    needed = required or min_capability(method, ctx.version)
+    here = f"In this vLLM {method} needs compute capability {capability_text(needed)}; " if needed else ""
+    mismatched = ctx.captures.get("flag_method")  # quantization-mismatch: the flag must go as well
+    return upgrade_fix(ctx, upgrade.release,
+                       f"Upgrade vLLM to {upgrade.release} or later, which runs {method} on compute capability "
+                       f"{capability_text(capability)}" + (", and drop --quantization" if mismatched else ""),
+                       f"{here}{releases} run it from {capability_text(upgrade.needs)} (the method's minimum in each "
+                       f"release's source), and this GPU has {capability_text(capability)}.",
+                       {"--quantization": None} if mismatched else None)
 
 
 @strategy("tokenizer-path")

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..context.context import Context
 from .base import Fix, fill, fill_command, strategy
+from .release_levers import removal_fix, replacement_fix, upgrade_fix, upgrade_for_value_fix, value_spelling_fix
 
 # ---------------------------------------------------------------- generic flag and environment changes
 
@@ -51,12 +52,32 @@ def remove_flag(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("correct-or-remove-flag")
 def correct_or_remove_flag(ctx: Context, params: dict) -> Fix | None:
-    """A misspelled flag (`--gpu-memory-utilisation 0.5`) is respelled with the user's value kept; a flag that no
-    spelling of this vLLM matches (a removed one, one that never existed) is removed."""
+    """A misspelled flag (`--gpu-memory-utilisation 0.5`) is respelled with the user's value kept; a flag another
+    release has is put in the setting the user's release reads instead (`VLLM_ALL2ALL_BACKEND=X` for
+    `--all2all-backend X` before 0.11.2), or removed saying since when and what it set; a flag that never existed
+    is removed."""
     flag = fill(params.get("flag", "{flag}"), ctx)
     if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", flag):
         flag = "--" + flag.replace("_", "-")  # an `LLM(...)` keyword: gpu_memory_utilisation
-    return _spelling_correction(ctx, flag) or remove_flag(ctx, params)
+    from ..launch.releases import flag_entry
+
+    if (respelled := _spelling_correction(ctx, flag)) is not None:
+        return respelled
+    value = True if (flag_entry(flag) or {}).get("switch") else _given_value(ctx, flag)
+    return replacement_fix(ctx, flag, value) or removal_fix(ctx, flag, value) or remove_flag(ctx, params)
+
+
+@strategy("upgrade-for-flag")
+def upgrade_for_flag(ctx: Context, params: dict) -> Fix | None:
+    """Upgrading keeps a flag that came after the user's release as written."""
+    from ..launch.setting_history import fate
+
+    flag = fill(params.get("flag", "{flag}"), ctx)
+    gone = fate(flag, ctx.version) if flag.startswith("--") else None
+    if gone is None or gone.direction != "too-new":
+        return None
+    return upgrade_fix(ctx, gone.release, f"Upgrade vLLM to {gone.release} or later, which has {flag}",
+                       f"Every release read from {gone.release} on has {flag}: the launch then runs as written.")
 
 
 def _spelling_correction(ctx: Context, flag: str) -> Fix | None:
@@ -91,6 +112,20 @@ def _given_value(ctx: Context, flag: str) -> str | None:
         return given
     value = ctx.captures.get("value")
     return value if value and not re.match(r"-(?!\d)", value) else None
+
+
+@strategy("value-spelling")
+def value_spelling(ctx: Context, params: dict) -> Fix | None:
+    """A value the release's parser refuses in a spelling a later release reads (`--max-model-len 32k` before 0.8.5,
+    `auto` before 0.14.1), from data/generated/value_forms.json."""
+    flag, value = fill(params.get("flag", "{flag}"), ctx), ctx.captures.get("value")
+    return value_spelling_fix(ctx, flag, value) if value and flag.startswith("--") else None
+
+
+@strategy("upgrade-for-value")
+def upgrade_for_value(ctx: Context, params: dict) -> Fix | None:
+    flag, value = fill(params.get("flag", "{flag}"), ctx), ctx.captures.get("value")
+    return upgrade_for_value_fix(ctx, flag, value) if value and flag.startswith("--") else None
 
 
 @strategy("valid-choice")

@@ -140,7 +140,7 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
     return Fix(
         title=f"Raise --gpu-memory-utilization to {shown}",
         changes={"--gpu-memory-utilization": f"{shown}"},
-        why=(f"The budget is {total:.2f} GiB × {current}; " +
+        why=(f"The budget is {total:.2f} GiB × {ctx.utilization_text()}; " +
              ((f"{needed_gib:.2f} GiB more is needed, so {value} is enough." if value <= ceiling else
                 f"{needed_gib:.2f} GiB more is needed; {ceiling} adds {(ceiling - current) * total:.2f} GiB, not enough on its own.")
                if needed_gib is not None
@@ -178,7 +178,7 @@ def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
     return Fix(
         title=f"Give vLLM more of the GPU and a shorter context: --gpu-memory-utilization {util} --max-model-len {value}",
         changes={"--gpu-memory-utilization": f"{util}", "--max-model-len": str(value)},
-        why=(f"The weights and profiling peak leave {kv_now} GiB for the KV cache at utilization {ctx.utilization()}; "
+        why=(f"The weights and profiling peak leave {kv_now} GiB for the KV cache at utilization {ctx.utilization_text()}; "
              f"{util} adds headroom and {value:,} tokens bounds what one request needs."),
         cost="context", cost_note=f"longest request shortened from {current_len:,} to {value:,} tokens",
         will_start=True if evaluable else None, predicted={"max_model_len": value, "gpu_memory_utilization": util},

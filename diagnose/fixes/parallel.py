@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..context.context import Context
-from ..util.units import plausible_int
+from ..util.units import parse_int, plausible_int
 from .base import Fix, strategy
 
 MAX_PARALLEL = 1 << 16  # no tensor/pipeline size, GPU count or model dimension a log reports is larger
@@ -123,9 +123,14 @@ def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
 def ray_executor(ctx: Context, params: dict) -> Fix | None:
     if ctx.arg("--distributed-executor-backend") == "ray":
         return None
+    wanted = parse_int(ctx.captures.get("tp")) or parse_int(ctx.captures.get("world_size"))
+    found = parse_int(ctx.captures.get("gpus"))
+    nodes = (f" {wanted} GPUs are {wanted // found} nodes of {found}: start a Ray cluster over them (`ray start "
+             "--head` on one, `ray start --address=…` on the others), then this launch." if wanted and found and
+             found >= 2 and wanted % found == 0 and wanted > found else "")
     return Fix(title="Place workers across the cluster: --distributed-executor-backend ray",
                changes={"--distributed-executor-backend": "ray"},
                why="The multiprocessing executor only sees this node's GPUs; the Ray executor places workers on every node "
-                   "of the Ray cluster (since 0.11.1 vLLM no longer falls back to Ray by itself).",
+                   "of the Ray cluster (since 0.11.1 vLLM no longer falls back to Ray by itself)." + nodes,
                cost="config", cost_note="needs a running Ray cluster spanning the nodes", will_start=None,
                not_evaluable="Ray cluster size not checked")

@@ -141,4 +141,6 @@ def _invalid(launch: Launch, captures: dict, ctx: Context) -> str | None:
         if value is not None and value not in re.findall(r"'([^']*)'", captures["choices"]):
             return f"{flag} {value} still not a valid choice"
         return None
+    if captures.get("type") and value is not None and value != captures.get("value"):
+        return None  # "invalid int value: '32k'": the value the parser refused is gone (32000)
     return f"{flag} still given" if value is not None and not captures.get("value_ok") else None

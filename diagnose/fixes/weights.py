@@ -47,7 +47,7 @@ def fits(ctx: Context, weights_gib: float | None) -> tuple[bool | None, str, str
     budget = total * ctx.utilization()
     ok = weights_gib + reserve <= budget
     return ok, (f"{weights_gib:.2f} GiB of weights per GPU + {reserve:.1f} GiB activations ({source}) "
-                f"{'fit' if ok else 'still exceed'} {total:.2f} GiB × {ctx.utilization()} = {budget:.2f} GiB"), None
+                f"{'fit' if ok else 'still exceed'} {total:.2f} GiB × {ctx.utilization_text()} = {budget:.2f} GiB"), None
 
 
 @strategy("weights-narrower-dtype")
@@ -125,7 +125,7 @@ def cpu_offload(ctx: Context, params: dict) -> Fix | None:
     return Fix(title=f"Offload {value} GiB of weights per GPU to CPU memory: --cpu-offload-gb {value}",
                changes={"--cpu-offload-gb": str(value)},
                why=(f"The weights take {weights:.2f} GiB per GPU ({'from the log' if logged is not None else 'estimated'}) "
-                    f"and activations {reserve:.1f} GiB ({source}); the budget is {total:.2f} GiB × {ctx.utilization()} "
+                    f"and activations {reserve:.1f} GiB ({source}); the budget is {total:.2f} GiB × {ctx.utilization_text()} "
                     f"= {budget:.2f} GiB, {shortfall:.2f} GiB short, so {value} GiB per GPU move to host memory."),
                cost="throughput", cost_note="much slower: offloaded weights cross PCIe every step", will_start=None,
                predicted={"weights_on_gpu_gib": round(weights - value, 2), "cpu_offload_gib_per_gpu": value},
@@ -169,7 +169,7 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
                 choice = (t, p)
                 basis = (f"{weights:.1f} GiB of weights{floor_basis} ÷ {t * p} GPUs = {share:.1f} GiB, plus "
                          f"{reserve:.1f} GiB for activations and one full-length sequence, fits {per_gpu:.2f} GiB × "
-                         f"{ctx.utilization()}")
+                         f"{ctx.utilization_text()}")
                 break
         if choice is None and gpus:
             return None  # not even all the GPUs the log shows hold the weights: other levers, or bigger GPUs
@@ -178,9 +178,12 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
         choice = max(tensor_only or layouts, key=lambda tp_pp: (tp_pp[0] * tp_pp[1], tp_pp[0]))
         basis = f"spread over {choice[0] * choice[1]} of the {gpus} GPUs the log shows (the weights per GPU are unknown)"
     if choice is None:
-        return Fix(title="Shard the model over several GPUs with --tensor-parallel-size", changes={},
+        now = layout(ctx)
+        title = (f"Shard the model over more GPUs than the {now} it uses now" if now > 1 else
+                 "Shard the model over several GPUs with --tensor-parallel-size")
+        return Fix(title=title, changes={},
                    why="Splitting the weights over GPUs frees memory on each.", cost="hardware",
-                   not_evaluable="number of GPUs unknown: how many GPUs does the host have (`nvidia-smi -L`)?")
+                   not_evaluable=f"number of GPUs unknown: how many GPUs does the host have{_count_tool(ctx)}?")
     t, p = choice
     changes = {"--tensor-parallel-size": str(t)} if t != ctx.tp() else {}
     if p != ctx.pp():
@@ -190,7 +193,7 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
               "the layers instead." if ctx.model and ctx.model.attention_heads else "")
     missing = [name for name, known in (("GPU memory size", per_gpu), ("model weights", weights), ("GPU count", gpus))
                if not known]
-    question = f": are there {t * p} GPUs (`nvidia-smi -L`)?" if not gpus else ""
+    question = f": are there {t * p} GPUs{_count_tool(ctx)}?" if not gpus else ""
     held = sum(p.used_gib or 0 for p in ctx.processes)
     if held and not missing:  # the arithmetic assumed empty GPUs; some are not
         missing, question = ["room on GPUs other processes use"], (
@@ -202,6 +205,13 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
                predicted={"weights_gib": round(weights / (t * p), 2)} if weights else {},
                not_evaluable=(f"{' and '.join(missing)} unknown{question}" if missing[0] != "room on GPUs other processes use"
                               else f"the arithmetic assumes empty GPUs{question}") if missing else None)
+
+
+def _count_tool(ctx: Context) -> str:
+    """How to count the devices, where that is NVIDIA's tool (another platform's log gets no nvidia-smi)."""
+    from ..context.predicates import PREDICATES
+
+    return "" if PREDICATES["platform-not-gpu"](ctx) else " (`nvidia-smi -L`)"
 
 
 def _weights_total_gib(ctx: Context) -> float | None:

@@ -43,6 +43,7 @@ class ReadState:
     lines: int = 0
     host: dict[str, str] = field(default_factory=dict)
     systemd_said: set[str] = field(default_factory=set)  # "result", "exit": systemd's own lines were in the journal
+    said_at_us: dict[str, int] = field(default_factory=dict)  # when systemd first said each (journal time)
 
     def record(self, line: bytes, cursor: str | None = None) -> None:
         """Note where this entry's lines start (one report line per line of its MESSAGE)."""
@@ -58,6 +59,8 @@ class ReadState:
         for what, needle in _SYSTEMD_SAID.items():
             if needle in line:
                 self.systemd_said.add(what)
+                if what not in self.said_at_us and self.positions[-1].realtime_us is not None:
+                    self.said_at_us[what] = self.positions[-1].realtime_us
 
     def position_of(self, line: int) -> JournalPosition | None:
         """The journal entry a report line came from (the positions are in line order)."""

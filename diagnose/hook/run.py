@@ -7,7 +7,7 @@ writes the report as JSON and Markdown into a state directory, and returns one s
 fields for the journal. It never makes things worse: one deadline bounds all of its work (the journal, the
 diagnosis, the report, the fleet outputs), and every failure of its own becomes a result line instead of an
 exception. It trusts nothing of the service: the programs it runs, the folders and files it writes and the
-characters it logs are checked (hook.tools, util.safewrite, hook.visible).
+characters it logs are checked (hook.tools, util.safewrite, util.sanitise).
 
 >>> read_trigger({"SERVICE_RESULT": "success", "INVOCATION_ID": "ab" * 16}, unit="vllm.service").clean
 True
@@ -21,11 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Mapping
 
-from ..util.errors import InputError, VdiagError
+from ..util.errors import ExitCode, InputError, VdiagError
 from ..util.safewrite import folder_problem
 from .deadline import Deadline, HookTimeout
 from .journald import JOURNAL_SOCKET, JournalQuery, JournalSource, ReadState, last_invocation_id
 from .fleet import host_identity, journal_positions
+from .history import failed_at, run_history
 from .state import (choose_state_dir, continue_loop, find_diagnosed, rotate_reports, should_log, state_dir_candidates,
                     write_report)
 from .summary import (MAX_FIELD_CHARS, MAX_MESSAGE_CHARS, PRIORITY_DEBUG, HookResult, base_fields, failure_result,
@@ -73,8 +74,8 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
                 return HookResult(f"vdiag: {trigger.unit or 'the unit'} stopped cleanly; nothing to diagnose",
                                   base_fields(trigger, PRIORITY_DEBUG), quiet=True)
             if trigger.unit is None and trigger.invocation_id is None:
-                raise InputError("no unit and no invocation to diagnose: give --unit or --invocation, "
-                                 "or run from ExecStopPost= or an OnFailure= handler")
+                raise VdiagError("no unit and no invocation to diagnose: give --unit or --invocation, "
+                                 "or run from ExecStopPost= or an OnFailure= handler", ExitCode.USAGE)
             write_dirs, search_dirs = state_dir_candidates(settings.state_dir, env, trigger)
             if trigger.origin != "by hand" and trigger.invocation_id:
                 done = find_diagnosed(search_dirs, trigger.unit, trigger.invocation_id)
@@ -87,9 +88,9 @@ def run_hook(settings: HookSettings, env: Mapping[str, str]) -> HookResult:
     except HookTimeout as exc:
         return failure_result(trigger, f"{exc}; no report written")
     except VdiagError as exc:
-        return failure_result(trigger, str(exc))
+        return failure_result(trigger, str(exc), exc.exit_code)
     except Exception as exc:  # a bug in vdiag must not fail the unit's stop: say it in one line
-        return failure_result(trigger, f"internal error: {type(exc).__name__}: {exc}")
+        return failure_result(trigger, f"internal error: {type(exc).__name__}: {exc}", ExitCode.INTERNAL)
 
 
 def _report_in_time(trigger: Trigger, settings: HookSettings, env: Mapping[str, str], overall: Deadline,
@@ -121,12 +122,13 @@ def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_di
     from .fleet import append_jsonl, fleet_record, metric_labels, update_textfile
 
     now = datetime.now(timezone.utc)
-    into = continue_loop(state_dir, trigger, report, now)
+    failed = _failure_time(report) or now  # a journal read later, or copied from another host: the run's own time
+    into = continue_loop(state_dir, trigger, report, failed)
     repeats = report["systemd"]["repeats"]
     log = should_log(repeats, now)
     if log:
         repeats.update(logged=f"{now:%Y-%m-%dT%H:%M:%SZ}", logged_count=repeats["count"])
-    paths = write_report(state_dir, trigger, report, now, into)
+    paths = write_report(state_dir, trigger, report, now, into, failed)
     max_age_s = settings.max_age_days * 86400 if settings.max_age_days else None
     rotate_reports(state_dir, settings.keep_reports, max_age_s, now)
     result = summarize(trigger, report, paths, state_note)
@@ -172,7 +174,8 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
         else:
             notes.append(f"no invocation id from systemd: diagnosed {trigger.unit}'s last run in the journal ({query.invocation_id})")
             trigger.invocation_id = query.invocation_id
-    unit = read_unit(trigger.unit, settings.unit_file, live=not (settings.journal_files or settings.journal_directory))
+    offline = bool(settings.journal_files or settings.journal_directory)
+    unit = read_unit(trigger.unit, settings.unit_file, live=not offline)
     state = ReadState()
     source = JournalSource(f"journal:{trigger.unit or ''}/{query.invocation_id or 'last'}", query, state,
                            lambda seen: _added_lines(trigger, unit, seen.systemd_said))
@@ -191,10 +194,29 @@ def diagnose_invocation(trigger: Trigger, settings: HookSettings, env: Mapping[s
         raise InputError(f"no journal entries for {what}; nothing to diagnose{said}")
     report = build_report(outcome)
     report["notes"] = [*report["notes"], *notes, *state.notes, *([unit.note] if unit.note else [])]
+    if unit.n_restarts is None or trigger.service_result is None:  # by hand, or offline: what the journal says
+        _fill_in(trigger, unit, run_history(query, state, settings.timeout_s - (time.monotonic() - started)))
     added = next((p.line for p in state.positions if p.cursor == ""), None) if unit.exec_start else None
     report["systemd"] = _systemd_section(trigger, unit, report, state.host, added)
+    report["systemd"]["failed_at"] = failed_at(state)
     report["systemd"]["journal"] = journal_positions(report, state.position_of)
     return report
+
+
+def _fill_in(trigger: Trigger, unit: UnitFacts, history) -> None:
+    """What systemd did not tell the hook, from its own journal entries about the run: never over what it told."""
+    if unit.n_restarts is None:
+        unit.n_restarts = history.n_restarts
+    if trigger.service_result is None and history.service_result:
+        trigger.service_result = history.service_result
+        trigger.exit_code, trigger.exit_status = trigger.exit_code or history.exit_code, trigger.exit_status or history.exit_status
+
+
+def _failure_time(report: dict) -> datetime | None:
+    try:
+        return datetime.strptime(report["systemd"].get("failed_at") or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
 
 
 def _untrusted_library_folder(env: Mapping[str, str]) -> str | None:

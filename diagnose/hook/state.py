@@ -1,8 +1,9 @@
 """The state folder: where reports go, their names, one report per invocation, crash loops, and retention.
 
-A report is `<unit>-<UTC time>-<invocation>.{json,md}`. The same failure on consecutive runs of a unit (a crash
-loop) updates the unit's newest report instead of writing a new one: `systemd.repeats` in its JSON counts the runs,
-with the first and last time and the invocation ids seen, so an invocation is found as diagnosed whichever report
+A report is `<unit>-<UTC time>-<invocation>.{json,md}`, the time of the failure (its last journal entry), not of
+the hook's run, which may read an old journal copied from another host. The same failure on consecutive runs of a
+unit (a crash loop) updates the unit's newest report instead of writing a new one: `systemd.repeats` in its JSON
+counts the runs, with the first and last failure time and the invocation ids seen, so an invocation is found as diagnosed whichever report
 holds it and whichever state folder the other wiring wrote to.
 
 A state folder, the first choice or a fallback, is used only when nobody but the hook's user (or root) can change
@@ -163,18 +164,19 @@ def loop_key(report: dict) -> str:
     return f"rule:{diagnoses[0].get('rule')}" if diagnoses else f"status:{report.get('status')}"
 
 
-def continue_loop(state_dir: Path, trigger: Trigger, report: dict, now: datetime) -> Path | None:
-    """Record this run in `report["systemd"]["repeats"]`; return the unit's newest report when this run repeats
-    its failure (that report is then rewritten), else None (a new report)."""
+def continue_loop(state_dir: Path, trigger: Trigger, report: dict, failed: datetime) -> Path | None:
+    """Record this run, which failed at `failed`, in `report["systemd"]["repeats"]`; return the unit's newest report
+    when this run repeats its failure (that report is then rewritten), else None (a new report)."""
     invocation = trigger.invocation_id or "unknown"
     newest = stored_reports(state_dir, trigger.unit or "unknown-unit")[-1:]
     previous = newest[0].load() if newest else {}
     before = repeats_of(previous)
-    stamp = f"{now:%Y-%m-%dT%H:%M:%SZ}"
+    stamp = f"{failed:%Y-%m-%dT%H:%M:%SZ}"
     if previous and loop_key(previous) == loop_key(report):
         seen = [i for i in before.get("invocations", []) if isinstance(i, str)]
         count = int(before.get("count", 1)) + (0 if invocation in seen else 1)
-        repeats = {"count": count, "first": before.get("first", stamp), "last": stamp,
+        first, last = (str(before.get(key) or stamp) for key in ("first", "last"))  # runs may be read out of order
+        repeats = {"count": count, "first": min(first, stamp), "last": max(last, stamp),
                    "invocations": ([*[i for i in seen if i != invocation], invocation])[-MAX_INVOCATIONS_KEPT:],
                    "logged": before.get("logged"), "logged_count": before.get("logged_count")}
         report.setdefault("systemd", {})["repeats"] = repeats
@@ -200,20 +202,23 @@ def safe_unit(unit: str | None) -> str:
     return re.sub(r"[^A-Za-z0-9:_.@\\-]", "_", unit or "unknown-unit")
 
 
-def write_report(state_dir: Path, trigger: Trigger, report: dict, now: datetime, into: Path | None = None) -> tuple[Path, Path]:
-    """Write `<unit>-<UTC time>-<invocation>.{md,json}` atomically (the JSON last: its presence means complete);
-    `into` rewrites an existing report (a crash loop) under its own name."""
+def write_report(state_dir: Path, trigger: Trigger, report: dict, now: datetime, into: Path | None = None,
+                 failed: datetime | None = None) -> tuple[Path, Path]:
+    """Write `<unit>-<failure time>-<invocation>.{md,json}` atomically (the JSON last: its presence means complete);
+    `into` rewrites an existing report (a crash loop) under its own name. `now` is when it was diagnosed."""
     from ..report.render import to_json, to_markdown
     from .fleet import systemd_markdown
 
     unit = safe_unit(trigger.unit)
-    json_path = into or state_dir / f"{unit}-{now:%Y%m%dT%H%M%SZ}-{trigger.invocation_id or 'unknown'}.json"
+    failed = failed or now
+    json_path = into or state_dir / f"{unit}-{failed:%Y%m%dT%H%M%SZ}-{trigger.invocation_id or 'unknown'}.json"
     md_path = json_path.with_suffix(".md")
     ended = f" · {trigger.how_it_ended()}" if trigger.how_it_ended() else ""
     repeats = repeats_of(report)
     loop = (f" · {repeats['count']} runs with this failure, first {repeats['first']}, last {repeats['last']}"
             if repeats.get("count", 1) > 1 else "")
-    context = (f"_{unit} · invocation {trigger.invocation_id or 'unknown'}{ended} · diagnosed {now:%Y-%m-%d %H:%M:%S} UTC"
+    context = (f"_{unit} · invocation {trigger.invocation_id or 'unknown'}{ended} · failed {failed:%Y-%m-%d %H:%M:%S} UTC"
+               f" · diagnosed {now:%Y-%m-%d %H:%M:%S} UTC"
                f"{loop}_\n\n")
     markdown = context + to_markdown(report) + systemd_markdown(report)
     for path, text in ((md_path, markdown), (json_path, to_json(report) + "\n")):

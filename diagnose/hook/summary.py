@@ -1,11 +1,11 @@
 """The hook's one journal line: what failed (systemd's result first), the rank-1 fix and where the report is,
 with structured fields (`VDIAG_*`, MESSAGE_ID, OBJECT_SYSTEMD_UNIT) for alerts and `journalctl -u UNIT`.
 
-Every value passes through `one_line`, which also shows each character that could drive a terminal visibly
-(hook.visible): the line quotes the service's own log.
+Every value passes through `one_line`, which also removes each sequence or character that could drive a terminal
+(util.sanitise, the one sanitiser of every output): the line quotes the service's own log.
 
 >>> one_line("RuntimeError: boom\\n\\x1b]52;c;ZWNobw==\\x07", 60)
-'RuntimeError: boom \\\\x1b]52;c;ZWNobw==\\\\x07'
+'RuntimeError: boom'
 """
 
 from __future__ import annotations
@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..util.errors import ExitCode
 from .fleet import MESSAGE_ID
 from .trigger import Trigger
-from .visible import visible
+from ..util.sanitise import sanitise
 
 MAX_MESSAGE_CHARS = 1000
 MAX_FIELD_CHARS = 4096
@@ -31,6 +32,7 @@ class HookResult:
     fields: dict[str, str]
     reports: list[Path] = field(default_factory=list)
     quiet: bool = False  # nothing worth a journal line (a clean stop, a run already diagnosed, a rate-limited repeat)
+    exit_code: ExitCode = ExitCode.NOTHING_FOUND  # by hand at a shell; under systemd the hook always exits 0
 
 
 def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_note: str | None) -> HookResult:
@@ -68,7 +70,7 @@ def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_no
         what = f"no vLLM failure found in {report['facts']['lines']} journal line(s)"
     if report["systemd"].get("partial"):
         what += f" (partial report: {report['systemd']['partial']} while reading the journal)"
-    tail = visible(f"; report {md_path}" + (f" ({state_note})" if state_note else ""))
+    tail = sanitise(f"; report {md_path}" + (f" ({state_note})" if state_note else ""))
     message = one_line(redact(f"{head}: {what}"), MAX_MESSAGE_CHARS - len(tail)) + tail
     fields["MESSAGE"] = message
     return HookResult(message, fields, [json_path, md_path])
@@ -87,8 +89,8 @@ def base_fields(trigger: Trigger | None, priority: str) -> dict[str, str]:
     return fields
 
 
-def failure_result(trigger: Trigger | None, reason: str) -> HookResult:
-    """The line for a run the hook could not diagnose: what, and why."""
+def failure_result(trigger: Trigger | None, reason: str, exit_code: ExitCode = ExitCode.INPUT_ERROR) -> HookResult:
+    """The line for a run the hook could not diagnose: what, and why (and the exit code of that, by hand)."""
     from ..util.redact import redact
 
     what = "the unit"
@@ -97,10 +99,10 @@ def failure_result(trigger: Trigger | None, reason: str) -> HookResult:
     message = one_line(redact(f"vdiag hook: could not diagnose {what}: {reason}"), MAX_MESSAGE_CHARS)
     fields = base_fields(trigger, PRIORITY_WARNING)
     fields.update(MESSAGE=message, VDIAG_STATUS="hook-error", VDIAG_ERROR=one_line(redact(reason), MAX_FIELD_CHARS))
-    return HookResult(message, fields)
+    return HookResult(message, fields, exit_code=exit_code)
 
 
 def one_line(text: str, limit: int) -> str:
-    """One line of at most `limit` characters, each that could drive a terminal shown visibly."""
-    text = " ".join(visible(text).split())
+    """One line of at most `limit` characters, without anything that could drive a terminal."""
+    text = " ".join(sanitise(text).split())
     return text if len(text) <= limit else text[:max(limit - 1, 0)] + "…"

@@ -75,6 +75,27 @@ def read_trigger(env: Mapping[str, str], unit: str | None = None, invocation_id:
     return trigger
 
 
+# what systemd sets for an ExecStopPost= command or an OnFailure= handler (the hook's own wirings)
+HOOK_ENV = ("SERVICE_RESULT", "MONITOR_SERVICE_RESULT", "MONITOR_INVOCATION_ID", "MONITOR_UNIT")
+# what it sets for every process of a service (and a shell of a terminal that a service started inherits)
+SERVICE_ENV = ("INVOCATION_ID", "JOURNAL_STREAM")
+
+
+def run_by_systemd(env: Mapping[str, str], on_a_terminal: bool) -> bool:
+    """Whether systemd ran the hook, which must then exit 0 whatever happens (a failing ExecStopPost= fails the unit
+    it watches). By hand at a terminal, or anywhere without systemd's variables, a problem exits non-zero, as every
+    vdiag command does.
+
+    >>> run_by_systemd({"MONITOR_UNIT": "vllm.service"}, True), run_by_systemd({"INVOCATION_ID": "ab"}, False)
+    (True, True)
+    >>> run_by_systemd({"INVOCATION_ID": "ab", "JOURNAL_STREAM": "8:1"}, True), run_by_systemd({}, False)
+    (False, False)
+    """
+    if any(env.get(key) for key in HOOK_ENV):
+        return True
+    return not on_a_terminal and any(env.get(key) for key in SERVICE_ENV)
+
+
 def unit_from_cgroup(cgroup_file: str = "/proc/self/cgroup") -> str | None:
     """The service whose cgroup this process runs in (ExecStopPost runs in the service's own cgroup):
     the last `*.service` in the unified (`0::`) or `name=systemd` hierarchy's path."""

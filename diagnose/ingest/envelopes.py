@@ -1,8 +1,9 @@
 """Log text out of envelopes: docker json-file records, `journalctl -o json` and journal export format.
 
 A chunk of JSON records is parsed in one call (C speed), not a call per line: msgspec reads only the message field of
-the usual chunk, `json.loads` any other; the messages are cleaned (ANSI colour, carriage returns, NULs) and joined
-back into blocks of lines for the scanner.
+the usual chunk, `json.loads` any other; the messages are joined back into blocks of lines for the scanner, and each
+block is cleaned as a plain log's is (carriage returns as newlines; controls, escape sequences and invisible
+characters removed: util.sanitise).
 """
 
 from __future__ import annotations
@@ -13,22 +14,18 @@ from itertools import repeat
 from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator
 
-from ..util.lazy_pattern import lazy
+from ..util.sanitise import sanitise_bytes
 
 BLOCK_CHARS = 1 << 20  # a block of cleaned messages handed on at about this size
-_ANSI = lazy(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
-_ESCAPED_ESC_OR_NUL = lazy(rb"\\u00(?:1[bB]|00)")  # as JSON escapes them: one pass, led by its literal prefix
 DOCKER_FIELD, JOURNAL_FIELD = "log", "MESSAGE"  # where each envelope keeps the message
 
 
-def clean_text(text: str) -> str:
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text
+def clean_block(block: bytes) -> bytes:
+    """A block of log lines as the scanner reads it: carriage returns as newlines (first: no escape sequence runs past
+    a line end), then no control character, escape sequence or invisible character (util.sanitise)."""
+    if b"\r" in block:
+        block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    return sanitise_bytes(block)
 
 
 def envelope_messages(chunk: bytes, unwrap: Callable[[dict], str | None]) -> list[str]:
@@ -52,18 +49,16 @@ def envelope_messages(chunk: bytes, unwrap: Callable[[dict], str | None]) -> lis
 def envelope_block(chunk: bytes, unwrap: Callable[[dict], str | None], field: str) -> bytes:
     """`text_blocks(envelope_messages(chunk, unwrap))` as one block, without a call per record where it can.
 
-    The usual chunk (one JSON object per line, every `field` a string, no ESC or NUL raw or escaped) is decoded by
-    msgspec into that field alone, the other fields skipped unparsed, and `clean_text` runs once on the joined block:
-    carriage returns are all it has left to clean, and each message's trailing CRs and LFs are cut first, as
-    cleaning it alone and `rstrip` would take them. Any other chunk takes the per-message path.
+    The usual chunk (one JSON object per line, every `field` a string) is decoded by msgspec into that field alone,
+    the other fields skipped unparsed; the messages are joined and the block cleaned once, as `text_blocks` does.
+    Any other chunk takes the per-message path.
     """
-    values = None if b"\x1b" in chunk or b"\x00" in chunk or _ESCAPED_ESC_OR_NUL.search(chunk) else _field_values(chunk, field)
+    values = _field_values(chunk, field)
     if values is None:
         return b"".join(text_blocks(envelope_messages(chunk, unwrap)))
     if not values:
         return b""
-    text = clean_text("\n".join(map(str.rstrip, values, repeat("\r\n"))))  # map: the loop runs in C
-    return (text + "\n").encode("utf-8", "replace")
+    return _block(list(map(str.rstrip, values, repeat("\r\n"))))  # map: the loop runs in C
 
 
 def _field_values(chunk: bytes, field: str) -> list[str] | None:
@@ -114,14 +109,19 @@ def text_blocks(messages: Iterable[str]) -> Iterator[bytes]:
     buf: list[str] = []
     size = 0
     for message in messages:
-        message = clean_text(message).rstrip("\n")
+        message = message.rstrip("\r\n")
         buf.append(message)
         size += len(message) + 1
         if size >= BLOCK_CHARS:
-            yield ("\n".join(buf) + "\n").encode("utf-8", "replace")
+            yield _block(buf)
             buf, size = [], 0
     if buf:
-        yield ("\n".join(buf) + "\n").encode("utf-8", "replace")
+        yield _block(buf)
+
+
+def _block(messages: list[str]) -> bytes:
+    """Messages (their own line ends cut) as one cleaned block of UTF-8 lines."""
+    return clean_block(("\n".join(messages) + "\n").encode("utf-8", "replace"))
 
 
 def docker_record(obj: dict) -> str | None:

@@ -40,6 +40,8 @@ MIN_WRAPPED_LINES = 3
 MIN_SHARE = 0.05
 MIN_CONTINUATION_SHARE = 0.6
 MAX_JOINED_BYTES = 1 << 20  # a run of wrapped lines held back at most: past it the join ends there (real ones are KiBs)
+SOFT_WRAP_MIN_CHARS = 70  # a soft wrap breaks a long line: mail and chat clients wrap near 72-80 columns
+_SOFT_CONTINUATION = lazy(rb"^[a-z`]")
 TERMINAL_WIDTHS = frozenset({80, 100, 120, 132, 140, 150, 160, 180, 200, 220, 240, 250, 256})
 # how a new log line starts: a level, a timestamp, a process tag, a traceback; a wrapped line's rest does not
 _NEW_LINE = lazy(
@@ -107,11 +109,49 @@ def unwrap_block(block: bytes, width: int) -> bytes:
     return b"\n".join(out)
 
 
+def soft_unwrap_block(block: bytes) -> bytes:
+    """Join a line soft-wrapped by a mail client, a chat window or an issue form: it is long (SOFT_WRAP_MIN_CHARS),
+    ends in one space where the client broke it, and the next line goes on in lower case at column 0 (a new log
+    line never starts so). Keeps the number of lines, as unwrap_block does.
+
+    >>> soft_unwrap_block(b"RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 \\ndummy requests.\\n")
+    b'RuntimeError: CUDA out of memory occurred when warming up sampler with 1024 dummy requests.\\n\\n'
+    >>> soft_unwrap_block(b"(vllm) root@host:~# cat launch.sh \\ndocker run -it --rm \\\\\\n") == b"(vllm) root@host:~# cat launch.sh \\ndocker run -it --rm \\\\\\n"
+    True
+    """
+    if b" \n" not in block:
+        return block
+    lines = block.split(b"\n")
+    out: list[bytes] = []
+    pending: list[bytes] = []
+    for index, line in enumerate(lines):
+        pending.append(line)
+        following = lines[index + 1] if index + 1 < len(lines) else b""
+        body = line[:-1] if line.endswith(b"\r") else line
+        if (len(body) >= SOFT_WRAP_MIN_CHARS and body.endswith(b" ") and not body.endswith(b"  ")
+                and _SOFT_CONTINUATION.match(following)):
+            pending[-1] = body
+            continue
+        out.append(b"".join(pending))
+        out.extend(b"" for _ in range(len(pending) - 1))
+        pending = []
+    if pending:
+        out.append(b"".join(pending))
+        out.extend(b"" for _ in range(len(pending) - 1))
+    return b"\n".join(out)
+
+
 def unwrap_blocks(blocks: Iterable[bytes]) -> Iterator[bytes]:
-    """Pass blocks through, rejoining hard-wrapped lines when the start of the input shows a wrap width.
+    """Pass blocks through, rejoining hard-wrapped lines when the start of the input shows a wrap width, and
+    soft-wrapped ones (soft_unwrap_block) wherever they are.
 
     A wrapped line at the end of a block is held back and joined with the start of the next block.
     """
+    for block in _hard_unwrapped(blocks):
+        yield soft_unwrap_block(block)
+
+
+def _hard_unwrapped(blocks: Iterable[bytes]) -> Iterator[bytes]:
     iterator = iter(blocks)
     head: list[bytes] = []
     size = 0

@@ -8,7 +8,8 @@ blocks end and the notes say so.
 
 Envelopes are unwrapped here (see envelopes) so that later stages only see log
 text: docker's `json-file` lines (`{"log": …}`), `journalctl -o json` and
-journal export format. Carriage returns, NULs and ANSI colour are removed; a leading run of NULs
+journal export format. Carriage returns become newlines; escape sequences (ANSI colour and every other kind), control
+characters and invisible ones are removed (see util.sanitise); a leading run of NULs
 (copytruncate) is skipped and UTF-16 is decoded (see textdetect). Only regular files
 are opened (see safeio); a FIFO or device is refused, never waited on.
 """
@@ -22,11 +23,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator
 
 from ..util.errors import InputError
-from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
 from .budget import INPUT_BUDGET, InputBudget
-from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, docker_record, envelope_block, journal_export_messages,
-                        journal_json_record, text_blocks)
+from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, clean_block, docker_record, envelope_block,
+                        journal_export_messages, journal_json_record, text_blocks)
 from .textdetect import as_utf8, looks_binary
 
 if TYPE_CHECKING:  # a small input is read whole: the last-run reading is imported only for a big one
@@ -197,19 +197,6 @@ def _cut_long_lines(block: bytes, notes: IngestNotes) -> bytes:
     return b"\n".join(out) + b"\n"
 
 
-_ANSI_BYTES = lazy(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][AB012]")
-
-
-def _clean_bytes(block: bytes) -> bytes:
-    if b"\x1b" in block:
-        block = _ANSI_BYTES.sub(b"", block)
-    if b"\r" in block:
-        block = block.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-    if b"\x00" in block:
-        block = block.replace(b"\x00", b"")
-    return block
-
-
 def _detect_format(first_line: bytes) -> str:
     stripped = first_line.lstrip()
     if stripped.startswith(b"{"):
@@ -238,9 +225,9 @@ def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str, fmt: str | None
     if fmt == "text":
         if not told and looks_binary(first):
             raise InputError(f"{name}: looks like binary data, not a log (control bytes or invalid UTF-8); nothing to diagnose")
-        yield _clean_bytes(first)
+        yield clean_block(first)
         for chunk in chunks:
-            yield _clean_bytes(chunk)
+            yield clean_block(chunk)
         return
 
     if fmt == "journal-export":

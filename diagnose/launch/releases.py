@@ -49,7 +49,25 @@ def has_flag(flag: str, version: str | None) -> bool | None:
     A flag first read in 0.6.6 is taken as absent from 0.6.3 (the table reads the newest patch of each minor, so
     the patch it appeared in is not known); one last read in 0.10.2 is present in every 0.10 patch.
     """
-    entry, release = flag_entry(flag), parse_release(version)
+    return _present(flag_entry(flag), version)
+
+
+def has_env(name: str, version: str | None) -> bool | None:
+    """Whether `version` reads the environment variable `name`, as `has_flag` for a flag.
+
+    >>> has_env("VLLM_ALL2ALL_BACKEND", "0.11.0"), has_env("VLLM_ALL2ALL_BACKEND", "0.16.0")
+    (True, False)
+    """
+    return _present((engine_args().get("env") or {}).get(name), version)
+
+
+def has_setting(setting: str, version: str | None) -> bool | None:
+    """`has_flag` for '--x', `has_env` for 'env:VLLM_X'."""
+    return has_env(setting[4:], version) if setting.startswith("env:") else has_flag(setting, version)
+
+
+def _present(entry: dict | None, version: str | None) -> bool | None:
+    release = parse_release(version)
     if entry is None or release is None:
         return None
     first = parse_release(entry["first"])
@@ -72,6 +90,76 @@ def release_default(flag: str, version: str | None) -> Any:
         if release is None or since is None or since[:2] <= release[:2]:
             value = step.get("value") if "expr" not in step else None
     return value
+
+
+@lru_cache(maxsize=1)
+def value_forms() -> dict:
+    from ..util.datafiles import load_json
+
+    try:
+        return load_json("generated/value_forms.json").get("flags") or {}
+    except (OSError, ValueError):
+        return {}
+
+
+def accepts_value(flag: str, value: Any, version: str | None) -> bool | None:
+    """Whether `version`'s parser takes `value` for `flag`: `--max-model-len auto` from 0.14.1, `32k` from 0.8.5
+    (data/generated/value_forms.json, read from each release's parser). None when the release is unknown or the
+    flag's value is not read by a parser of vLLM's own (a plain number, a name). A spelling first read in a later
+    patch of the user's minor release is taken as not yet there.
+
+    >>> accepts_value("--max-model-len", "auto", "0.13.0"), accepts_value("--max-model-len", "auto", "0.14.1")
+    (False, True)
+    >>> accepts_value("--max-model-len", "32k", "0.7.3"), accepts_value("--max-model-len", "32768", "0.7.3")
+    (False, True)
+    """
+    steps, release = value_forms().get(flag), parse_release(version)
+    if not steps or release is None or value is True:
+        return None
+    form: dict = {}
+    for step in steps:
+        if parse_release(step["since"]) <= release:
+            form = step
+    text = str(value).strip()
+    if re.fullmatch(r"-?\d+", text):
+        return True
+    if text.lower() in (form.get("words") or []):
+        return True
+    suffixes = form.get("suffixes") or ""
+    return bool(suffixes) and re.fullmatch(rf"\d+(?:\.\d+)?[{re.escape(suffixes)}]", text) is not None
+
+
+def first_accepting(flag: str, value: Any) -> str | None:
+    """The first release read whose parser takes `value` for `flag` (and every one after it); None when none does
+    or the flag's value is not read by a parser of vLLM's own.
+
+    >>> first_accepting("--max-model-len", "auto"), first_accepting("--max-model-len", "32k")
+    ('0.14.1', '0.8.5.post1')
+    """
+    first = None
+    for step in value_forms().get(flag) or []:
+        if accepts_value(flag, value, step["since"]):
+            first = first or step["since"]
+        else:
+            first = None
+    return first
+
+
+def plain_number(value: str) -> int | None:
+    """A number in vLLM's human-readable form written out: k/m/g/t are powers of 1000, K/M/G/T of 1024 (as
+    `human_readable_int` reads them); None when it is not one.
+
+    >>> plain_number("32k"), plain_number("1K"), plain_number("25.6k"), plain_number("1.5K"), plain_number("auto")
+    (32000, 1024, 25600, None, None)
+    """
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtKMGT])", str(value).strip())
+    if not match:
+        return None
+    number, suffix = match.groups()
+    power = "kmgt".index(suffix.lower()) + 1
+    if suffix.islower():
+        return int(float(number) * 1000 ** power)
+    return int(number) * 1024 ** power if number.isdigit() else None
 
 
 def releases_with(flag: str) -> int:

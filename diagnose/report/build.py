@@ -10,7 +10,8 @@ from ..util.errors import ExitCode
 SCHEMA_VERSION = 1
 
 
-def build_report(outcome: Outcome) -> dict[str, Any]:
+def build_report(outcome: Outcome, explain: bool = False) -> dict[str, Any]:
+    """The report of one outcome; with `explain`, each diagnosis carries `plan`: what became of every fix entry."""
     ctx = outcome.ctx
     facts = ctx.facts
     launch = None
@@ -43,10 +44,12 @@ def build_report(outcome: Outcome) -> dict[str, Any]:
             "phase": ctx.phases.reached(),
             "lines": ctx.scan.lines,
         },
-        "diagnoses": [_diagnosis(d, outcome) for d in outcome.diagnoses],
+        "diagnoses": [_diagnosis(d, outcome, explain) for d in outcome.diagnoses],
         "unexplained": [_line(outcome, line, text) for line, text in outcome.unexplained],
         "notes": list(outcome.notes),
     }
+    if outcome.seen:
+        report["seen"] = outcome.seen
     if outcome.rule_problems:
         report["rule_problems"] = list(outcome.rule_problems)
     if report["diagnoses"] and report["diagnoses"][0]["fixes"]:
@@ -65,9 +68,10 @@ def _line(outcome: Outcome, line: int, text: str) -> dict[str, Any]:
     return {"line": local, "text": text, "source": source}
 
 
-def _diagnosis(diagnosis, outcome: Outcome) -> dict[str, Any]:
+def _diagnosis(diagnosis, outcome: Outcome, explain: bool = False) -> dict[str, Any]:
     rule = diagnosis.rule
-    return {
+    plan = {"plan": [dict(entry) for entry in diagnosis.plan]} if explain else {}
+    return {**plan,
         "rule": rule.id,
         "category": rule.category,
         "title": rule.title,
@@ -113,7 +117,9 @@ def status_of(outcome: Outcome) -> str:
         return "failure-diagnosed"
     if outcome.diagnoses:  # only the wording model's guesses: the error lines are still unexplained
         return "errors-unexplained"
-    if outcome.unexplained:
+    if outcome.unexplained or (outcome.seen or {}).get("traceback_cut"):  # a cut traceback is an error not seen
+        if not outcome.unexplained:
+            return "errors-unexplained"
         return "request-errors" if _only_request_errors(outcome) else "errors-unexplained"
     if outcome.ctx.facts.served:
         return "served"
@@ -146,4 +152,6 @@ def exit_code_for(report: dict[str, Any]) -> ExitCode:
         return ExitCode.DIAGNOSED
     if report["status"] == "request-errors":
         return ExitCode.NOTHING_FOUND  # the server works; single requests failed
-    return ExitCode.UNEXPLAINED_ERRORS if report["unexplained"] or report["diagnoses"] else ExitCode.NOTHING_FOUND
+    if report["unexplained"] or report["diagnoses"] or report["status"] == "errors-unexplained":
+        return ExitCode.UNEXPLAINED_ERRORS
+    return ExitCode.NOTHING_FOUND

@@ -10,7 +10,9 @@ from typing import Any, Sequence
 
 from ..util.errors import ExitCode
 from ..util.redact import redact
+from ..util.sanitise import sanitise
 from .build import exit_code_for
+from .markdown_text import md_text
 from .render import print_text, to_json, to_markdown
 
 # The exit code of several incidents is the most severe of theirs: a diagnosed failure over unexplained errors
@@ -42,7 +44,7 @@ def incidents_json(reports: Sequence[dict[str, Any]]) -> str:
 def incidents_markdown(reports: Sequence[dict[str, Any]]) -> str:
     if len(reports) == 1:
         return to_markdown(reports[0])
-    sections = [f"# {heading(r, i, len(reports))}\n\n{to_markdown(r)}" for i, r in enumerate(reports, 1)]
+    sections = [f"# {md_text(sanitise(heading(r, i, len(reports))))}\n\n{to_markdown(r)}" for i, r in enumerate(reports, 1)]
     return "\n".join(sections)
 
 

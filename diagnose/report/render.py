@@ -1,6 +1,8 @@
 """Renderers: one report dict in, text (rich), JSON or Markdown out.
 
-Each renderer first redacts the report field by field (`redact_tree`), before anything is serialised or joined.
+Each renderer first sanitises the report field by field (`shown`: no control, escape sequence or invisible
+character, util.sanitise), then redacts it (`redact_tree`), before anything is serialised or joined; Markdown also
+escapes every field that came from input (markdown_text).
 """
 
 from __future__ import annotations
@@ -10,15 +12,24 @@ import re
 from typing import Any
 
 from ..util.redact import redact, redact_tree
+from ..util.sanitise import inert_json, sanitise_tree
+from .markdown_text import md_block, md_code, md_prose, md_text
 from .memory_bar import memory_bars
 
 
+def shown(tree: Any, emails: bool = True) -> Any:
+    """A report-like tree as every output shows it: sanitised first (a secret split by a zero-width space is whole
+    again), then redacted."""
+    return redact_tree(sanitise_tree(tree), emails)
+
+
 def to_json(report: dict[str, Any], emails: bool = True) -> str:
-    return json.dumps(redact_tree(report, emails), indent=2, ensure_ascii=False, default=lambda o: redact(str(o), emails))
+    return inert_json(json.dumps(shown(report, emails), indent=2, ensure_ascii=False,
+                                 default=lambda o: redact(str(o), emails)))
 
 
 def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
-    report = redact_tree(report, emails)
+    report = shown(report, emails)
     out: list[str] = []
     facts = report["facts"]
     diagnoses = report["diagnoses"]
@@ -29,59 +40,60 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
     for index, d in enumerate(diagnoses):
         heading = "##" if index == 0 else "###"
         label = "" if index == 0 else " (secondary)"
-        out.append(f"{heading} {d['title']}{label}\n")
-        out.append(f"**Category:** `{d['category']}` · **confidence:** {d['confidence']:.2f} · **rule:** `{d['rule']}`\n")
-        out.append(d["summary"] + "\n")
+        out.append(f"{heading} {md_prose(d['title'])}{label}\n")
+        out.append(f"**Category:** {md_code(d['category'])} · **confidence:** {d['confidence']:.2f} · "
+                   f"**rule:** {md_code(d['rule'])}\n")
+        out.append(md_prose(d["summary"]) + "\n")
         if d["why"]:
-            out.append(f"**Why:** {d['why']}\n")
+            out.append(f"**Why:** {md_prose(d['why'])}\n")
         if d["evidence"]:
-            out.append("**Evidence**\n\n```")
-            out += [f"{_where(e):>6}: {e['text']}" for e in d["evidence"]]
-            out.append("```\n")
+            lines = "\n".join(f"{_where(e):>6}: {e['text']}" for e in d["evidence"])
+            out.append(f"**Evidence**\n\n{md_block(lines)}\n")
         if d["fixes"]:
             out.append("**Fixes, best first**\n")
             for fix in d["fixes"]:
-                out.append(f"{fix['rank']}. **{fix['title']}** — {fix['rank_reason']}")
+                out.append(f"{fix['rank']}. **{md_prose(fix['title'])}** — {md_prose(fix['rank_reason'])}")
                 if fix["why"]:
-                    out.append(f"   {fix['why']}")
+                    out.append(f"   {md_prose(fix['why'])}")
                 command = fix.get("command") or fix.get("step")
                 if command:
-                    out.append(f"\n   ```\n   {command}\n   ```")
+                    out.append("\n" + md_block(command, indent="   "))
                 elif fix.get("command_not_shown"):
-                    out.append(f"   not shown: {fix['command_not_shown']}")
+                    out.append(f"   not shown: {md_prose(fix['command_not_shown'])}")
                     if fix["changes"]:
-                        out.append(f"   change: `{changes_text(fix['changes'])}`")
+                        out.append(f"   change: {md_code(changes_text(fix['changes']))}")
             out.append("")
         if index == 0 and len(diagnoses) > 1:
             out.append("---\n")
     out.append(_facts_markdown(facts))
     if report["unexplained"]:
-        out.append("**Error lines no rule explains**\n\n```")
-        out += [f"{u['line']:>6}: {u['text']}" for u in report["unexplained"]]
-        out.append("```")
+        lines = "\n".join(f"{u['line']:>6}: {u['text']}" for u in report["unexplained"])
+        out.append(f"**Error lines no rule explains**\n\n{md_block(lines)}")
     for note in report.get("notes", []):
-        out.append(f"> note: {note}")
+        out.append(f"> note: {md_prose(note)}")
     return "\n".join(out).rstrip() + "\n"
 
 
 def _fact_rows(facts: dict[str, Any], markdown: bool) -> list[str]:
-    """The facts every output lists: version, launch, model, GPUs (Markdown quotes the command)."""
+    """The facts every output lists: version, launch, model, GPUs (Markdown quotes the command, escapes the rest)."""
+    text = (lambda value: md_text(str(value))) if markdown else str
     rows = []
     if facts.get("vllm_version"):
-        rows.append(f"vLLM {facts['vllm_version']} ({facts.get('vllm_version_source')})")
+        rows.append(f"vLLM {text(facts['vllm_version'])} ({text(facts.get('vllm_version_source'))})")
     if facts.get("launch"):
         command = facts["launch"]["command"]
         if command is None:
-            command = f"not shown: {facts['launch'].get('command_not_shown')}"
+            command = text(f"not shown: {facts['launch'].get('command_not_shown')}")
         elif markdown:
-            command = f"`{command}`"
-        rows.append(f"launch ({facts['launch']['source']}): {command}")
+            command = md_code(command)
+        rows.append(f"launch ({text(facts['launch']['source'])}): {command}")
     if facts.get("model"):
         origin = "architecture from" if markdown else "from"
-        rows.append(f"model: {facts['model']['name']} ({origin} {facts['model']['source']})")
+        rows.append(f"model: {text(facts['model']['name'])} ({origin} {text(facts['model']['source'])})")
     for gpu in facts.get("gpus", []):
         size = f", {gpu['total_gib']} GiB" if gpu.get("total_gib") else ""
-        rows.append(f"GPU {gpu.get('index', '?')}: {gpu.get('name') or 'unknown'}{size} ({gpu.get('source')})")
+        name = text(gpu.get("name") or "unknown")
+        rows.append(f"GPU {gpu.get('index', '?')}: {name}{size} ({text(gpu.get('source'))})")
     return rows
 
 
@@ -89,7 +101,7 @@ def _facts_markdown(facts: dict[str, Any]) -> str:
     rows = [f"- {row}" for row in _fact_rows(facts, markdown=True)]
     bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [])
     if bar:
-        rows.append("\n```\n" + "\n".join(bar) + "\n```")
+        rows.append("\n" + md_block("\n".join(bar)))
     return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
 
 
@@ -102,6 +114,11 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
     """
     status, phase = report["status"], (report.get("facts") or {}).get("phase")
     reached = f"  Start-up reached: {phase}." if phase else "  The log shows no start-up progress lines."
+    seen = report.get("seen") or {}
+    if status == "errors-unexplained" and not report["unexplained"]:  # a traceback cut before its error line
+        where = f" in {seen['stopped_in']}" if seen.get("stopped_in") else ""
+        return [(f"✗ The paste ends inside a traceback{where}, before the line that names the error.", "bold yellow"),
+                (reached, None), *seen_lines(seen)]
     if status == "errors-unexplained":
         first = report["unexplained"][0]
         kind = re.match(r"^(?:[\w.]+\.)?([A-Z]\w*(?:Error|Exception|Exit))\b", first["text"])
@@ -114,7 +131,24 @@ def headline_without_diagnosis(report: dict[str, Any]) -> list[tuple[str, str | 
                 ("  These are request errors (a prompt too long, a bad parameter, a client timeout), not a server failure.", None)]
     if status == "served":
         return [("✓ No failure: the server reached 'Application startup complete'.", "bold green")]
-    return [("No vLLM failure and no error lines found.", "bold green"), (reached, None)]
+    read = f" in {seen['lines']:,} line(s)" if seen.get("lines") is not None else ""
+    return [(f"No vLLM failure and no error lines found{read}.", "bold green"), (reached, None), *seen_lines(seen)]
+
+
+def seen_lines(seen: dict[str, Any]) -> list[tuple[str, str | None]]:
+    """What an unplaced paste showed, and what to paste to decide it.
+
+    >>> [text for text, _ in seen_lines({"wrapper": "GPUStack", "asks": ["the command that started vLLM"]})]
+    ['  Run by: GPUStack.', '  To decide it, paste: the command that started vLLM.']
+    """
+    out: list[tuple[str, str | None]] = []
+    if seen.get("wrapper"):
+        out.append((f"  Run by: {seen['wrapper']}.", None))
+    if seen.get("last_lines") and seen.get("traceback_cut"):
+        out.append(("  It ends with: " + " / ".join(seen["last_lines"])[:400], "dim"))
+    if seen.get("asks"):
+        out.append(("  To decide it, paste: " + "; ".join(seen["asks"]) + ".", None))
+    return out
 
 
 def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None:
@@ -123,7 +157,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
     from .terminal import Printer
 
     say = Printer(stream).say
-    report = redact_tree(report, emails)
+    report = shown(report, emails)
     diagnoses = report["diagnoses"]
     facts = report["facts"]
     if not diagnoses:
@@ -157,6 +191,11 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
                         say(f"     not shown: {fix['command_not_shown']}", "dim", hang=7)
                     if fix["changes"]:
                         say("     change: " + changes_text(fix["changes"]), "green")
+            if d.get("plan"):
+                say("  How the fixes were chosen (--explain):", "bold")
+                for entry in d["plan"]:
+                    when = f" [when {', '.join(entry['when'])}]" if entry.get("when") else ""
+                    say(f"    {entry['strategy']}{when}: {entry.get('title', '')} — {entry['outcome']}", "dim", hang=6)
         else:
             say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, line "
                 f"{d['evidence'][0]['line'] if d['evidence'] else '?'})", hang=4)

@@ -15,6 +15,7 @@ import os
 import sys
 
 from ..util.lazy_pattern import lazy
+from ..util.sanitise import sanitise
 
 
 def wrap(text: str, width: int, hang: int = 0) -> str:
@@ -51,7 +52,9 @@ def colour_allowed(is_terminal: bool) -> bool:
 class Printer:
     """Prints lines with an optional style and a hanging indent for prose: `say(text, style, hang=None)`.
 
-    `hang=None` leaves a line unwrapped (commands, log lines: they must stay copyable and exact).
+    `hang=None` leaves a line unwrapped (commands, log lines: they must stay copyable and exact). Every line is
+    sanitised first (util.sanitise): whatever it holds, no escape sequence, control or invisible character reaches the
+    terminal but the styles the printer adds itself.
 
     Off a terminal the lines are written as they are, without importing rich (a third of a text report's start-up);
     rich renders only where it may change something: a terminal (or FORCE_COLOR, TTY_COMPATIBLE, a notebook), or a
@@ -78,6 +81,7 @@ class Printer:
         return self._console
 
     def say(self, text: str = "", style: str | None = None, hang: int | None = None) -> None:
+        text = sanitise(text)
         stream = self._file()
         if not self.is_terminal and stream is not None and _verbatim_in_rich(text):
             try:

@@ -85,8 +85,10 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
             asks.append(ASK_POD_SPEC)
         elif prose.deployment in ("docker", "docker compose") and not (facts.get("launch") or {}).get("form") == "docker":
             asks.append(ASK_DOCKER_RUN)
-    if sig.traceback_cut and report["status"] != "failure-diagnosed":
-        asks.append(ASK_TRACEBACK)
+    diagnoses = report.get("diagnoses") or []
+    guessed = bool(diagnoses) and diagnoses[0].get("basis") in ("traceback-step", "wording")
+    if sig.traceback_cut and (report["status"] != "failure-diagnosed" or guessed):
+        asks.append(ASK_TRACEBACK)  # a diagnosis from where the traceback stopped still needs its error line
     elif report["status"] == "nothing-found":
         asks.append(ASK_FULL_LOG)
     return asks

@@ -1,6 +1,7 @@
 """Triage renderers: a Batch in, JSON, CSV, Markdown or a rich text summary out.
 
-Rows, summary and templates are redacted field by field (`redact_tree`) before they are serialised or joined.
+Rows, summary and templates are sanitised, then redacted, field by field (`shown`) before they are serialised or
+joined; Markdown escapes every field (markdown_text), the terminal table shows no control or escape sequence.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import io
 import json
 from typing import Any
 
-from ..util.redact import redact_tree
+from ..report.markdown_text import md_code, md_prose, md_text
+from ..report.render import shown
+from ..util.sanitise import inert_json
 from .batch import QUESTION_LABELS, Batch
 
 CSV_COLUMNS = ("id", "status", "kind", "language", "category", "rule", "confidence", "fix", "command", "questions",
@@ -20,7 +23,7 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def to_json(batch: Batch) -> str:
-    return json.dumps(redact_tree(batch.as_json()), indent=2, ensure_ascii=False) + "\n"
+    return inert_json(json.dumps(shown(batch.as_json()), indent=2, ensure_ascii=False)) + "\n"
 
 
 def to_csv(batch: Batch) -> str:
@@ -28,7 +31,7 @@ def to_csv(batch: Batch) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for row in redact_tree(batch.rows):
+    for row in shown(batch.rows):
         writer.writerow([_csv_cell(_cell(row, column)) for column in CSV_COLUMNS])
     return out.getvalue()
 
@@ -48,19 +51,20 @@ def _csv_cell(text: str) -> str:
 
 
 def to_markdown(batch: Batch) -> str:
-    summary = redact_tree(batch.summary.as_json())
-    templates = redact_tree(batch.summary.template_list())
+    summary = shown(batch.summary.as_json())
+    templates = shown(batch.summary.template_list())
     out = [f"# vdiag triage: {summary['tickets']} ticket(s)\n"]
     out.append(", ".join(f"{count} {status}" for status, count in summary["by_status"].items()) + "\n")
     if summary["categories"]:
         out += ["## Diagnosed, by category\n", "| category | tickets | examples |", "|---|---:|---|"]
-        out += [f"| `{c['category']}` | {c['tickets']} | {_md(', '.join(c['examples']))} |" for c in summary["categories"]]
+        out += [f"| {md_code(c['category'], table=True)} | {c['tickets']} | {_md(', '.join(c['examples']))} |"
+                for c in summary["categories"]]
         out.append("")
     if summary["duplicates"]:
         out += ["## Duplicates (same rule, decisive figures and release)\n", "| fingerprint | category | tickets |",
                 "|---|---|---|"]
-        out += [f"| `{d['fingerprint']}` | {d['category'] or 'unexplained'} | {_md(', '.join(d['tickets']))} |"
-                for d in summary["duplicates"]]
+        out += [f"| {md_code(d['fingerprint'], table=True)} | {_md(d['category'] or 'unexplained')} | "
+                f"{_md(', '.join(d['tickets']))} |" for d in summary["duplicates"]]
         out.append("")
     if summary["unexplained"]:
         out.append(f"## Unexplained ({len(summary['unexplained'])} ticket(s))\n")
@@ -68,7 +72,8 @@ def to_markdown(batch: Batch) -> str:
     if templates:
         out += ["### Unexplained error lines, by template (a new rule for the first closes the most tickets)\n",
                 "| id | tickets | template | examples |", "|---|---:|---|---|"]
-        out += [f"| `{t['id']}` | {t['tickets']} | `{_code(t['template'])}` | {_md(', '.join(t['examples']))} |" for t in templates]
+        out += [f"| {md_code(t['id'], table=True)} | {t['tickets']} | {md_code(t['template'], table=True)} | "
+                f"{_md(', '.join(t['examples']))} |" for t in templates]
         out.append("")
     if summary["errors"]:
         out += ["## Tickets that could not be read\n"]
@@ -76,20 +81,19 @@ def to_markdown(batch: Batch) -> str:
         out.append("")
     out += ["## Tickets\n", "| ticket | kind | lang | status | category | confidence | rank-1 fix | to ask |",
             "|---|---|---|---|---|---:|---|---|"]
-    for row in redact_tree(batch.rows):
-        fix = _md(row["fix"] or "") + (f"<br>`{_code(row['command'])}`" if row["command"] else "")
+    for row in shown(batch.rows):
+        command = f"<br>{md_code(row['command'], table=True)}" if row["command"] else ""
+        fix = md_prose(row["fix"] or "", table=True) + command
         confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
-        out.append(f"| {_md(row['id'])} | {row['kind'] or ''} | {row['language'] or ''} | {row['status']} | {row['category'] or ''} | {confidence} | {fix} | "
-                   f"{_md('<br>'.join(row['questions']))} |")
+        cells = (row["id"], row["kind"], row["language"], row["status"], row["category"])
+        out.append(f"| {' | '.join(_md(cell or '') for cell in cells)} | {confidence} | {fix} | "
+                   f"{'<br>'.join(md_prose(q, table=True) for q in row['questions'])} |")
     return "\n".join(out) + "\n"
 
 
 def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _code(text: str) -> str:
-    return text.replace("`", "'").replace("|", "\\|").replace("\n", " ")
+    """A table cell from input: escaped, so it renders as this text and ends where the table says."""
+    return md_text(str(text))
 
 
 def print_text(batch: Batch, stream=None) -> None:
@@ -102,7 +106,7 @@ def print_text(batch: Batch, stream=None) -> None:
         return escape("" if text is None else str(text))
 
     console = Console(file=stream, highlight=False)
-    summary = redact_tree(batch.summary.as_json())
+    summary = shown(batch.summary.as_json())
     console.print(cell(f"vdiag triage: {summary['tickets']} ticket(s) — "
                        + ", ".join(f"{count} {status}" for status, count in summary["by_status"].items())), style="bold")
     if summary["categories"]:
@@ -119,9 +123,9 @@ def print_text(batch: Batch, stream=None) -> None:
         table.add_column("category")
         table.add_column("tickets")
         for d in summary["duplicates"]:
-            table.add_row(d["fingerprint"], cell(d["category"] or "unexplained"), cell(", ".join(d["tickets"])))
+            table.add_row(cell(d["fingerprint"]), cell(d["category"] or "unexplained"), cell(", ".join(d["tickets"])))
         console.print(table)
-    templates = redact_tree(batch.summary.template_list())
+    templates = shown(batch.summary.template_list())
     if templates:
         table = Table(title=f"Unexplained error lines in {len(summary['unexplained'])} ticket(s), by template",
                       title_justify="left")
@@ -130,7 +134,7 @@ def print_text(batch: Batch, stream=None) -> None:
         table.add_column("template")
         table.add_column("examples")
         for t in templates:
-            table.add_row(t["id"], str(t["tickets"]), cell(t["template"]), cell(", ".join(t["examples"])))
+            table.add_row(cell(t["id"]), str(t["tickets"]), cell(t["template"]), cell(", ".join(t["examples"])))
         console.print(table)
     for error in summary["errors"]:
         console.print(cell(f"could not read {error['id']}: {error['error']}"), style="yellow")
@@ -145,9 +149,9 @@ def print_text(batch: Batch, stream=None) -> None:
     table.add_column("conf.", justify="right")
     table.add_column("rank-1 fix")
     table.add_column("to ask")
-    for row in redact_tree(batch.rows):
+    for row in shown(batch.rows):
         status = row["category"] or row["status"]
         confidence = f"{row['confidence']:.2f}" if row["confidence"] is not None else ""
         table.add_row(cell(row["id"]), cell(row["kind"] or ""), cell(row["language"] or ""), cell(status), confidence, cell(row["fix"] or row["error"]),
-                      ", ".join(QUESTION_LABELS.get(q, q) for q in row["questions"]))
+                      cell(", ".join(QUESTION_LABELS.get(q, q) for q in row["questions"])))
     console.print(table)

@@ -49,8 +49,9 @@ class Summary:
                 entry["examples"].append(row["id"])
         if row["error"]:
             self.errors.append({"id": row["id"], "error": row["error"]})
-        if row["status"] == "errors-unexplained" and row["unexplained"]:
+        if row["status"] == "errors-unexplained":  # with error lines, or a traceback cut before its error line
             self.unexplained.append(row["id"])
+        if row["status"] == "errors-unexplained" and row["unexplained"]:
             for tid in row["unexplained"]["templates"]:
                 entry = self.templates.get(tid)
                 if entry is None:

@@ -15,6 +15,7 @@ class ExitCode(enum.IntEnum):
     RULES_ERROR = 4
     VERIFY_FAILED = 5
     UNEXPLAINED_ERRORS = 6
+    PREDICTION_UNKNOWN = 7  # `vdiag check`: no failure foreseen, but nothing proves the launch starts (no dry run)
     INTERNAL = 70
 
 

@@ -3,8 +3,10 @@
 A bounded, closed loop. Attempt 1 runs the top diagnosis's rank-1 fix. When an attempt fails, its log
 is diagnosed like any other: a *different* failure means the fix got past the first problem, so the new
 diagnosis's fixes are tried next on top of it; the *same* failure (or none) means the fix did not help,
-so the next untried fix of the original list comes first. A command is never run twice; the loop stops
-after `max_attempts` launches or the overall timeout.
+so the next untried fix of the original list comes first; a failure of the machine itself (the model,
+the install) that none of the new diagnosis's fixes can change ends the loop, since every fix left would
+fail on it too. A command is never run twice; the loop stops after `max_attempts` launches or the overall
+timeout.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..launch.render import apply_changes, render
 from ..util.errors import ExitCode, VdiagError
 from ..util.redact import redact
 from . import process as verify_process
+from . import reasons
 from .argv import (
     api_key,
     build_argv,
@@ -39,8 +42,8 @@ from .argv import (
 )
 from .candidates import candidates_of, diagnosis_summary, primary_of
 from .isolation import empty_folder
-from .policy import LaunchRefused, sanitize
-from .preflight import CPU_KV_ENV, CpuKv, check_vllm, cpu_kv_for, cpu_kv_setting
+from .policy import LaunchRefused, machine_failure, sanitize
+from .preflight import CPU_KV_ENV, CpuKv, check_model_here, check_vllm, cpu_kv_for, cpu_kv_setting
 from .process import AttemptRun, FatalWatcher, Probe, run_attempt
 from .result import Attempt, Candidate, VerifyOptions, VerifyResult
 
@@ -69,13 +72,32 @@ class _Target:
     cpu_kv: CpuKv | None = None
 
 
+def nothing_to_verify(outcome: Outcome) -> VerifyResult | None:
+    """The result for a log without a diagnosis (healthy, or only errors no rule explains): nothing runs, nothing
+    needs the operator's go-ahead; None when there is a diagnosis to verify."""
+    if primary_of(outcome) is not None:
+        return None
+    launch = outcome.ctx.launch
+    result = VerifyResult(render(launch) if launch else None, None, nothing_to_verify=True,
+                          unexplained=bool(outcome.unexplained))
+    result.reason = reasons.nothing_to_verify(outcome.ctx.scan.lines, len(outcome.unexplained))
+    return result
+
+
 def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = None, confirm: Confirm | None = None,
-           report: Report | None = None, ruleset: RuleSet | None = None) -> VerifyResult:
-    """Run the loop for a diagnosed outcome. `confirm(n, attempt)` may veto an attempt (its `ran` is the exact command); `report(event, data)` hears progress."""
+           report: Report | None = None, ruleset: RuleSet | None = None,
+           go_ahead: Callable[[], None] | None = None) -> VerifyResult:
+    """Run the loop for a diagnosed outcome. `confirm(n, attempt)` may veto an attempt (its `ran` is the exact command); `report(event, data)` hears progress.
+
+    `go_ahead()` is called once every check that needs nothing run has passed, before anything runs (the preflight
+    included): it raises when the operator's go-ahead cannot be had."""
+    nothing = nothing_to_verify(outcome)
+    if nothing is not None:
+        return nothing
     emit = report or (lambda event, data: None)
     launch = outcome.ctx.launch
     primary = primary_of(outcome)
-    summary = diagnosis_summary(primary) if primary is not None else None
+    summary = diagnosis_summary(primary)
     result = VerifyResult(render(launch) if launch else None, summary)
     if launch is None:
         raise VdiagError("cannot verify: the log shows no launch command; give it with --launch", ExitCode.USAGE)
@@ -84,16 +106,16 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     if reason:
         raise LaunchRefused(f"refusing to verify this launch: {reason}")
     check_launch(launch)
+    check_model_here(launch)
     launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags, outcome.ctx.version)
     result.notes += form_notes(launch)
-    if primary is None:
-        result.reason = "no failure was diagnosed, so there is no fix to verify"
-        return result
     candidates, advice_notes = candidates_of(primary, launch, options)
     result.notes += advice_notes
     if not candidates:
         result.reason = f"the diagnosis ({summary['rule']}) has no flag or environment fix to try; see its steps"
         return result
+    if go_ahead is not None:
+        go_ahead()
     emit("plan", result)
     install = check_vllm(options.vllm_python) if launch.form != "docker" else None
     target = _Target(outcome.ctx.version or (install.version if install else None),
@@ -110,8 +132,9 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
             _redact_kept_logs(log_dir)
         else:
             shutil.rmtree(log_dir, ignore_errors=True)
-    if not result.verified and result.reason is None:
-        result.reason = _why_none(result, options)
+    if not result.verified and not result.declined:
+        result.reason = ((result.reason or reasons.no_fix_served(result.attempts))
+                         + reasons.slow_start_hint(result.attempts, options.attempt_timeout_s))
     return result
 
 
@@ -152,7 +175,7 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
             continue
         if confirm is not None and not confirm(number, attempt):
             attempt.outcome, attempt.detail = "declined", "not run: declined by the user"
-            result.declined, result.reason = True, _declined(result, target)
+            result.declined, result.reason = True, reasons.declined(result.attempts, target.asked)
             return
         emit("start", attempt)
         run = _run(attempt, plan, options, min(options.attempt_timeout_s, remaining), ruleset, log_dir, emit)
@@ -165,20 +188,13 @@ def _loop(result: VerifyResult, launch: Launch, candidates: list[Candidate], opt
         if new is not None:
             fresh, notes = candidates_of(new, launch, options, candidate.changes, f"suggested after attempt {number}")
             attempt.notes += notes
+            if not fresh and machine_failure(new.rule.category):
+                result.reason = reasons.stopped_on_the_machine(attempt, attempt.diagnosis)
+                return
             if new.rule.category != candidate.category:
                 candidates[:0] = fresh  # the fix got past the first failure: build on it
             else:
                 candidates.extend(fresh)  # the fix did not help: the original alternatives come first
-
-
-def _declined(result: VerifyResult, target: _Target) -> str:
-    """What had run when the operator said no: earlier attempts, the preflight's question, or nothing."""
-    ran = [a for a in result.attempts if a.outcome not in ("refused", "declined")]
-    if ran:
-        return f"declined by the user at attempt {result.attempts[-1].number}; {len(ran)} attempt(s) before it ran"
-    if target.asked:
-        return f"declined by the user; vLLM was not started (only {target.asked} was asked which vLLM it has)"
-    return "declined by the user; nothing was run"
 
 
 @dataclass
@@ -250,11 +266,4 @@ def _postmortem(run: AttemptRun, attempt: Attempt, fixed: Launch, options: Verif
     return primary
 
 
-def _why_none(result: VerifyResult, options: VerifyOptions) -> str:
-    ran = [a for a in result.attempts if a.outcome != "refused"]
-    if not ran:
-        return "no fix could be run here: " + "; ".join(a.detail for a in result.attempts)
-    return f"no fix served; every fix there was to try was tried ({len(ran)} attempt(s))"
-
-
-__all__ = ["Attempt", "VerifyOptions", "VerifyResult", "build_argv", "refusal_reason", "verify"]
+__all__ = ["Attempt", "VerifyOptions", "VerifyResult", "build_argv", "nothing_to_verify", "refusal_reason", "verify"]

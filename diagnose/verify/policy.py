@@ -42,6 +42,23 @@ def docker_policy() -> dict:
     return load_yaml("verify_docker.yaml")
 
 
+def machine_failure(category: str) -> bool:
+    """Whether a failure of this category belongs to the machine, not the launch (`machine_failures` of the policy):
+    after such a failure no fix that only changes the launch can serve. A name the taxonomy lacks fails loudly.
+
+    >>> machine_failure("hf-auth-or-missing-model"), machine_failure("broken-install"), machine_failure("tp-not-divisible")
+    (True, True, False)
+    """
+    from ..knowledge.rules import taxonomy
+
+    families, table = taxonomy(), policy()["machine_failures"]
+    unknown = [name for name in table["categories"] if name not in families]
+    unknown += [name for name in table["families"] if name not in families.values()]
+    if unknown:
+        raise KeyError(f"verify_policy.yaml machine_failures names what the taxonomy lacks: {', '.join(unknown)}")
+    return category in table["categories"] or families.get(category) in table["families"]
+
+
 def allowed_flags(flags: Iterable[str], release: str | None = None) -> set[str]:
     """The operator's `--allow-flag` names as the table spells them (`trust_remote_code` → `--trust-remote-code`)."""
     from .flags import resolve
@@ -104,4 +121,4 @@ def _bare(program: str) -> str:
     return program.rsplit("/", 1)[-1] if "/" in program else program
 
 
-__all__ = ["LaunchRefused", "allowed_flags", "docker_policy", "policy", "sanitize"]
+__all__ = ["LaunchRefused", "allowed_flags", "docker_policy", "machine_failure", "policy", "sanitize"]

@@ -1,4 +1,5 @@
-"""Before any attempt: is vLLM there, which build is it, and what a CPU build may take of this host's memory.
+"""Before any attempt: is the model on this machine, is vLLM there, which build is it, and what a CPU build may
+take of this host's memory.
 
 The check asks the operator's interpreter (never a shell) whether `vllm` imports, reading only package metadata,
 so it takes well under a second where importing vLLM takes many. A `vllm` command on PATH is checked through the
@@ -23,11 +24,16 @@ import subprocess
 from dataclasses import dataclass
 
 from ..util.errors import ExitCode, VdiagError
+from ..util.lazy_pattern import lazy
 from .isolation import empty_folder, isolated_env
 from .policy import policy
 
 CPU_KV_ENV = "VLLM_CPU_KVCACHE_SPACE"
 CHECK_TIMEOUT_S = 60.0
+# a model named as a local path (`/srv/models/m`, `./m`, `~/m`), in the characters such a folder name has
+_LOCAL_MODEL = lazy(r"(?:/|\./|\.\./|~/?)[A-Za-z0-9_.@+~/-]*")
+_MODEL_CONFIGS = ("config.json", "params.json")  # what vLLM reads a folder's model from: Hugging Face, Mistral
+_CONFIG_ELSEWHERE = ("--hf-config-path", "--config-format")
 _CHECK = """
 import importlib.metadata as m, importlib.util as u, json, sys
 found = u.find_spec("vllm") is not None
@@ -53,6 +59,31 @@ class VllmInstall:
     version: str | None = None
     cpu: bool = False
     python_version: str | None = None
+
+
+def check_model_here(launch) -> None:
+    """Stop before anything runs when the launch names its model as a local path this machine does not have, or
+    as a folder without the configuration vLLM reads: every attempt would fail on the model, whatever its fix.
+
+    A Hugging Face id is left to vLLM (it downloads it), and so is a path inside a container.
+    """
+    model = launch.model
+    if launch.form == "docker" or not model or not _LOCAL_MODEL.fullmatch(model):
+        return
+    folder = os.path.abspath(os.path.expanduser(model))
+    if not os.path.exists(folder):
+        where = "" if folder == model else f" (there is no folder {folder})"
+        raise VdiagError(f"cannot verify: the model {model} is not on this machine{where}, so vLLM would stop on it "
+                         "before any fix could be tried; nothing was run. Put the model's folder "
+                         "there (its config.json and weights), or give a launch with a model this machine has: "
+                         "--launch \"vllm serve MODEL …\" (a local folder, or a Hugging Face id, which vLLM downloads)",
+                         ExitCode.VERIFY_FAILED)
+    if (os.path.isdir(folder) and not any(os.path.isfile(os.path.join(folder, name)) for name in _MODEL_CONFIGS)
+            and not any(launch.get(flag) for flag in _CONFIG_ELSEWHERE)):
+        raise VdiagError(f"cannot verify: the model folder {folder} holds no config.json (nor a Mistral-format "
+                         "params.json), so vLLM cannot read the model from it; nothing was run. Point the launch at "
+                         "the folder that directly holds config.json: --launch \"vllm serve FOLDER …\"",
+                         ExitCode.VERIFY_FAILED)
 
 
 def check_vllm(python: str | None, environ: dict[str, str] | None = None) -> VllmInstall:
@@ -150,4 +181,4 @@ def cpu_kv_cache_gib(kv_bytes_per_token: int | None, max_len_tokens: int | None,
     return max(int(table["min_gib"]), min(math.ceil(wanted), cap))
 
 
-__all__ = ["CPU_KV_ENV", "CpuKv", "VllmInstall", "check_vllm", "cpu_kv_cache_gib", "cpu_kv_for", "cpu_kv_setting"]
+__all__ = ["CPU_KV_ENV", "CpuKv", "VllmInstall", "check_model_here", "check_vllm", "cpu_kv_cache_gib", "cpu_kv_for", "cpu_kv_setting"]

@@ -14,12 +14,17 @@ import time
 from ..facts.phases import PhaseExtractor
 from ..util.lazy_pattern import lazy
 from ..util.redact import redact
+from ..util.sanitise import sanitise
 
 _HEADER = lazy(r"^(?:\(\w+ pid=\d+\)\s+)?(?:(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)\s+\S+\s+\S+\s+\[[^\]]*\]\s+)?")
 
 
 class AttemptStatus:
-    """Fed each line the server writes; `text(width)` is the one status line to show for it."""
+    """Fed each line the server writes; `text(width)` is the one status line to show for it.
+
+    The line is the server's own output, shown live on the operator's terminal: it is sanitised as it comes in
+    (util.sanitise), so no escape sequence or invisible character in it reaches the screen.
+    """
 
     def __init__(self, number: int, clock=time.monotonic):
         self.number = number
@@ -31,6 +36,7 @@ class AttemptStatus:
 
     def feed(self, line: str) -> None:
         self._lines += 1
+        line = sanitise(line)
         self._phases.feed(self._lines, line, [])
         message = _HEADER.sub("", line.strip(), count=1)
         if message:

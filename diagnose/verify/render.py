@@ -1,6 +1,13 @@
-"""`vdiag verify` output: text and Markdown views of a verification result."""
+"""`vdiag verify` output: text and Markdown views of a verification result.
+
+The text is printed through report.terminal's Printer (which sanitises every line); the Markdown sanitises and
+escapes every field (report.markdown_text): vLLM's own output and the launch are input.
+"""
 
 from __future__ import annotations
+
+from ..report.markdown_text import md_block, md_code, md_prose, md_text
+from ..report.render import shown
 
 
 def _outcome_line(attempt: dict) -> str:
@@ -26,7 +33,7 @@ def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, st
     diagnosis = result["diagnosis"]
     if diagnosis and not attempts_shown:
         lines.append((f"Verifying fixes for: {diagnosis['title']} ({diagnosis['rule']})", "bold", 2))
-    if result["original_command"] and not attempts_shown:
+    if result["original_command"] and not attempts_shown and result["status"] != "nothing-to-verify":
         lines.append((f"  failing command: {result['original_command']}", "dim", None))
     for attempt in [] if attempts_shown else result["attempts"]:
         lines.append((f"  attempt {attempt['attempt']} · {attempt['origin']} · {attempt['fix']}", "bold", 4))
@@ -42,6 +49,8 @@ def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, st
         if ran != result["working_command"]:
             lines += [("  The same fix in your launch's form (to deploy):", None, None),
                       (f"  $ {result['working_command']}", "green", None)]
+    elif result["status"] == "nothing-to-verify":
+        lines.append((f"– Nothing to verify: {result['reason']}; nothing was run.", "bold", 2))
     elif result["status"] == "declined":
         lines.append((f"– Not verified: {result['reason']}; the diagnosis stands as reported.", "bold", 2))
     else:
@@ -59,23 +68,28 @@ _STYLE = {"served": "green", "failed": "red", "timeout": "red", "refused": "yell
 
 def to_markdown(result: dict) -> str:
     """The verify result for a support reply."""
+    result = shown(result)
     out = ["## vdiag verify", ""]
+    if result["status"] == "nothing-to-verify":
+        return "\n".join([*out, f"**Nothing to verify:** {md_prose(result['reason'])}; nothing was run."]) + "\n"
     diagnosis = result["diagnosis"]
     if diagnosis:
-        out += [f"Diagnosis: **{diagnosis['title']}** (`{diagnosis['rule']}`)", ""]
+        out += [f"Diagnosis: **{md_prose(diagnosis['title'])}** ({md_code(str(diagnosis['rule']))})", ""]
     if result["original_command"]:
-        out += ["Failing command:", "", "```", result["original_command"], "```", ""]
+        out += ["Failing command:", "", md_block(result["original_command"]), ""]
     out += ["| # | fix | outcome | ready (s) | completion |", "|---|---|---|---|---|"]
     for attempt in result["attempts"]:
-        completion = "" if attempt["completion"] is None else f"`{attempt['completion']!r}`"
-        outcome = _outcome_line({**attempt, "seconds_to_ready": None, "completion": None}).replace("|", "\\|")
+        completion = "" if attempt["completion"] is None else md_code(repr(attempt["completion"]), table=True)
+        outcome = md_text(_outcome_line({**attempt, "seconds_to_ready": None, "completion": None}))
         ready = "" if attempt["seconds_to_ready"] is None else attempt["seconds_to_ready"]
-        out.append(f"| {attempt['attempt']} | {attempt['fix'].replace('|', '/')} | {outcome} | {ready} | {completion} |")
+        fix = md_prose(attempt["fix"], table=True)
+        out.append(f"| {attempt['attempt']} | {fix} | {outcome} | {ready} | {completion} |")
     out.append("")
     if result["working_command"]:
-        out += ["**Working command** (served a real completion, then stopped):", "", "```", result["working_command"], "```"]
+        out += ["**Working command** (served a real completion, then stopped):", "",
+                md_block(result["working_command"])]
     elif result["status"] == "declined":
         out.append(f"**Not verified:** {result['reason']}.")
     else:
-        out.append(f"**No fix made vLLM serve:** {result['reason']}")
+        out.append(f"**No fix made vLLM serve:** {md_prose(result['reason'])}")
     return "\n".join(out) + "\n"

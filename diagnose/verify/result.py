@@ -74,6 +74,8 @@ class VerifyResult:
     reason: str | None = None
     notes: list[str] = field(default_factory=list)
     declined: bool = False  # the operator answered "no": nothing was verified, nothing failed
+    nothing_to_verify: bool = False  # no failure was diagnosed: nothing ran, nothing failed
+    unexplained: bool = False  # with nothing to verify: error lines that no rule explains
 
     @property
     def verified(self) -> bool:
@@ -81,10 +83,15 @@ class VerifyResult:
 
     @property
     def status(self) -> str:
+        if self.nothing_to_verify:
+            return "nothing-to-verify"
         return "verified" if self.verified else "declined" if self.declined else "not-verified"
 
     def exit_code(self) -> ExitCode:
-        """0 verified; 1 declined (the diagnosis stands, unverified); 5 no fix served."""
+        """0 verified; 1 declined (the diagnosis stands, unverified); 5 no fix served. Nothing to verify: the
+        diagnosis's own code, 0 (no failure) or 6 (error lines no rule explains)."""
+        if self.nothing_to_verify:
+            return ExitCode.UNEXPLAINED_ERRORS if self.unexplained else ExitCode.NOTHING_FOUND
         if self.verified:
             return ExitCode.NOTHING_FOUND
         return ExitCode.DIAGNOSED if self.declined else ExitCode.VERIFY_FAILED

@@ -3,10 +3,13 @@
 It accepts vLLM's arguments, fails like vLLM 0.32 when `--max-model-len` exceeds the model's positions
 (unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), otherwise prints vLLM's readiness lines and answers /health,
 /v1/models and /v1/completions on loopback. `FAKE_VLLM_WHEN` (JSON) maps `--flag=value` or `env:NAME=value`
-to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, double-fork, die-on-request, and
+to a behaviour for that launch: crash, hang, ignore-sigint, grandchild, double-fork, die-on-request,
 echo-architectures (fail as vLLM does on an unknown architecture, echoing the `architectures` of the model
-folder's config.json, text a model's author chose).
+folder's config.json, text a model's author chose), and invalid-model (fail as vLLM 0.32 does on a model that
+is neither a hub repo nor a folder with a config.json: a failure of the machine, not of the launch).
+`FAKE_VLLM_KV_TOKENS` makes it log vLLM's KV-cache size and concurrency lines for that many tokens before it is ready.
 `FAKE_VLLM_DUMP` names a file that receives what reached this process: its executable, argv and environment.
+`FAKE_VLLM_SAY` names a file whose lines a hanging launch prints last, as vLLM's own output would go on.
 """
 
 import json
@@ -24,6 +27,15 @@ MAX_LEN_ERROR = (
     "(max_position_embeddings={positions}.0 or model_max_length=None in model's config.json). To allow overriding "
     "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with "
     "extreme caution. [type=value_error, input_value=ArgsKwargs((), {{'model': ...}}), input_type=ArgsKwargs]"
+)
+
+INVALID_MODEL_ERROR = (
+    "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+    "  Value error, Invalid repository ID or local directory specified: '{model}'.\n"
+    "Please verify the following requirements:\n"
+    "1. Provide a valid Hugging Face repository ID.\n"
+    "2. Specify a local directory that contains a recognized configuration file.\n"
+    " [type=value_error, input_value=ArgsKwargs((), {{'model': ...}}), input_type=ArgsKwargs]"
 )
 
 
@@ -101,11 +113,19 @@ def main():
         say(f"ValueError: Model architectures {architectures!r} are not supported for now. "
             "Supported architectures: dict_keys(['LlamaForCausalLM'])")
         sys.exit(1)
+    if action == "invalid-model":
+        say("Traceback (most recent call last):")
+        say(INVALID_MODEL_ERROR.format(model=model))
+        sys.exit(1)
     if action == "crash":
         say("RuntimeError: fake engine core crashed for no known reason")
         sys.exit(1)
     if action == "hang":
         say("INFO 11-29 09:36:12 [core.py:133] Initializing a V1 LLM engine (hangs)")
+        if os.environ.get("FAKE_VLLM_SAY"):
+            with open(os.environ["FAKE_VLLM_SAY"], encoding="utf-8") as lines:
+                for line in lines:
+                    say(line.rstrip("\n"))
         while True:
             time.sleep(1)
     if action == "ignore-sigint":
@@ -153,6 +173,11 @@ def main():
     except OSError as error:
         say(f"OSError: [Errno {error.errno}] {error.strerror}")
         sys.exit(1)
+    if os.environ.get("FAKE_VLLM_KV_TOKENS"):
+        tokens, length = int(os.environ["FAKE_VLLM_KV_TOKENS"]), max_len or POSITIONS
+        say(f"(EngineCore pid=2) INFO 11-29 09:36:12 [kv_cache_utils.py:1087] GPU KV cache size: {tokens:,} tokens")
+        say(f"(EngineCore pid=2) INFO 11-29 09:36:12 [kv_cache_utils.py:1091] Maximum concurrency for {length:,} tokens "
+            f"per request: {tokens / length:.2f}x")
     say("INFO:     Started server process")
     say("INFO:     Waiting for application startup.")
     say("INFO:     Application startup complete.")

@@ -1,0 +1,165 @@
+"""A diagnosis's fixes: each fix entry of its rule tried, the log's own advice added, all ranked, and a record of
+what became of each entry (`Diagnosis.plan`, shown by `vdiag --explain`): its condition failed, its strategy
+declined or found it already in effect, it repeated another, the advice's own condition was not met, or the rank
+it got and why (issue #24: say why a fix is there, or not).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ..context.context import Context
+from ..context.predicates import evaluate
+from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
+from ..fixes.advice_conditions import applies
+from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
+from ..knowledge.error_tables import error_meaning
+from ..launch.print_policy import Printed, printed_command
+from ..util.lazy_pattern import lazy
+from .diagnoses import Diagnosis, RankedFix
+
+
+def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
+    ctx = ctx.for_rule(diagnosis.captures, diagnosis.focus_line)
+    candidates: list[Fix] = []
+    seen: set[str] = set()
+    plan = diagnosis.plan = []
+    for spec in diagnosis.rule.fixes:
+        entry = {"strategy": spec.strategy, **({"when": list(spec.when)} if spec.when else {})}
+        plan.append(entry)
+        if spec.when and not evaluate(spec.when, ctx):
+            failed = [name for name in spec.when if not evaluate((name,), ctx)]
+            entry["outcome"] = "left out: its condition does not hold (" + ", ".join(failed) + ")"
+            continue
+        fn = strategy_for(spec.strategy)
+        if fn is None:
+            entry["outcome"] = "left out: no strategy of that name"
+            continue
+        try:
+            fix = fn(ctx, spec.params)
+        except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError) as error:
+            # a bug in a strategy; a user's odd log still gets the other fixes, the test suite (which sets
+            # VDIAG_STRATEGY_ERRORS=raise) sees the traceback
+            if os.environ.get("VDIAG_STRATEGY_ERRORS") == "raise":
+                raise
+            entry["outcome"] = f"left out: the strategy failed ({type(error).__name__}); a bug in vdiag"
+            continue
+        if fix is None:
+            entry["outcome"] = "left out: the strategy has nothing to propose for this log (a figure it needs is missing, or it does not apply)"
+            continue
+        if _in_effect(fix, ctx):
+            entry["outcome"] = "left out: the launch already has it"
+            continue
+        fix.strategy = spec.strategy
+        _say_what_is_missing(fix)
+        key = repr(sorted(fix.changes.items(), key=str)) + (fix.step_command or "") + (fix.title if not fix.changes else "")
+        if key in seen:
+            entry["outcome"] = "left out: the same change as a fix above"
+            continue
+        seen.add(key)
+        entry["title"] = fix.title
+        candidates.append(fix)
+    covered = {key for fix in candidates for key in fix.changes}
+    covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
+    said = [m.text for m in diagnosis.evidence] + ctx.advice.near([m.line for m in diagnosis.evidence])
+    advised = []
+    for fix in advice_fixes(list(dict.fromkeys(said)), {"--gpu-memory-utilization": ctx.utilization()}):
+        entry = {"strategy": ADVICE_STRATEGY, "title": fix.title}
+        plan.append(entry)
+        if not applies(fix, ctx):
+            entry["outcome"] = "left out: the log's figures do not meet the advice's own condition"
+            continue
+        advised.append(fix)  # it names the cure, even where a rule's fix computes the value
+        if covered & set(fix.changes):
+            entry["outcome"] = "left out: a rule's fix computes a value for the same setting"
+        elif _in_effect(fix, ctx):
+            entry["outcome"] = "left out: the launch already has it"
+        else:
+            candidates.append(fix)
+    named = {key for fix in advised if not fix.conditional for key in (*fix.changes, *fix.mentions)}  # the log's cure
+    # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
+    # more specific one and goes first among fixes of the same prediction
+    positions = [-1 if diagnosis.family and fix.strategy == ADVICE_STRATEGY else i for i, fix in enumerate(candidates)]
+    ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0], named))
+    diagnosis.fixes = []
+    for rank, (_i, fix) in enumerate(ranked, start=1):
+        printed = _command_for(fix, ctx)
+        diagnosis.fixes.append(RankedFix(rank, fix, printed.command, _rank_reason(fix), printed.not_shown))
+        for entry in plan:
+            if entry.get("title") == fix.title and "outcome" not in entry:
+                named_cure = " a setting the log's own message names as the cure;" if named & set(fix.changes) else ""
+                entry["outcome"] = f"ranked {rank}:{named_cure} {_rank_reason(fix)}"
+    diagnosis.why = fill(diagnosis.rule.why, ctx, missing="(not in the log)")
+    meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
+    if meaning and meaning not in diagnosis.why:
+        diagnosis.why = f"{diagnosis.why} {meaning}"
+
+
+def _in_effect(fix: Fix, ctx: Context) -> bool:
+    """Whether every change the fix makes is what the launch already has (TP 2 proposed to a TP 2 launch)."""
+    if not fix.changes or ctx.launch is None:
+        return False
+    for key, value in fix.changes.items():
+        if key.startswith("env:"):
+            now = ctx.launch.env_value(key[4:])
+        elif key.startswith("--"):
+            now = ctx.arg(key)
+        else:
+            return False
+        wanted = "true" if value is True else (None if value is None else str(value))
+        if now is None or wanted is None or str(now).lower() != wanted.lower():
+            return False
+    return True
+
+
+_UNFILLED = lazy(r"\{([a-z_]+)\}")
+
+
+def _say_what_is_missing(fix: Fix) -> None:
+    """A placeholder no capture or fact filled reads as what it stands for, said to be missing, never `{x}`.
+
+    >>> fix = Fix(title="t", why="check the supported-models list for {architectures}.")
+    >>> _say_what_is_missing(fix); fix.why
+    'check the supported-models list for the architectures (not in the log).'
+    """
+    def said(match: re.Match) -> str:
+        return f"the {match.group(1).replace('_', ' ')} (not in the log)"
+
+    fix.title, fix.why, fix.cost_note = (_UNFILLED.sub(said, text or "") for text in (fix.title, fix.why, fix.cost_note))
+
+
+def _rank_key(fix: Fix, position: int, named: set[str] = frozenset()) -> tuple:
+    """Predicted to start first; within each prediction, a fix that changes a setting the log's own message names as
+    the cure (vLLM's "Try increasing gpu_memory_utilization", "set --allow-deprecated-quantization") before one it
+    does not; then the cheapest; fixes whose outcome cannot be evaluated keep the rule author's order, and
+    workarounds come after cures. A fix that names nothing to change or run (a value
+    that could not be computed) comes after every fix that does."""
+    start = {True: 0, None: 1, False: 2}[fix.will_start]
+    cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
+    actionable = bool(fix.changes or fix.step_command)
+    unnamed = not (named & set(fix.changes))
+    return (not actionable, start, unnamed, fix.workaround, cost, position)
+
+
+def _rank_reason(fix: Fix) -> str:
+    if fix.will_start is True:
+        start = "predicted to start"
+    elif fix.will_start is False:
+        start = "predicted not to be enough on its own"
+    else:
+        start = "outcome not evaluable" + (f" ({fix.not_evaluable})" if fix.not_evaluable else "")
+    cost = re.sub(r"^None\b", "none", (fix.cost_note or fix.cost or "").strip().rstrip("."))  # rules' "None." is words
+    cost_text = "no cost" if cost in ("", "none") else f"cost: {cost}"
+    extra = "; a workaround, not a cure" if fix.workaround else ""
+    return f"{start}; {cost_text}{extra}"
+
+
+def _command_for(fix: Fix, ctx: Context) -> Printed:
+    if fix.step_command and not fix.changes:
+        return Printed(fix.step_command)
+    if not fix.changes or ctx.launch is None:
+        return Printed(None, fix.step_not_shown)
+    if any(k.startswith("docker:") for k in fix.changes) and ctx.launch.form != "docker":
+        return Printed(None)
+    return printed_command(ctx.launch, fix.changes)

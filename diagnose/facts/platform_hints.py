@@ -1,0 +1,44 @@
+"""Which accelerator platform a log ran on when vLLM's own "Automatically detected platform X" line is not in it.
+
+A paste from a TPU, an Ascend NPU, a Gaudi HPU or an Intel XPU often holds only the traceback; its paths and
+variables still name the platform (`tpu_commons`, `TPU_BACKEND_TYPE`, `vllm_ascend`, `torch_npu`, `habana`). Fixes
+made for NVIDIA GPUs (`nvidia-smi`, fp8 on compute capability 8.9, a bigger NVIDIA card) are left out on those
+(issue #24: CUDA advice on a TPU log is noise).
+
+>>> facts = Facts(); hints = PlatformHintExtractor(facts)
+>>> hints.feed(1, "export TPU_BACKEND_TYPE=jax; python3 tpu_commons/examples/offline_inference.py", [])
+>>> facts.platform_hint
+'tpu'
+"""
+
+from __future__ import annotations
+
+from ..util.lazy_pattern import lazy
+from .record import Facts
+
+_PLATFORMS = (
+    ("tpu", lazy(r"\bTPU_[A-Z]|tpu_commons|tpu_inference|libtpu|torch_xla|\bPallas\b|/tpu/")),
+    ("npu", lazy(r"vllm_ascend|vllm-ascend|torch_npu|\bAscend\b|\bNPU\b|\bHCCL\b")),
+    ("hpu", lazy(r"habana|vllm_gaudi|\bHPU\b|\bGaudi\b")),
+    ("xpu", lazy(r"intel_extension_for_pytorch|\bXPU\b|oneccl|\bArc A\d")),
+    ("neuron", lazy(r"neuronx|torch_neuron|aws-neuron|\bInferentia\b|\bTrainium\b")),
+)
+
+
+class PlatformHintExtractor:
+    """The first non-NVIDIA platform the log's paths, variables or names show."""
+
+    literals = ("tpu_", "tpu/", "torch_xla", "pallas", "ascend", "npu", "hccl", "habana", "gaudi", "hpu",
+                "intel_extension", "xpu", "oneccl", "arc a", "neuron", "inferentia", "trainium")
+    window = 0
+
+    def __init__(self, facts: Facts):
+        self.facts = facts
+
+    def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        if self.facts.platform_hint is not None:
+            return
+        for name, pattern in _PLATFORMS:
+            if pattern.search(message[:4000]):
+                self.facts.platform_hint = name
+                return

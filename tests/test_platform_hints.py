@@ -1,0 +1,32 @@
+"""Advice made for NVIDIA GPUs is left out where the log shows another platform (issue #24: noise)."""
+
+import pytest
+
+from diagnose import diagnose_text
+
+KV_TOO_SMALL = ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache "
+                "is needed, which is larger than the available KV cache memory (0.71 GiB). Based on the available "
+                "memory, the estimated maximum model length is 5632. Try increasing `gpu_memory_utilization` or "
+                "decreasing `max_model_len` when initializing the engine.\n")
+
+
+def _texts(report: dict) -> str:
+    return " ".join(str(f.get(k) or "") for d in report["diagnoses"] for f in d["fixes"]
+                    for k in ("title", "why", "command", "step", "not_evaluable"))
+
+
+@pytest.mark.parametrize("head, platform", [
+    ("export TPU_BACKEND_TYPE=jax; python3 tpu_commons/examples/offline_inference.py --max_tokens=128\n", "tpu"),
+    ('  File "/usr/local/python3.10/site-packages/vllm_ascend/worker/worker.py", line 10, in determine\n', "npu"),
+])
+def test_a_log_from_another_platform_gets_no_nvidia_advice(head, platform):
+    report = diagnose_text(head + KV_TOO_SMALL).report
+    assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+    assert report["diagnoses"][0]["fixes"][0]["changes"] == {"--max-model-len": "5632"}
+    text = _texts(report)
+    assert "compute capability" not in text and "nvidia-smi" not in text and "--kv-cache-dtype" not in text
+
+
+def test_the_same_error_from_a_gpu_keeps_the_gpu_levers():
+    text = _texts(diagnose_text(KV_TOO_SMALL).report)
+    assert "--kv-cache-dtype" in text
