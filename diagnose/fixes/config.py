@@ -127,11 +127,15 @@ def local_model_path(ctx: Context, params: dict) -> Fix | None:
 @strategy("matching-quantization")
 def matching_quantization(ctx: Context, params: dict) -> Fix | None:
     config_method = ctx.captures.get("config_method")
+    given = ctx.arg("--quantization") is not None or bool(ctx.captures.get("flag_method"))  # the message names it
+    if ctx.launch is not None and not given:
+        return None  # nothing to drop: the launch gives no --quantization
     fix = Fix(title="Let vLLM take the quantization from the checkpoint: drop --quantization",
               changes={"--quantization": None},
               why=f"The checkpoint declares {config_method or 'its own method'}; vLLM picks the fastest compatible kernel "
                   "(e.g. gptq → gptq_marlin) by itself when the flag is omitted.",
-              cost="config", will_start=True)
+              cost="config", will_start=True if given else None,
+              not_evaluable=None if given else "whether the launch gives --quantization is not in the log")
     blocked = _blocked_on_this_gpu(ctx, config_method)
     if blocked:
         fix.why += f" But {blocked}, so the checkpoint's own method stops at vLLM's capability check next."

@@ -26,7 +26,14 @@ def canonical_flag(token: str) -> str:
 
 
 def is_switch(flag: str) -> bool:
-    return canonical_flag(flag) in set(flag_table()["switches"])
+    """A flag that takes no value: flags.yaml's list, or a switch in any release's table (data/engine_args.yaml)."""
+    name = canonical_flag(flag)
+    if name in set(flag_table()["switches"]):
+        return True
+    from .releases import engine_args
+
+    entry = (engine_args().get("flags") or {}).get(name)
+    return bool(entry and entry.get("switch"))
 
 
 @dataclass
