@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from .hits import ScanResult
 
-MAX_SEEN_MESSAGES = 8192  # messages remembered; forgotten all at once past this
-MAX_SEEN_MESSAGE_CHARS = 2000  # a longer message is handled as new each time (the memory stays bounded)
+MAX_SEEN_MESSAGES = 4096  # messages remembered; forgotten all at once past this
+MAX_SEEN_MESSAGE_CHARS = 1000  # a longer message is handled as new each time (the memory stays bounded)
 SKIP = object()  # the answer of an extractor that a repeat tells nothing
 FEED = object()  # the answer of an extractor that is fed every line, repeats too
 

@@ -10,8 +10,8 @@ MAX_LOOKAHEAD_LINES = 40
 MAX_WINDOW_LINE_CHARS = 2000
 
 
-MAX_REMEMBERED_MESSAGES = 8192  # raw lines whose message is kept (see `LineMessages`); forgotten all at once past this
-MAX_REMEMBERED_LINE_BYTES = 2000
+MAX_REMEMBERED_MESSAGES = 4096  # raw lines whose message is kept (see `LineMessages`); forgotten all at once past this
+MAX_REMEMBERED_LINE_BYTES = 1000
 
 
 class LineMessages:
