@@ -6,6 +6,8 @@
     scripts/bench.py --inputs dense,docker  # some inputs only
     scripts/bench.py --startup-runs 20
     scripts/bench.py --startup-only         # start-up against `python -c pass` only
+    scripts/bench.py --big                  # the big logs of issue #28 beside cat, grep | tail and rg, as ratios
+    scripts/bench.py --big --month-size 256M --loop-size 50M --big-inputs loop,month
 
 Inputs, generated deterministically into a temporary folder and deleted afterwards:
   dense    lines drawn from the real corpus logs (tests/fixtures/corpus): many hold a rule literal
@@ -18,6 +20,15 @@ Each vdiag run is checked (exit status, a JSON report on stdout); a tool that do
 patterns, stops the benchmark with an error rather than timing a no-op. Engines: `aho-corasick` (what installs
 everywhere; `VDIAG_NO_ACCEL=1`) and `hyperscan` (the `accel` extra), when vdiag's interpreter has it.
 Start-up is compared with the same interpreter's `-c pass`.
+
+`--big` (see bench_inputs.py for how each is made): the month-long log of a serving vLLM that ends in a CUDA OOM, as
+plain text, journal text, docker json-file, `journalctl -o json` and through a pipe; a crash loop (one real failing
+start-up restarted by systemd); the dense logs (real corpus lines; only their error lines). Each tool's CPU time
+(user + system, all its processes, the least of `--runs` runs: CPU time moves less than wall time on a shared
+machine) is printed beside `cat FILE`, `grep -iE 'error|exception|traceback' FILE | tail -50` and `rg` of the
+same words, as ratios. Every report is checked: the month's and the loop's answers are the expected rules, each
+form of the month gives the plain month's answer and evidence lines, and the default (last-run) reading gives the
+answer `--all-runs` gives.
 """
 
 from __future__ import annotations
@@ -293,6 +304,118 @@ def throughput(names: list[str], size: int, workdir: Path, tool_limit: float) ->
         print(line, flush=True)
 
 
+# ---------------------------------------------------------------- big logs (issue #28)
+
+BIG_INPUTS = ("month", "month-journal", "month-docker", "month-jjson", "month-pipe", "loop", "dense", "errors")
+GREP_OP = "error|exception|traceback"
+
+
+def cpu_seconds(argv: list[str] | str, runs: int, stdin_path: Path | None = None, out: Path | None = None,
+                ok=(0, 1, 6)) -> float:
+    """The least CPU time (user + system of the process and all its children) of `runs` runs of a command."""
+    import resource
+
+    best = None
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        with (open(stdin_path, "rb") if stdin_path else open(os.devnull, "rb")) as feed, \
+                (open(out, "wb") if out else open(os.devnull, "wb")) as sink:
+            proc = subprocess.run(argv, stdin=feed, stdout=sink, stderr=subprocess.PIPE, env=CHILD_ENV, cwd=ROOT,
+                                  shell=isinstance(argv, str))
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode not in ok:
+            raise BenchError(f"{argv if isinstance(argv, str) else ' '.join(argv[:4])} exited {proc.returncode}: "
+                             f"{proc.stderr.decode(errors='replace').strip()[-300:]}")
+        seconds = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best = seconds if best is None else min(best, seconds)
+    return best
+
+
+def answer(report_path: Path) -> tuple[list[str], list[int], list[str]]:
+    """(rules, evidence lines of the top diagnosis, notes) of a JSON report."""
+    report = json.loads(report_path.read_text())
+    diagnoses = report.get("diagnoses") or []
+    lines = [e["line"] for e in diagnoses[0]["evidence"]] if diagnoses else []
+    return [d.get("rule") for d in diagnoses], lines, report.get("notes", [])
+
+
+def make_big(name: str, workdir: Path, sizes: dict[str, int]) -> tuple[Path, bool]:
+    """(the file, whether vdiag reads it through a pipe)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_inputs
+
+    month = workdir / "month.log"
+    if name.startswith("month") and not month.exists():
+        bench_inputs.write_month(month, sizes["month"])
+    if name in ("month", "month-pipe"):
+        return month, name == "month-pipe"
+    path = workdir / f"{name}.log"
+    if name == "month-journal":
+        bench_inputs.write_journal_text(month, path)
+    elif name in ("month-docker", "month-jjson"):
+        bench_inputs.write_envelope(month, path, "docker" if name == "month-docker" else "journal")
+    elif name == "loop":
+        bench_inputs.write_loop(path, sizes["loop"])
+    elif name == "dense":
+        write_dense(path, sizes["dense"])
+    elif name == "errors":
+        bench_inputs.write_errors(path, sizes["dense"])
+    return path, False
+
+
+EXPECTED = {"month": "cuda-oom-runtime", "loop": "kv-cache-too-small-for-max-len"}
+
+
+def big_logs(names: list[str], sizes: dict[str, int], runs: int, workdir: Path) -> int:
+    """The big-log table; 1 when a report is not the expected answer."""
+    rg = shutil.which("rg")
+    print(f"CPU seconds (user + system, least of {runs} runs); ratios: vdiag's CPU time over the tool's")
+    print(f"{'input':<14} {'MiB':>7} {'vdiag':>7} {'cat':>6} {'grep|tail':>9} {'rg':>6} | {'÷cat':>6} {'÷grep':>6} "
+          f"{'÷rg':>6} {'MiB/s':>7} {'RSS MiB':>7}  answer")
+    failed, month_answer = 0, None
+    for name in names:
+        path, piped = make_big(name, workdir, sizes)
+        mib = path.stat().st_size / 2**20
+        report = workdir / f"{name}.json"
+        full_read = ["--all-runs"] if name == "dense" else []  # random lines: every banner begins a "run"
+        vdiag = [*VDIAG, "--format", "json", "--no-gpu", *full_read, "-" if piped else str(path)]
+        seconds = cpu_seconds(vdiag, runs, stdin_path=path if piped else None, out=report)
+        _, rss = run(vdiag, stdin=open(path, "rb") if piped else None, stdout=subprocess.DEVNULL)
+        cat = cpu_seconds(["cat", str(path)], runs)
+        grep = cpu_seconds(f"grep -iE '{GREP_OP}' '{path}' | tail -50", runs)
+        rg_s = cpu_seconds(f"rg -i '{GREP_OP}' '{path}' | tail -50", runs) if rg else None
+        rules, lines, notes = answer(report)
+        verdict = _check_big(name, rules, lines, notes, month_answer, vdiag, workdir)
+        if name == "month":
+            month_answer = (rules[:1], lines)
+        failed += verdict.startswith("WRONG")
+        print(f"{name:<14} {mib:7.0f} {seconds:7.2f} {cat:6.2f} {grep:9.2f} {(rg_s or 0):6.2f} | {seconds / cat:6.1f} "
+              f"{seconds / grep:6.2f} {(seconds / rg_s if rg_s else 0):6.1f} {mib / seconds:7.1f} {rss / 1024:7.1f}  "
+              f"{verdict}", flush=True)
+    return 1 if failed else 0
+
+
+def _check_big(name: str, rules: list[str], lines: list[int], notes: list[str], month_answer, vdiag: list[str],
+               workdir: Path) -> str:
+    kind = "month" if name.startswith("month") else name
+    if kind in EXPECTED and rules[:1] != [EXPECTED[kind]]:
+        return f"WRONG: {rules[:1]} (expected {EXPECTED[kind]})"
+    if kind == "month" and month_answer is not None and (rules[:1], lines) != month_answer:
+        return f"WRONG: {rules[:1]} at lines {lines} (the plain month: {month_answer})"
+    if name in EXPECTED:  # the default reading (the last run) gives the answer of reading everything
+        every = workdir / "all-runs.json"
+        cpu_seconds([*vdiag[:-1], "--all-runs", vdiag[-1]], 1, out=every)
+        if answer(every)[0][:1] != rules[:1]:
+            return f"WRONG: --all-runs answers {answer(every)[0][:1]}, the last run {rules[:1]}"
+    import re
+
+    runs_note = next((n for n in notes if "runs of vLLM" in n), "")
+    counted = re.search(r"([\d,]+) runs of vLLM", runs_note)
+    same = re.search(r"([\d,]+|none) of them failed the same way", runs_note)
+    return (rules[0] if rules else "no diagnosis") + (f"; {counted.group(1)} runs, {same.group(1) if same else '?'} "
+                                                      "earlier ones failed the same way" if counted else "")
+
+
 def parse_size(text: str) -> int:
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
     return int(float(text[:-1]) * units[text[-1].upper()]) if text[-1].upper() in units else int(text)
@@ -305,6 +428,12 @@ def main() -> int:
     parser.add_argument("--startup-runs", type=int, default=15)
     parser.add_argument("--startup-only", action="store_true", help="measure start-up only, no throughput inputs")
     parser.add_argument("--tmp", default=None, help="where to write the generated logs")
+    parser.add_argument("--big", action="store_true", help="the big logs of issue #28 (month, loop, dense)")
+    parser.add_argument("--big-inputs", default=",".join(BIG_INPUTS))
+    parser.add_argument("--month-size", default="1G")
+    parser.add_argument("--loop-size", default="200M")
+    parser.add_argument("--dense-size", default="256M")
+    parser.add_argument("--runs", type=int, default=3, help="runs per tool with --big; the least CPU time is kept")
     parser.add_argument("--tool-timeout", type=float, default=120.0,
                         help="seconds rg or grep -E may take on one input before it is stopped (the ratio is then a bound)")
     args = parser.parse_args()
@@ -315,6 +444,20 @@ def main() -> int:
     if "dense" not in names and any(n in names for n in ("docker", "journal", "gz", "stdin")):
         names.insert(0, "dense")  # the envelopes are compared with the same log as plain text
     workdir = Path(tempfile.mkdtemp(prefix="vdiag-bench-", dir=args.tmp))
+    if args.big:
+        big = [n for n in args.big_inputs.split(",") if n]
+        if sorted(set(big) - set(BIG_INPUTS)):
+            parser.error(f"unknown big input(s); choose from {', '.join(BIG_INPUTS)}")
+        sizes = {"month": parse_size(args.month_size), "loop": parse_size(args.loop_size),
+                 "dense": parse_size(args.dense_size)}
+        try:
+            print(f"vdiag: {' '.join(VDIAG)}; engine: {'hyperscan' if len(engines()) > 1 else 'aho-corasick'}")
+            return big_logs(big, sizes, args.runs, workdir)
+        except BenchError as exc:
+            print(f"benchmark failed: {exc}", file=sys.stderr)
+            return 1
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
     try:
         print(f"vdiag: {' '.join(VDIAG)}; engines: {', '.join(e for e, _ in engines())}")
         startup(args.startup_runs, workdir)

@@ -125,12 +125,13 @@ def main() -> None:
 @click.option("--vllm-python", type=click.Path(dir_okay=False), envvar="VDIAG_VLLM_PYTHON",
               help="With --verify: the interpreter where vLLM imports (env VDIAG_VLLM_PYTHON).")
 @click.option("--explain", is_flag=True, help="Show why each fix ranks where it does, or why it was left out.")
+@click.option("--all-runs", is_flag=True, help="Read every run of a big log fully (by default its last run; earlier ones are counted).")
 @click.option("--color", "colour", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colour: on a terminal only (auto), also into a pipe or file (always), or none (never, as NO_COLOR).")
 @click.option("-q", "--quiet", is_flag=True, help="Print no report: the exit code says what was found.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report to FILE instead of stdout.")
-def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python, explain, colour, quiet,
-             output):
+def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes, vllm_python, explain, all_runs, colour,
+             quiet, output):
     """Diagnose vLLM logs (files, .gz, docker json, journal json; '-' or a pipe for stdin)."""
     use_colour(colour)
 
@@ -143,6 +144,7 @@ def diagnose(files, fmt, launch, rules_dirs, no_gpu, snapshot, then_verify, yes,
         from ..report.incidents import exit_code_for_incidents, label_incidents
 
         options = options_from(launch, rules_dirs, no_gpu, snapshot)
+        options.all_runs = all_runs
         incidents = group_runs(sources_from(files))
         if then_verify and len(incidents) > 1:
             raise VdiagError(f"--verify takes one run; these inputs are {len(incidents)} separate incidents ("

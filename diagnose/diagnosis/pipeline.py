@@ -24,7 +24,9 @@ from ..facts.record import Facts, GpuFact, GpuProcess
 from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
 from ..facts.version import VersionExtractor
 from ..facts.workers import WorkersExtractor
+from ..ingest.earlier_runs import last_run_notes
 from ..ingest.pasted import unwrap_blocks
+from ..ingest.reading import read_pieces
 from ..ingest.source import Source
 from ..knowledge.loader import load_rules
 from ..knowledge.rules import RuleSet
@@ -61,6 +63,7 @@ class Options:
     use_rule_cache: bool = True
     on_bytes: Callable[[int], None] | None = None
     host: Host = field(default_factory=LiveHost)
+    all_runs: bool = False  # read every run of a big log fully, not only its last (see ingest.reading)
 
 
 @dataclass
@@ -103,12 +106,14 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     notes: list[str] = []
     spans: list[tuple[str, int]] = []
     bytes_read = 0
+    sources = list(sources)
     for source in sources:
         spans.append((source.name, result.lines))
-        blocks = unwrap_blocks(source.raw_blocks())
-        if options.on_bytes is not None:
-            blocks = _reporting(blocks, options.on_bytes)
-        scanner.scan(blocks, result, first_line=result.lines + 1)
+        for first_line, blocks in read_pieces(source, options.all_runs or len(sources) > 1):
+            blocks = unwrap_blocks(blocks)
+            if options.on_bytes is not None:
+                blocks = _reporting(blocks, options.on_bytes)
+            scanner.scan(blocks, result, first_line=spans[-1][1] + first_line)
         bytes_read += source.notes.bytes_read
         if source.notes.truncated_lines:
             notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
@@ -147,6 +152,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
     if ctx.launch is None and any(r.fix.changes for d in fired for r in d.fixes):
         notes.append(NO_LAUNCH_NOTE)
+    notes += last_run_notes(sources, [m.text for m in fired[0].evidence] if fired else [])
     seen = None if any(d.basis != "wording" for d in fired) or facts.served else (
         what_was_seen(excerpt.lines(), frames, leftovers, ctx))
     return Outcome(ctx, fired, leftovers[:MAX_UNEXPLAINED], notes, [str(p) for p in ruleset.problems], snapshot, spans,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..util.lazy_pattern import lazy
 
 MAX_LINES = 200
+MAX_REMEMBERED_MESSAGES = 4096
 _ADVICE = lazy(r"(?i)\b(?:try|please|consider|you (?:can|may|should|need to)|to fix|hint|set(?:ting)?|export|increase|"
                r"decrease|lower|reduce|raise)\b")
 
@@ -27,9 +28,16 @@ class AdviceLines:
     def __init__(self) -> None:
         self.lines: dict[int, str] = {}
         self.dropped = 0  # advice lines seen once MAX_LINES were kept
+        self._advises: dict[str, bool] = {}  # the answer of the pattern per message: logs repeat their advice
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
-        if not _ADVICE.search(message[:400]):
+        head = message[:400]
+        advises = self._advises.get(head)
+        if advises is None:
+            if len(self._advises) >= MAX_REMEMBERED_MESSAGES:
+                self._advises.clear()
+            advises = self._advises[head] = _ADVICE.search(head) is not None
+        if not advises:
             return
         if len(self.lines) >= MAX_LINES:
             self.dropped += 1

@@ -25,6 +25,7 @@ class HintExtractor:
                 "graph capturing finished", "dist-packages/vllm/", "/vllm-workspace/", "docker run", "docker compose",
                 "docker-compose", "podman run", "vllm/vllm-openai")
     window = 0
+    repeats_change_nothing = True  # a repeated line adds what it added the first time (scan/repeats)
 
     def __init__(self, hints: set[str]):
         self.hints = hints

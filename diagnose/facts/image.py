@@ -35,6 +35,7 @@ class ImageExtractor:
     literals = ("image:", "docker pull", "podman pull", "pulling from", "downloaded newer image", "image is up to date",
                 "vllm/vllm-openai")
     window = 0
+    repeats_change_nothing = True  # a repeated line adds what it added the first time (scan/repeats)
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts

@@ -11,9 +11,17 @@ from .record import MAX_LAUNCH_CANDIDATES, LaunchCandidate
 # ---------------------------------------------------------------- launch
 
 
+MAX_REMEMBERED_NON_LAUNCHES = 256
+
+
 class LaunchExtractor(ExtractorBase):
     literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "execstart=", "containers:")
     window = 30
+
+    def __init__(self, facts):
+        super().__init__(facts)
+        # texts that parsed to no plausible launch: a log repeats them (every rank's traceback names `vllm serve`)
+        self._not_launches: set[str] = set()
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         from ..launch.parse import looks_like_launch, parse_launch  # imported by the logs that hold a launch line
@@ -26,11 +34,16 @@ class LaunchExtractor(ExtractorBase):
             text = _yaml_block(message, following)
         else:
             text = _continued_command(message, following)
+        if text in self._not_launches:
+            return
         try:
             launch = parse_launch(text)
         except Exception:
-            return
+            launch = None
         if launch is None or not _plausible(launch):
+            if len(self._not_launches) >= MAX_REMEMBERED_NON_LAUNCHES:
+                self._not_launches.clear()
+            self._not_launches.add(text)
             return
         self.facts.launches.append(LaunchCandidate(line_no, launch, text))
 

@@ -69,7 +69,16 @@ class UnexplainedExtractor:
 
     def repeated(self, count: int) -> None:
         """The line fed last came `count` more times (scan/repeats): each is kept already, or counted as dropped."""
-        if self._last_counted and len(self.lines) >= MAX_ERROR_LINES:
+        self.again(self._last_counted, count)
+
+    def memo(self) -> bool:
+        """What a repeat of the line fed last needs to be taken as a count (scan/repeats): whether it was counted."""
+        return self._last_counted
+
+    def again(self, memo: bool, count: int) -> None:
+        """A line fed before (its `memo`) came `count` more times: its text is kept already, or it counts as dropped."""
+        self._last_counted = memo
+        if memo and len(self.lines) >= MAX_ERROR_LINES:
             self.dropped += count
 
 

@@ -21,7 +21,8 @@ from .record import Facts
 MAX_WORKERS = 1024
 MAX_NODES = 16
 _RAY_NODE_ERROR = lazy(r"\(RayWorkerWrapper pid=\d{1,10}, ip=(?P<ip>[\d.]{7,15}|[0-9a-f:]{3,39})\)\s*(?:ERROR|CRITICAL)\b")
-_RANK = lazy(r"(?:\bVllmWorker[ _-]?(?:rank=|TP)|\bWorker_TP|\[rank|\btp_rank=|\bVllmWorker-)(?P<rank>\d{1,4})\b")
+# led by literals, the word boundary before them checked apart: a pattern led by `\b` is tried at every position
+_RANK = lazy(r"(?:VllmWorker[ _-]?(?:rank=|TP)|Worker_TP|tp_rank=|VllmWorker-|\[rank)(?P<rank>\d{1,4})\b")
 
 
 class WorkersExtractor:
@@ -39,6 +40,9 @@ class WorkersExtractor:
         if node and len(self.facts.error_node_ips) < MAX_NODES and node.group("ip") not in self.facts.error_node_ips:
             self.facts.error_node_ips.append(node.group("ip"))
         for match in _RANK.finditer(line[:400]):
+            before = match.start() and line[match.start() - 1]
+            if before and match.group()[0] != "[" and (before.isalnum() or before == "_"):
+                continue  # inside a word: `MyVllmWorker-1` names no worker
             rank = int(match.group("rank"))
             if rank < MAX_WORKERS:
                 self.facts.workers_seen = max(self.facts.workers_seen or 0, rank + 1)

@@ -129,13 +129,19 @@ class _MeteredStream(io.RawIOBase):
         return True
 
     def readinto(self, buffer) -> int:
-        meter = self._meter
-        if not meter._allow_read():
-            return 0
-        data = self._raw.read(min(len(buffer), meter.budget.bytes - meter.bytes))
-        meter.bytes += len(data)
+        data = self.read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to `size` bytes as the raw stream returns them (no copy through a buffer of this stream's own)."""
+        meter = self._meter
+        if not meter._allow_read():
+            return b""
+        left = meter.budget.bytes - meter.bytes
+        data = self._raw.read(left if size is None or size < 0 else min(size, left))
+        meter.bytes += len(data)
+        return data
 
 
 def _end_of_line(block: bytes, count: int) -> int:

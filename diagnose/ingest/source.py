@@ -20,7 +20,7 @@ import io
 import itertools
 import sys
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterable, Iterator
+from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator
 
 from ..util.errors import InputError
 from ..util.safeio import open_regular
@@ -29,6 +29,9 @@ from .emptiness import holds_text
 from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, clean_block, docker_record, envelope_block,
                         journal_export_messages, journal_json_record, text_blocks)
 from .textdetect import as_utf8, looks_binary
+
+if TYPE_CHECKING:  # a small input is read whole: the last-run reading is imported only for a big one
+    from .last_run import Reading
 
 CHUNK_BYTES = 1 << 20
 MAX_LINE_CHARS = 64 * 1024
@@ -55,6 +58,7 @@ class Source:
     name: str
     notes: IngestNotes = field(default_factory=IngestNotes)
     budget: InputBudget = INPUT_BUDGET  # how much of it is read (see budget); VDIAG_MAX_* replace its figures
+    reading: Reading | None = None  # what a last-run reading read fully and only counted (see reading); None: all
 
     def _spent(self, note: str) -> None:
         self.notes.truncated_input = note
@@ -165,7 +169,7 @@ def _chunks(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
     carry = b""
     skipping = False
     while True:
-        chunk = stream.read(CHUNK_BYTES)
+        chunk = _read_chunk(stream)
         if not chunk:
             break
         if skipping:
@@ -185,6 +189,21 @@ def _chunks(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
             yield _cut_long_lines(whole, notes)
     if carry and not skipping:
         yield _cut_long_lines(carry + b"\n", notes)
+
+
+def _read_chunk(stream: BinaryIO) -> bytes:
+    """CHUNK_BYTES of the stream (less at its end): a decompressor or the input's first peek hands out less a time."""
+    chunk = stream.read(CHUNK_BYTES)
+    if not chunk or len(chunk) >= CHUNK_BYTES:
+        return chunk
+    parts, size = [chunk], len(chunk)
+    while size < CHUNK_BYTES:
+        more = stream.read(CHUNK_BYTES - size)
+        if not more:
+            break
+        parts.append(more)
+        size += len(more)
+    return b"".join(parts)
 
 
 def _has_long_line(block: bytes) -> bool:
@@ -222,18 +241,21 @@ def _detect_format(first_line: bytes) -> str:
     return "text"
 
 
-def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str) -> Iterator[bytes]:
+def _raw_blocks(stream: BinaryIO, notes: IngestNotes, name: str, fmt: str | None = None) -> Iterator[bytes]:
+    """The cleaned blocks of `stream`, unwrapped from the envelope of format `fmt` (None: told by its first line)."""
     chunks = _chunks(stream, notes)
     first = next(chunks, None)
     while first is not None and not first.strip():
         first = next(chunks, None)
     if first is None:
         return
-    stripped = first.lstrip()
-    fmt = _detect_format(stripped[: stripped.find(b"\n") + 1 or None])
+    told = fmt is not None  # a part of a file whose start was checked already
+    if not told:
+        stripped = first.lstrip()
+        fmt = _detect_format(stripped[: stripped.find(b"\n") + 1 or None])
     notes.format = fmt
     if fmt == "text":
-        if looks_binary(first):
+        if not told and looks_binary(first):
             raise InputError(f"{name}: looks like binary data, not a log (control bytes or invalid UTF-8); nothing to diagnose")
         yield clean_block(first)
         for chunk in chunks:

@@ -141,6 +141,6 @@ def as_utf8(stream: BinaryIO) -> tuple[BinaryIO, str | None]:
         if encoding == "utf-16-be":
             head = b"\x00" + head
     rest = _Prefixed(head, stream)
-    if encoding in (None, "utf-8"):
-        return io.BufferedReader(rest, buffer_size=READ_BYTES), None if encoding is None else encoding
+    if encoding in (None, "utf-8"):  # read as it comes: the reader asks for blocks of a MiB, no buffer is needed
+        return rest, None if encoding is None else encoding
     return io.BufferedReader(_Transcoded(rest, encoding), buffer_size=READ_BYTES), encoding

@@ -7,7 +7,9 @@ from typing import Iterable
 from ..knowledge.rules import Signature
 from .hits import ScanResult
 from .prefilter import make_finder
-from .scanner import match_line
+
+AUTOMATON_AFTER_LINES = 48
+from .matching import match_line
 
 
 def match_error_lines(signatures: Iterable[Signature], lines: dict[str, int], result: ScanResult) -> None:
@@ -23,15 +25,17 @@ def match_error_lines(signatures: Iterable[Signature], lines: dict[str, int], re
     for index, sig in enumerate(wanted):
         for literal in sig.literals:
             owners.setdefault(literal, set()).add(index)
-    finder = make_finder(owners) if owners else None
-    for message, line_no in sorted(lines.items(), key=lambda item: item[1]):
-        if line_no in taken or finder is None:
-            continue
-        if message.isascii():  # one pass for all literals; str.lower() folds a few non-ASCII letters into ASCII ones
+    todo = sorted(((line_no, message) for message, line_no in lines.items() if line_no not in taken), key=lambda x: x[0])
+    # an automaton of the tables' thousand literals takes longer to build than a crash log's few error lines take
+    # to search one literal at a time
+    finder = make_finder(owners) if owners and len(todo) > AUTOMATON_AFTER_LINES else None
+    lowered = [(literal.lower(), indexes) for literal, indexes in owners.items()]
+    for line_no, message in todo:
+        if message.isascii() and finder is not None:  # one pass for all literals
             encoded = message.encode()
             found = {i for literals in finder.candidates(encoded, len(encoded)).values() for lit in literals for i in owners[lit]}
-        else:
+        else:  # str.lower() folds a few non-ASCII letters into ASCII ones
             low = message.lower()
-            found = {i for literal, indexes in owners.items() if literal in low for i in indexes}
+            found = {i for literal, indexes in lowered if literal in low for i in indexes}
         for index in sorted(found):
             match_line(wanted[index], line_no, message, result)

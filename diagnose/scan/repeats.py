@@ -1,4 +1,5 @@
-"""Runs of identical lines: a line repeated many times in a row is fed once, and its repeats are counted.
+"""Repeated lines: a run of identical lines is fed once and its repeats counted; a message seen before anywhere is
+answered from what was made of it then.
 
 A log that repeats one line (a retry loop, a flood of `RuntimeError: x`) hands every target the same message
 and the same look-ahead window again and again; only the line number changes. Once such a line has been fed,
@@ -6,6 +7,13 @@ the repeats after it whose look-ahead holds only repeats as well are not fed aga
 the line counts them (`SignatureHits.add_repeats`), and an extractor is told how many came (`repeated(count)`).
 The scanner takes this path only when every target of the line is a signature or has `repeated`; the others
 see every line.
+
+A message seen before, not in a row (every rank, every retry and restart logs the same lines between others), on a
+line with the same literals, at the same level, where no target reads the lines after it, is a repeat too
+(`SeenMessages`): each signature gives the answer it gave then (its count and latest line move on, no pattern
+runs), an extractor that declares `repeats_change_nothing` (what it keeps is a set, or only the first) is not fed,
+one with `memo()` and `again(memo, count)` is told it came again, and every other extractor (those that keep the
+latest value, or line numbers: Memory, Phase, Advice, Launch...) is fed as always.
 
 >>> block = b"ab\\nab\\nab\\nab\\ncd\\n"
 >>> run_length(block, 0, 2, len(block)), run_length(block, 0, 2, 7), run_length(block, 12, 14, len(block))
@@ -15,6 +23,35 @@ see every line.
 from __future__ import annotations
 
 from .hits import ScanResult
+
+MAX_SEEN_MESSAGES = 4096  # messages remembered; forgotten all at once past this
+MAX_SEEN_MESSAGE_CHARS = 1000  # a longer message is handled as new each time (the memory stays bounded)
+SKIP = object()  # the answer of an extractor that a repeat tells nothing
+FEED = object()  # the answer of an extractor that is fed every line, repeats too
+
+
+class SeenMessages:
+    """(literals, message, level) → what each target made of the message: True/False for a signature, SKIP or
+    a memo for an extractor."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple, dict[int, object]] = {}
+
+    def get(self, key: tuple) -> dict[int, object] | None:
+        return self._seen.get(key)
+
+    def remember(self, key: tuple, answers: dict[int, object]) -> None:
+        if len(self._seen) >= MAX_SEEN_MESSAGES:
+            self._seen.clear()
+        self._seen[key] = answers
+
+
+def answer_of(target) -> object:
+    """What a repeat of the line an extractor was just fed needs: SKIP, its memo, or FEED (feed it again)."""
+    if getattr(target, "repeats_change_nothing", False):
+        return SKIP
+    memo = getattr(target, "memo", None)
+    return memo() if memo is not None else FEED
 
 
 def run_length(data: bytes, start: int, end: int, cut: int) -> int:

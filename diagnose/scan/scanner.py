@@ -16,24 +16,22 @@ and counted, and the report says so.
 
 from __future__ import annotations
 
-import time
 from bisect import bisect_left
 from typing import Iterable, Iterator, Protocol, Sequence
 
-from ..ingest.lineformat import MAX_EXTRACTOR_LINE_CHARS, below_error_level
-from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
-from .hits import MAX_EVIDENCE_PER_SIGNATURE, ScanResult, SignatureHits, named_captures
+from ..knowledge.rules import Signature
+from .hits import MAX_EVIDENCE_PER_SIGNATURE, ScanResult
+from .matching import TIMED_OUT, below_error_level_raw, record, search
+from .feeding import SIGNATURE, WITH_LEVEL, feed, kind_of
 from .prefilter import make_finder
-from .repeats import count_repeats, may_skip_repeats, run_length
+from .repeats import (FEED, MAX_SEEN_MESSAGE_CHARS, SKIP, SeenMessages, answer_of, count_repeats, may_skip_repeats,
+                      run_length)
 from .retire import Retirement
 from .shapes import digit_blind, shape_of
 from .window import MAX_LOOKAHEAD_LINES, LineMessages, Window
 
 MAX_REMEMBERED_ANSWERS = 8192  # (pattern, text) answers kept for repeated messages; forgotten all at once past this
 _UNSEEN = object()
-_TIMED_OUT = object()
-# how a target is fed a line (worked out once per set of literals, not per line)
-_SIGNATURE, _PLAIN, _WITH_LITERALS, _WITH_HEADER, _WITH_LEVEL = "signature", "plain", "literals", "header", "level"
 
 
 class Extractor(Protocol):
@@ -71,17 +69,19 @@ class Scanner:
         for target in (t for ts in self._targets.values() for t in ts):
             self._rank.setdefault(id(target), len(self._rank))
         self._every_literal = tuple(self._targets)
-        self._finder = make_finder(self._every_literal)
+        self._finder = None  # built for the literals in use at the first block (an automaton takes ms to build)
         self._retirement = Retirement(self._targets)
         self._by_literals: dict[frozenset[str], list] = {}  # a line's literals → its targets (lines repeat their sets)
         self._answers: dict[tuple[str, str], dict[str, str] | None] = {}  # (pattern, text) → the captures, or None
         self._shapes: dict[tuple[str, str], bool] = {}  # (digit-blind pattern, text's shape) → whether it matches
         self._shaped: tuple[str | None, str] = (None, "")  # the last text shaped, and its shape
+        self._seen = SeenMessages()  # messages answered before (see repeats)
+        self._messages: dict[bytes, str] = {}  # raw lines split into their message before (see window)
         self._lookahead = min(MAX_LOOKAHEAD_LINES, max([t.window for ts in self._targets.values() for t in ts] + [1]))
 
     @property
     def engine(self) -> str:
-        return self._finder.name
+        return (self._finder or make_finder(self._every_literal)).name
 
     def scan(self, blocks: Iterable[bytes | str], result: ScanResult | None = None, first_line: int = 1) -> ScanResult:
         """Scan blocks of whole lines; line numbers start at `first_line` (to continue over several sources)."""
@@ -93,7 +93,7 @@ class Scanner:
                 block = block.encode("utf-8", "surrogatepass")
             data = tail + block
             cut = len(data) if is_last else _start_of_last_lines(data, self._lookahead)
-            if self._retirement.refresh():
+            if self._retirement.refresh() or self._finder is None:
                 self._use_literals_in_use()
             self._scan_block(data, tail_first_line, cut, result)
             for reader in self._block_readers:
@@ -109,7 +109,7 @@ class Scanner:
             return
         line_no = first_line
         previous = 0
-        messages = LineMessages(data)
+        messages = LineMessages(data, self._messages)
         lookahead = self._lookahead
         retirement = self._retirement
         order, index = sorted(candidates), 0
@@ -117,48 +117,60 @@ class Scanner:
             start = order[index]
             index += 1
             literals = candidates[start]
-            targets, asks = self._targets_for(literals)
+            targets, asks, windowless, level_matters = self._targets_for(literals)
             if not targets:
                 continue  # every extractor this line could feed already knows what the line would tell it
             line_no += data.count(b"\n", previous, start)
             previous = start
             message, end = messages.at(start)
             quiet: bool | None = None  # an INFO/WARNING/DEBUG line, worked out only when a target asks
+            if level_matters:
+                quiet = below_error_level_raw(data[start:min(end, start + 400)])
+            answers = seen = None  # what each target made of this message when it was seen before (see repeats)
+            if windowless and len(message) <= MAX_SEEN_MESSAGE_CHARS:
+                memo_key = (frozenset(literals), message, quiet)
+                answers = seen = self._seen.get(memo_key)
+                if answers is None:
+                    answers = {}
             following = Window(messages, end, lookahead)  # decoded line by line, only as far as a target reads
             matched: list[Signature] = []  # the signatures that counted this line, and how many timed out on it
             timed_out = 0
             for kind, target in targets:
-                if kind is _SIGNATURE:
-                    if target.family and not target.any_level:
-                        if quiet is None:
-                            quiet = _below_error_level(data[start:min(end, start + 400)])
-                        if quiet:
-                            continue  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
-                    outcome = self._match_once(target, line_no, message, following, result)
+                answer = _UNSEEN if seen is None else seen.get(id(target), _UNSEEN)
+                if kind is SIGNATURE:
+                    if answer is False or (answer is True and self._match_again(target, line_no, message, result)):
+                        if answer:
+                            matched.append(target)
+                        continue
+                    if target.family and not target.any_level and quiet:
+                        outcome = False  # a tolerant pattern only counts on error lines: vLLM retries, warns, goes on
+                    else:
+                        outcome = self._match_once(target, line_no, message, following, result)
                     if outcome:
                         matched.append(target)
                     elif outcome is None:
                         timed_out += 1
-                elif kind is _PLAIN:
-                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window))
-                elif kind is _WITH_LITERALS:  # told which of its literals the line holds: no search for each of them
-                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window),
-                                found=literals | retirement.idle_of(target) if retirement.idle else literals)  # a superset is enough
-                elif kind is _WITH_HEADER:  # the line as logged, header included
-                    target.feed(line_no, data[start:min(end, start + MAX_EXTRACTOR_LINE_CHARS)].decode("utf-8", "replace"),
-                                following.first(target.window))
-                else:  # _WITH_LEVEL: told whether the line was logged below ERROR
-                    if quiet is None:
-                        quiet = _below_error_level(data[start:min(end, start + 400)])
-                    target.feed(line_no, message[:MAX_EXTRACTOR_LINE_CHARS], following.first(target.window), quiet=quiet)
+                    if answers is not None and outcome is not None:
+                        answers[id(target)] = bool(outcome)
+                    continue
+                if answer is SKIP:
+                    continue
+                if answer is not _UNSEEN and answer is not FEED:
+                    target.again(answer, 1)
+                    continue
+                feed(kind, target, line_no, message, following, literals, retirement, data, start, end, quiet)
+                if answers is not None:
+                    answers[id(target)] = answer_of(target)
+            if seen is None and answers is not None and not timed_out:
+                self._seen.remember(memo_key, answers)
             if asks and retirement.idle and retirement.woken(targets):  # e.g. a restart after a serve: the rest anew
                 retirement.refresh()
                 self._use_literals_in_use()
                 candidates = self._finder.candidates(data, cut)
                 order, index = [later for later in sorted(candidates) if later > start], 0
             elif not asks and (skipped := run_length(data, start, end, cut) - lookahead) > 0 \
-                    and may_skip_repeats(targets, _SIGNATURE):  # the same line again and again: counted, not fed
-                count_repeats(matched, timed_out, targets, _SIGNATURE, result, line_no + 1, skipped)
+                    and may_skip_repeats(targets, SIGNATURE):  # the same line again and again: counted, not fed
+                count_repeats(matched, timed_out, targets, SIGNATURE, result, line_no + 1, skipped)
                 previous = start + (end + 1 - start) * skipped  # the last repeat skipped
                 line_no += skipped
                 index = bisect_left(order, previous + 1, index)
@@ -169,9 +181,10 @@ class Scanner:
         idle = self._retirement.idle
         self._finder = make_finder([lit for lit in self._every_literal if lit not in idle], like=self._finder)
 
-    def _targets_for(self, literals: set[str]) -> tuple[list, bool]:
-        """The targets of a line's literals, each once and with how it is fed; an extractor that says it needs none
-        of them is left out."""
+    def _targets_for(self, literals: set[str]) -> tuple[list, bool, bool, bool]:
+        """The targets of a line's literals, each once and with how it is fed (an extractor that says it needs none
+        of them is left out); whether one that asks was among them; whether none reads the lines after the line;
+        whether one reads the line's level."""
         key = frozenset(literals)
         entry = self._by_literals.get(key)
         if entry is None:
@@ -179,14 +192,34 @@ class Scanner:
                 self._by_literals.clear()
             unique = {id(t): t for literal in key for t in self._targets[literal]}
             ordered = sorted(unique.values(), key=lambda t: self._rank[id(t)])
-            entry = [(_kind(t), t, getattr(t, "needs", None)) for t in ordered]
-            if all(needs is None for _, _, needs in entry):
-                entry = [(kind, t) for kind, t, _ in entry]  # the same targets for every line with these literals
+            pairs = [(kind_of(t), t, getattr(t, "needs", None)) for t in ordered]
+            windowless = all(t.window == 0 for t in ordered)
+            level_matters = any(kind is WITH_LEVEL or (kind is SIGNATURE and t.family and not t.any_level)
+                                for kind, t, _ in pairs)
+            asking = not all(needs is None for _, _, needs in pairs)
+            entry = (pairs if asking else [(kind, t) for kind, t, _ in pairs], asking, windowless, level_matters)
             self._by_literals[key] = entry
-        if len(entry[0]) == 2:
-            return entry, False
+        pairs, asking, windowless, level_matters = entry
+        if not asking:
+            return pairs, False, windowless, level_matters
         # and whether an extractor that asks was among them: only a line fed to one can make an idle literal needed
-        return [(kind, t) for kind, t, needs in entry if needs is None or needs(literals)], True
+        return ([(kind, t) for kind, t, needs in pairs if needs is None or needs(literals)], True, windowless,
+                level_matters)
+
+    def _match_again(self, sig: Signature, line_no: int, message: str, result: ScanResult) -> bool:
+        """Record a match of a windowless signature on a message it matched before, without running it; False when
+        what it captured is not at hand (the caller then matches it as new)."""
+        hits = result.hits.get(sig.key)
+        if hits is None:
+            return False
+        if len(hits.first) >= MAX_EVIDENCE_PER_SIGNATURE:  # only the latest is read now: captured if it is read
+            hits.add_unread(line_no, message, message)
+            return True
+        captures = self._answers.get((sig.regex, message))
+        if captures is None:  # forgotten since (the remembered answers are bounded)
+            return False
+        record(sig, line_no, message, captures, result)
+        return True
 
     def _match_once(self, sig: Signature, line_no: int, message: str, following: Sequence[str],
                     result: ScanResult) -> bool | None:
@@ -211,15 +244,15 @@ class Scanner:
             if len(self._answers) >= MAX_REMEMBERED_ANSWERS:
                 self._answers.clear()
                 self._shapes.clear()
-            captures = _search(sig, text, result)
-            if captures is _TIMED_OUT:
+            captures = search(sig, text, result)
+            if captures is TIMED_OUT:
                 return None
             self._answers[key] = captures
             if shape is not None:
                 self._shapes[shape] = captures is not None
         if captures is None:
             return False
-        _record(sig, line_no, message, captures, result)
+        record(sig, line_no, message, captures, result)
         return True
 
     def _shape_of(self, text: str) -> str:
@@ -228,54 +261,6 @@ class Scanner:
             self._shaped = (text, shape_of(text))
         return self._shaped[1]
 
-
-
-def match_line(sig: Signature, line_no: int, message: str, result: ScanResult) -> None:
-    """Match one signature against one line's message, as the scan does, and record what it finds."""
-    captures = _search(sig, message, result)
-    if captures is not None and captures is not _TIMED_OUT:
-        _record(sig, line_no, message, captures, result)
-
-
-def _kind(target) -> str:
-    if isinstance(target, Signature):
-        return _SIGNATURE
-    if getattr(target, "reads_header", False):
-        return _WITH_HEADER
-    if getattr(target, "reads_level", False):
-        return _WITH_LEVEL
-    return _WITH_LITERALS if getattr(target, "reads_literals", False) else _PLAIN
-
-
-def _search(sig: Signature, text: str, result: ScanResult):
-    """The named captures of the signature's match in `text`, None for no match, `_TIMED_OUT` when not run to the end."""
-    remaining = result.regex_budget_s - result.regex_seconds
-    if remaining <= 0:
-        result.regex_timeouts += 1
-        return _TIMED_OUT
-    began = time.perf_counter()
-    try:
-        found = sig.compiled().search(text, timeout=min(REGEX_TIMEOUT_S, remaining))
-    except TimeoutError:
-        result.regex_timeouts += 1
-        return _TIMED_OUT
-    finally:
-        result.regex_seconds += time.perf_counter() - began
-    return None if found is None else named_captures(found)
-
-
-def _record(sig: Signature, line_no: int, message: str, captures: dict[str, str], result: ScanResult) -> None:
-    hits = result.hits.get(sig.key)
-    if hits is None:
-        hits = result.hits[sig.key] = SignatureHits(sig)
-    hits.add(line_no, message, captures)
-
-
-def _below_error_level(head: bytes) -> bool:
-    """`below_error_level` of a raw line's first bytes; a line naming no quiet level is answered without a regex."""
-    if b"INFO" not in head and b"WARN" not in head and b"DEBUG" not in head:
-        return False
-    return below_error_level(head.decode("utf-8", "replace"))
 
 
 def _with_lookahead(blocks: Iterable) -> Iterator[tuple]:

@@ -10,13 +10,30 @@ MAX_LOOKAHEAD_LINES = 40
 MAX_WINDOW_LINE_CHARS = 2000
 
 
-class LineMessages:
-    """Each line of a block split into its message once, however many windows look at it."""
+MAX_REMEMBERED_MESSAGES = 4096  # raw lines whose message is kept (see `LineMessages`); forgotten all at once past this
+MAX_REMEMBERED_LINE_BYTES = 1000
 
-    def __init__(self, data: bytes):
+
+class LineMessages:
+    """Each line of a block split into its message once, however many windows look at it; and a line seen before
+    as it is (every rank, every retry logs the same bytes) not split again: `remembered` (raw line → message)
+    outlives the block."""
+
+    def __init__(self, data: bytes, remembered: dict[bytes, str] | None = None):
         self.data = data
         self._lines: dict[int, tuple[str, int]] = {}  # start → (message, end)
         self._windows: dict[int, tuple[str, int]] = {}  # start → (message of the first MAX_WINDOW_LINE_CHARS, end)
+        self._remembered = {} if remembered is None else remembered
+
+    def _message(self, raw: bytes) -> str:
+        if len(raw) > MAX_REMEMBERED_LINE_BYTES:
+            return message_of(raw.decode("utf-8", "replace"))
+        message = self._remembered.get(raw)
+        if message is None:
+            if len(self._remembered) >= MAX_REMEMBERED_MESSAGES:
+                self._remembered.clear()
+            message = self._remembered[raw] = message_of(raw.decode("utf-8", "replace"))
+        return message
 
     def _end(self, start: int) -> int:
         end = self.data.find(b"\n", start)
@@ -26,7 +43,7 @@ class LineMessages:
         found = self._lines.get(start)
         if found is None:
             end = self._end(start)
-            found = self._lines[start] = (message_of(self.data[start:end].decode("utf-8", "replace")), end)
+            found = self._lines[start] = (self._message(self.data[start:end]), end)
         return found
 
     def after(self, end: int) -> tuple[str, int] | None:
@@ -37,8 +54,7 @@ class LineMessages:
         found = self._windows.get(pos)
         if found is None:
             nxt = self._end(pos)
-            text = self.data[pos:min(nxt, pos + MAX_WINDOW_LINE_CHARS)].decode("utf-8", "replace")
-            found = self._windows[pos] = (message_of(text), nxt)
+            found = self._windows[pos] = (self._message(self.data[pos:min(nxt, pos + MAX_WINDOW_LINE_CHARS)]), nxt)
         return found
 
     def forget_before(self, start: int) -> None:
