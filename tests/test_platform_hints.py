@@ -30,3 +30,13 @@ def test_a_log_from_another_platform_gets_no_nvidia_advice(head, platform):
 def test_the_same_error_from_a_gpu_keeps_the_gpu_levers():
     text = _texts(diagnose_text(KV_TOO_SMALL).report)
     assert "--kv-cache-dtype" in text
+
+
+def test_a_stats_line_is_not_a_candidate_for_the_platform_words():
+    """`npu` and `hpu` are inside "input" and "throughput": every stats line of a month was fed to the extractor."""
+    from diagnose.facts.platform_hints import PlatformHintExtractor
+
+    stats = ("INFO 05-14 00:10:16 [loggers.py:116] Engine 000: Avg prompt throughput: 512.3 tokens/s, Avg generation "
+             "throughput: 88.1 tokens/s, Running: 4 reqs, input tokens 1024, GPU KV cache usage: 12.5%").lower()
+    assert [word for word in PlatformHintExtractor.literals if word in stats] == []
+    assert any(word in "ran on an npu: out of memory" for word in PlatformHintExtractor.literals)

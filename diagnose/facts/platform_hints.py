@@ -28,8 +28,11 @@ _PLATFORMS = (
 class PlatformHintExtractor:
     """The first non-NVIDIA platform the log's paths, variables or names show."""
 
-    literals = ("tpu_", "tpu/", "torch_xla", "pallas", "ascend", "npu", "hccl", "habana", "gaudi", "hpu",
-                "intel_extension", "xpu", "oneccl", "arc a", "neuron", "inferentia", "trainium")
+    # the words NPU, HPU and XPU only with the space, slash or bracket that ends them: bare, "npu" and "hpu" are in
+    # every "input" and "throughput" of a stats line, which made each of them a candidate line
+    literals = ("tpu_", "tpu/", "torch_xla", "pallas", "ascend", "torch_npu", " npu", "npu ", "npu:", "(npu", "hccl",
+                "habana", "gaudi", " hpu", "hpu ", "hpu:", "(hpu", "intel_extension", " xpu", "xpu ", "xpu:", "(xpu",
+                "oneccl", "arc a3", "arc a5", "arc a7", "neuron", "inferentia", "trainium")
     window = 0
 
     def __init__(self, facts: Facts):
