@@ -95,6 +95,14 @@ def _cudagraph_estimate(ctx: Context) -> bool:
     return bool(figures.get("cudagraph_estimate_gib") or figures.get("cudagraph_estimate_share"))
 
 
+@predicate("checkpoint-exceeds-available-ram")
+def _checkpoint_exceeds_ram(ctx: Context) -> bool:
+    """The safetensors loader logged a checkpoint larger than the RAM available to the process (cgroup included)."""
+    figures = ctx.facts.memory
+    checkpoint, ram = figures.get("checkpoint_gib"), figures.get("available_ram_gib")
+    return checkpoint is not None and ram is not None and checkpoint > ram
+
+
 @predicate("low-utilization")
 def _low_util(ctx: Context) -> bool:
     given = ctx.utilization_given()

@@ -36,6 +36,9 @@ MEMORY_PATTERNS: list[tuple[str, re.Pattern, str]] = [
     ("KV cache is needed", lazy(r"\((?P<need>[\d.]{1,32} ?G(?:i)?B) KV cache is needed, which is larger than the available KV cache memory \((?P<have>-?[\d.]{1,32} ?G(?:i)?B)\)"), "kv_needed"),
     ("stored in KV cache (", lazy(r"maximum number of tokens that can be stored in KV cache \((?P<tokens>[\d,]{1,32})\)"), "kv_tokens"),
     ("max seq len (", lazy(r"max seq len \((?P<len>[\d,]{1,32})\)"), "max_len"),
+    # the safetensors loader (0.2x weight_utils.py): the checkpoint's size and the RAM available, cgroup limits honoured
+    ("Available RAM: ", lazy(r"Checkpoint size: (?P<checkpoint>[\d.]{1,32}) GiB\. Available RAM: (?P<ram>[\d.]{1,32}) GiB"),
+     "checkpoint_ram"),
 ]
 
 
@@ -56,7 +59,7 @@ class MemoryExtractor(ExtractorBase):
     literals = ("weights took", "model loading took", "total_gpu_memory", "model weights take", " blocks: ",
                 "available kv cache memory", "kv cache size:", "maximum concurrency", "free memory on device",
                 "available memory on node", "explicitly set", "estimated maximum model length", "kv cache is needed",
-                "stored in kv cache", "graph capturing finished", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len",
+                "stored in kv cache", "graph capturing finished", "available ram: ", "tried to allocate", "total capacity", "total capacty", "memory in use", "max seq len",
                 *ERA_LITERALS)
 
     def __init__(self, facts):
@@ -136,6 +139,9 @@ class MemoryExtractor(ExtractorBase):
                 memory["cudagraph_gib"] = parse_float(g["graphs"])
             elif kind == "graphs":
                 memory["cudagraph_gib"] = parse_float(g["graphs"])
+            elif kind == "checkpoint_ram":
+                memory["checkpoint_gib"] = parse_float(g["checkpoint"])
+                memory["available_ram_gib"] = parse_float(g["ram"])
             elif kind == "max_len":
                 memory["max_model_len"] = parse_int(g["len"])
         if matched:
