@@ -209,3 +209,18 @@ def test_inputs_read_as_one_run_are_read_whole(tmp_path, small_limits):
     diagnose(sources, Options(gpu_mode="none", host=SealedHost(), on_bytes=fed.append))
     assert [s.reading for s in sources] == [None, None]
     assert sum(fed) >= older.stat().st_size + newer.stat().st_size
+
+
+def test_a_big_file_read_by_its_last_run_is_input_not_an_empty_one(tmp_path, small_limits):
+    from diagnose.ingest.emptiness import no_input
+
+    log = tmp_path / "loop.log"
+    log.write_text(crash_loop(40), encoding="utf-8")
+    _, source, _ = run(log)
+    assert source.reading is not None  # read by its last run, not whole
+    assert source.notes.holds_text and source.notes.lines_read > 0 and source.notes.bytes_read > 0
+    assert no_input([source]) is None
+    blank = tmp_path / "blank.log"
+    blank.write_bytes(b"\n" * (200 << 10))
+    _, blank_source, _ = run(blank)
+    assert "held only blank lines" in no_input([blank_source])

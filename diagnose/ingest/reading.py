@@ -51,7 +51,7 @@ def read_pieces(source: Source, all_runs: bool = False) -> Iterator[tuple[int, I
             if meter.spent:
                 return
             part = meter.stream(_FileRange(handle, piece))
-            yield piece.first_line, meter.lines_of(_raw_blocks(part, source.notes, source.name, way))
+            yield piece.first_line, source.noted(meter, meter.lines_of(_raw_blocks(part, source.notes, source.name, way)))
 
 
 def _compare_in_file(name: str, reading, key: str) -> int | None:

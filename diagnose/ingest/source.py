@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator
 
 from ..util.errors import InputError
 from ..util.safeio import open_regular
-from .budget import INPUT_BUDGET, InputBudget
+from .budget import INPUT_BUDGET, BudgetMeter, InputBudget
 from .emptiness import holds_text
 from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, clean_block, docker_record, envelope_block,
                         journal_export_messages, journal_json_record, text_blocks)
@@ -75,14 +75,21 @@ class Source:
         raw = self.open_binary()
         try:
             stream = as_utf8(meter.stream(_maybe_gunzip(raw, self)))[0]
-            for block in meter.lines_of(_raw_blocks(stream, self.notes, self.name)):
+            yield from self.noted(meter, meter.lines_of(_raw_blocks(stream, self.notes, self.name)))
+        finally:
+            if raw is not sys.stdin.buffer:
+                raw.close()
+
+    def noted(self, meter: BudgetMeter, blocks: Iterator[bytes]) -> Iterator[bytes]:
+        """`blocks` as they are, with what was read recorded in the notes: whether any text was (an input of blank
+        lines or journal markers only is no input), and the lines and bytes so far."""
+        try:
+            for block in blocks:
                 if not self.notes.holds_text:
                     self.notes.holds_text = holds_text(block, self.notes.marker_lines)
                 yield block
         finally:
             self.notes.lines_read, self.notes.bytes_read = meter.lines, meter.bytes
-            if raw is not sys.stdin.buffer:
-                raw.close()
 
     def blocks(self) -> Iterator[str]:
         """The same blocks decoded to text (invalid UTF-8 replaced)."""
