@@ -26,6 +26,7 @@ from ..util.errors import InputError
 from ..util.safeio import open_regular
 from .budget import INPUT_BUDGET, BudgetMeter, InputBudget
 from .emptiness import holds_text
+from .gzip_input import maybe_gunzip
 from .envelopes import (DOCKER_FIELD, JOURNAL_FIELD, clean_block, docker_record, envelope_block,
                         journal_export_messages, journal_json_record, text_blocks)
 from .textdetect import as_utf8, looks_binary
@@ -74,15 +75,14 @@ class Source:
         meter = self.budget.with_environment().meter(self._spent)
         raw = self.open_binary()
         try:
-            stream = as_utf8(meter.stream(_maybe_gunzip(raw, self)))[0]
+            stream = as_utf8(meter.stream(maybe_gunzip(raw, self)))[0]
             yield from self.noted(meter, meter.lines_of(_raw_blocks(stream, self.notes, self.name)))
         finally:
             if raw is not sys.stdin.buffer:
                 raw.close()
 
     def noted(self, meter: BudgetMeter, blocks: Iterator[bytes]) -> Iterator[bytes]:
-        """`blocks` as they are, with what was read recorded in the notes: whether any text was (an input of blank
-        lines or journal markers only is no input), and the lines and bytes so far."""
+        """`blocks`, with whether any text was read (see emptiness), and the lines and bytes, in the notes."""
         try:
             for block in blocks:
                 if not self.notes.holds_text:
@@ -93,8 +93,7 @@ class Source:
 
     def blocks(self) -> Iterator[str]:
         """The same blocks decoded to text (invalid UTF-8 replaced)."""
-        for block in self.raw_blocks():
-            yield block.decode("utf-8", "replace")
+        return (block.decode("utf-8", "replace") for block in self.raw_blocks())
 
 
 class TextSource(Source):
@@ -129,46 +128,6 @@ def _pasted(terminal: BinaryIO, most: int) -> BinaryIO:
         parts.append(part)
         size += len(part)
     return io.BytesIO(b"".join(parts))
-
-
-def _maybe_gunzip(raw: BinaryIO, source: Source) -> BinaryIO:
-    head = _peek(raw, 2)
-    if head == b"\x1f\x8b":
-        return _TolerantGzip(raw, source)
-    return raw
-
-
-def _peek(raw: BinaryIO, size: int) -> bytes:
-    if hasattr(raw, "peek"):
-        return raw.peek(size)[:size]
-    if raw.seekable():
-        pos = raw.tell()
-        data = raw.read(size)
-        raw.seek(pos)
-        return data
-    return b""
-
-
-class _TolerantGzip(io.RawIOBase):
-    """A gzip reader that turns a truncated or corrupt stream into end-of-input plus a note."""
-
-    def __init__(self, raw: BinaryIO, source: Source):
-        import gzip  # only a compressed input pays for importing it
-        import zlib
-
-        self._inner = gzip.GzipFile(fileobj=raw)
-        self._source = source
-        self._errors = (EOFError, gzip.BadGzipFile, zlib.error, OSError)
-
-    def readable(self) -> bool:
-        return True
-
-    def read(self, size: int = -1) -> bytes:
-        try:
-            return self._inner.read1(65536 if size is None or size < 0 else min(size, 65536))
-        except self._errors as exc:
-            self._source.notes.truncated_input = f"compressed input ends early or is corrupt ({exc}); diagnosed what could be read"
-            return b""
 
 
 def _chunks(stream: BinaryIO, notes: IngestNotes) -> Iterator[bytes]:
