@@ -48,6 +48,8 @@ _NEW_LINE = lazy(
     r"^\s*(?:$|\(|\[|\{|<|\||\+|#|>|\$|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL)\b|Traceback|File \"|"
     r"\d{4}-\d\d-\d\d|\d\d-\d\d \d\d:|[A-Z][a-z]{2} [ \d]\d \d\d:|[A-Za-z_.]*(?:Error|Exception|Warning)\b)")
 _TABLE_EDGE = ("|", "+", "=", "-")
+_COLUMN_GAP = lazy(r"\S {2,}(?=\S)")
+MIN_SHARED_COLUMNS = 2
 
 
 def detect_wrap_width(sample: bytes) -> int | None:
@@ -68,7 +70,7 @@ def detect_wrap_width(sample: bytes) -> int | None:
     if width < MIN_WIDTH:
         return None
     full = [i for i, line in enumerate(lines[:-1]) if len(line) == width and not line.endswith(_TABLE_EDGE)]
-    continued = [i for i in full if _continues(lines[i + 1])]
+    continued = [i for i in full if _continues(lines[i + 1]) and not _same_columns(lines[i], lines[i + 1])]
     if not full or len(continued) < MIN_CONTINUATION_SHARE * len(full):
         return None  # the longest lines are followed by new log lines: they are whole lines, not wrapped
     if len(continued) >= MIN_WRAPPED_LINES and len(full) >= MIN_SHARE * sum(lengths.values()):
@@ -80,6 +82,22 @@ def detect_wrap_width(sample: bytes) -> int | None:
 
 def _cut_inside_a_word(line: str, following: str) -> bool:
     return bool(line) and bool(following) and (line[-1].isalnum() or line[-1] in "_/-") and following[0].isalnum()
+
+
+def _same_columns(line: str, following: str) -> bool:
+    """Two rows of one table (`kubectl get pods`, `nvidia-smi`'s process list): padded to the same width, their
+    columns start at the same places after a gap of two spaces or more; a wrapped line's rest shares no such column.
+
+    >>> _same_columns("NAME      READY   STATUS    AGE", "vllm-0    0/1     Pending   3m")
+    True
+    >>> _same_columns("torch.OutOfMemoryError: CUDA out of memory. GPU ", "0 has a total capacity of 44.42 GiB")
+    False
+    """
+    return len(_column_starts(line) & _column_starts(following)) >= MIN_SHARED_COLUMNS
+
+
+def _column_starts(line: str) -> set[int]:
+    return {match.end() for match in _COLUMN_GAP.finditer(line)}
 
 
 def _continues(line: str) -> bool:
@@ -96,7 +114,7 @@ def unwrap_block(block: bytes, width: int) -> bytes:
         pending.append(line)
         text = line.decode("utf-8", "replace").rstrip("\r")
         nxt = lines[index + 1].decode("utf-8", "replace") if index + 1 < len(lines) else ""
-        if len(text) == width and not text.endswith(_TABLE_EDGE) and _continues(nxt):
+        if len(text) == width and not text.endswith(_TABLE_EDGE) and _continues(nxt) and not _same_columns(text, nxt):
             if pending[-1].endswith(b"\r"):
                 pending[-1] = pending[-1][:-1]
             continue
