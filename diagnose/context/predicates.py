@@ -173,6 +173,12 @@ def _systemd_unit(ctx: Context) -> bool:
     return ctx.captures.get("unit", "").endswith(".service")
 
 
+@predicate("pod-evidence")
+def _pod(ctx: Context) -> bool:
+    """kubectl's pod or event lines, or the launch read from a pod spec: a fix is a change to the pod's spec."""
+    return ctx.facts.pod.seen or (ctx.launch is not None and ctx.launch.frame == "kubernetes")
+
+
 @predicate("startup-progressed")
 def _startup_progressed(ctx: Context) -> bool:
     """The start-up had got as far as loading the weights (a slow start-up rather than one stuck at its beginning)."""

@@ -51,6 +51,27 @@ class LaunchCandidate:
 
 
 @dataclass
+class PodFacts:
+    """What `kubectl describe pod` / `get events` (or a manifest) showed of the pod vLLM ran in (facts/pod.py)."""
+
+    seen: bool = False  # the input holds kubectl's pod or event lines
+    name: str | None = None  # the pod's name (describe's `Name:`)
+    container: str | None = None  # the container the events or the description name
+    probes: dict[str, dict[str, int]] = field(default_factory=dict)  # kind → delay_s, period_s, failure_threshold
+    probe_killed: str | None = None  # "startup" or "liveness": the kubelet killed the container for it
+    restart_count: int | None = None
+    last_reason: str | None = None  # how the container last ended (OOMKilled, Error)
+    last_exit_code: int | None = None
+    memory_limit: str | None = None  # limits.memory as written (20G, 200Gi)
+    gpu_limit: int | None = None  # limits nvidia.com/gpu
+
+    def probe_budget_s(self, kind: str) -> int | None:
+        """initialDelaySeconds + failureThreshold × periodSeconds of a probe the paste shows, in seconds."""
+        probe = self.probes.get(kind)
+        return probe["delay_s"] + probe["failure_threshold"] * probe["period_s"] if probe else None
+
+
+@dataclass
 class Facts:
     """What the extractors read from the log, beyond the rules' signatures."""
 
@@ -77,6 +98,7 @@ class Facts:
     container_image: str | None = None  # named in the input without a `docker run` line (facts/image.py)
     processes_dropped: int = 0  # processes named after MAX_PROCESSES others were
     gpus_dropped: int = 0
+    pod: PodFacts = field(default_factory=PodFacts)
 
     def gpu(self, index: int | None) -> GpuFact:
         """The GPU of that index; past MAX_GPUS indexes a GPU is counted in `gpus_dropped` and not kept."""

@@ -201,7 +201,7 @@ def docker_option(ctx: Context, params: dict) -> Fix | None:
 def _in_kubernetes(ctx: Context) -> bool:
     launch = ctx.launch
     return (launch is not None and launch.frame == "kubernetes") or (
-        "kubernetes" in ctx.text_hints and (launch is None or launch.form != "docker"))
+        ("kubernetes" in ctx.text_hints or ctx.facts.pod.seen) and (launch is None or launch.form != "docker"))
 
 
 def _as_pod_spec(ctx: Context, option: str, params: dict) -> Fix | None:
