@@ -179,6 +179,11 @@ def _pod(ctx: Context) -> bool:
     return ctx.facts.pod.seen or (ctx.launch is not None and ctx.launch.frame == "kubernetes")
 
 
+@predicate("helm-values-launch")
+def _helm_values(ctx: Context) -> bool:
+    return ctx.launch is not None and ctx.launch.frame == "helm-values"
+
+
 @predicate("startup-progressed")
 def _startup_progressed(ctx: Context) -> bool:
     """The start-up had got as far as loading the weights (a slow start-up rather than one stuck at its beginning)."""

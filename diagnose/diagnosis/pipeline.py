@@ -19,6 +19,7 @@ from ..facts.image import ImageExtractor
 from ..facts.launch import LaunchExtractor
 from ..facts.memory import MemoryExtractor
 from ..facts.phases import PhaseExtractor, PhaseLog
+from ..facts.manifests import ManifestReader
 from ..facts.platform_hints import PlatformHintExtractor
 from ..facts.pod import PodExtractor
 from ..facts.record import Facts, GpuFact, GpuProcess
@@ -100,7 +101,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     advice = AdviceLines()
     excerpt = ExcerptLines()
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), frames, progress, unexplained,
+                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), frames, progress, unexplained,
                   ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
@@ -125,7 +126,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     if result.budget_spent:
         notes.append(f"the time budget for rule patterns ({result.regex_budget_s:g} s) was spent; later lines were not "
                      "matched against the rules, so this answer may be partial")
-    notes += _dropped_notes(facts, unexplained, advice)
+    notes += _dropped_notes(facts, unexplained, advice) + facts.input_notes
     signatures = [s for rule in ruleset.rules for s in rule.signatures]
     match_error_lines(signatures, unexplained.lines, result)
     snapshot = _snapshot(options)

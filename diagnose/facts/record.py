@@ -99,6 +99,7 @@ class Facts:
     processes_dropped: int = 0  # processes named after MAX_PROCESSES others were
     gpus_dropped: int = 0
     pod: PodFacts = field(default_factory=PodFacts)
+    input_notes: list[str] = field(default_factory=list)  # what of the input could not be read (facts/manifests.py)
 
     def gpu(self, index: int | None) -> GpuFact:
         """The GPU of that index; past MAX_GPUS indexes a GPU is counted in `gpus_dropped` and not kept."""

@@ -25,25 +25,24 @@ from typing import Any
 
 from ..context.context import Context
 from ..facts.phases import phase_order
+from ..launch.helm_values import chart, values_lines
+from ..launch.kubernetes import pod_spec_patch
 from .base import Fix, strategy
 
-PATCH_HEADER = ("# kubectl patch deployment <deployment> --type strategic --patch-file patch.yaml"
-                " (or these keys in the manifest)")
 DEFAULT_CONTAINER = "vllm"
 DEFAULT_PORT = 8000  # vLLM's default --port
 _QUANTITY = re.compile(r"(?P<number>\d+(?:\.\d+)?)(?P<suffix>[KMGTPE]i?|[kmM]?)$")
 
 
-def deployment_patch(container: str, changes: dict[str, Any]) -> str:
-    """A strategic-merge patch of a Deployment that sets `changes` in the container named `container`."""
-    import yaml
-
-    patch = {"spec": {"template": {"spec": {"containers": [{"name": container, **changes}]}}}}
-    return PATCH_HEADER + "\n" + yaml.safe_dump(patch, sort_keys=False, default_flow_style=False).rstrip()
+def deployment_patch(container: str, changes: dict[str, Any], ctx: Context | None = None) -> str:
+    """A strategic-merge patch of the pod's owner: the manifest's object when the paste holds it, else a Deployment."""
+    manifest = ctx.launch.manifest if ctx is not None and ctx.launch is not None else None
+    return pod_spec_patch(manifest[0] if manifest else None, container, changes, manifest[2] if manifest else None)
 
 
 def _container(ctx: Context) -> str:
-    return ctx.facts.pod.container or DEFAULT_CONTAINER
+    manifest = ctx.launch.manifest if ctx.launch is not None else None
+    return (manifest[1] if manifest else None) or ctx.facts.pod.container or DEFAULT_CONTAINER
 
 
 @strategy("startup-probe-budget")
@@ -85,8 +84,41 @@ def startup_probe_budget(ctx: Context, params: dict) -> Fix | None:
                                    "periodSeconds": period, "failureThreshold": threshold}}
     why = (f"{allowed}{where}. Loading the weights, compiling and capturing CUDA graphs take minutes for a large "
            "model; a liveness or readiness probe starts counting only once the startupProbe has passed.")
-    return Fix(title=title, step_command=deployment_patch(_container(ctx), change), why=why, cost="config",
+    if _from_chart(ctx):
+        probe = ".".join(chart()["startup_probe_path"])
+        title = f"Give the start-up more time: {probe}.failureThreshold: {threshold} (× {period} s)"
+        command = values_lines({f"{probe}.failureThreshold": threshold})
+    else:
+        command = deployment_patch(_container(ctx), change, ctx)
+    return Fix(title=title, step_command=command, why=why, cost="config",
                cost_note="a start-up that really hangs is noticed later", will_start=None)
+
+
+def _from_chart(ctx: Context) -> bool:
+    return ctx.launch is not None and ctx.launch.frame == "helm-values"
+
+
+@strategy("chart-shm")
+def chart_shm(ctx: Context, params: dict) -> Fix | None:
+    """The production-stack chart mounts /dev/shm only when vllmConfig.tensorParallelSize is set: move tensor
+    parallelism there (from extraArgs, or say 1), and size the mount by `shmSize`."""
+    if not _from_chart(ctx):
+        return None
+    spec = chart()
+    typed = any(a.values_key == spec["shm_needs_key"] for a in ctx.launch.args)
+    tp = ctx.tp()
+    gib = max(int(params.get("min_gib", 10)), int(params.get("per_gpu_gib", 5)) * tp * ctx.pp())
+    changes: dict[str, Any] = {f"values:{spec['shm_size_key']}": f"{gib}Gi"}
+    if typed:
+        title = f"Give the chart's /dev/shm more room: {spec['shm_size_key']}: {gib}Gi"
+        why = f"vllmConfig.{spec['shm_needs_key']} is set, so the chart mounts a memory-backed /dev/shm of shmSize"
+    else:
+        changes.update({"-tp": None, "--tensor-parallel-size": str(tp)})
+        title = f"Set vllmConfig.{spec['shm_needs_key']}: {tp} so that the chart mounts /dev/shm ({gib}Gi)"
+        why = (f"The chart mounts a memory-backed /dev/shm only when vllmConfig.{spec['shm_needs_key']} is set; "
+               "tensor parallelism in extraArgs (or none) leaves the container runtime's 64 MB")
+    return Fix(title=title, changes=changes, why=why + f" (sized at {gib} GiB for {tp * ctx.pp()} GPU(s)).",
+               cost="config", cost_note="the pod restarts with the new values", will_start=True)
 
 
 def doubled_quantity(quantity: str) -> str | None:
@@ -115,8 +147,10 @@ def pod_memory_limit(ctx: Context, params: dict) -> Fix | None:
                        "show the limit. Weights are staged through host RAM while loading.",
                    cost="memory", cost_note="more RAM reserved on the node", will_start=None)
     change = {"resources": {"limits": {"memory": raised}}}
+    command = (values_lines({f"{ctx.launch.values_path}.{chart()['memory_limit_key']}": raised}) if _from_chart(ctx)
+               else deployment_patch(_container(ctx), change, ctx))
     return Fix(title=f"Raise the container's memory limit: resources.limits.memory {limit} → {raised} (host RAM)",
-               step_command=deployment_patch(_container(ctx), change),
+               step_command=command,
                why=f"The kernel killed the container at its memory limit of {limit} (limits.memory, from the paste; "
                    "OOMKilled, exit 137): that is host RAM, not GPU memory. Weights are staged through host RAM while "
                    "loading, and swap space and CPU offload stay in it. Twice the limit is a first step; "
@@ -133,7 +167,7 @@ def pod_gpu_request(ctx: Context, params: dict) -> Fix | None:
     if asked is not None and ctx.parallel_stated() and asked > used:
         change = {"resources": {"limits": {"nvidia.com/gpu": used}, "requests": {"nvidia.com/gpu": used}}}
         return Fix(title=f"Ask for the GPUs vLLM uses: nvidia.com/gpu: {used} (tensor × pipeline parallel)",
-                   step_command=deployment_patch(_container(ctx), change),
+                   step_command=deployment_patch(_container(ctx), change, ctx),
                    why=f"The pod asks {asked} GPUs (from the paste) but the launch runs {ctx.tp()} × {ctx.pp()} = "
                        f"{used}; no node had {asked} free.", cost="config", cost_note="none", will_start=None)
     counted = (f"The pod asks {asked} GPUs" if asked is not None else "The pod asks more GPUs than any node has free")
@@ -157,7 +191,7 @@ def container_command(ctx: Context, params: dict) -> Fix | None:
     if " " in program:
         words = program.split()
         return Fix(title=f"Write the command as separate words: command: {json.dumps(words)}",
-                   step_command=deployment_patch(_container(ctx), {"command": words}),
+                   step_command=deployment_patch(_container(ctx), {"command": words}, ctx),
                    why=f"The runtime looked for one program named '{program}': each word of command: is one "
                        "argument, so a command with spaces must be split (or run through sh -c).",
                    cost="config", cost_note="none", will_start=None)

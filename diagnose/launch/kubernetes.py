@@ -19,9 +19,16 @@ from ..util.lazy_pattern import lazy
 
 _CONTAINER_KEYS = ("image", "command", "args", "env")
 _KEY = lazy(r"[A-Za-z_][\w.-]*")
-_YAML_REFERENCE = lazy(r"(?:^|[\s\[{,:])[&*][^\s]")  # anchors and aliases: a pasted spec has none, a hostile one may
+_YAML_REFERENCE = lazy(r"(?:^|[\s\[{,:])[&*][\w-]")  # anchors and aliases: a pasted spec has none, a hostile one may
 _SHELL_PLAIN = lazy(r"[A-Za-z0-9_@%+=:,./-]+")
 MAX_SPEC_CHARS = 16384
+MAX_CONTAINERS = 16
+_MANIFEST_KIND = lazy(r"(?m)^kind:\s*[\"']?[A-Za-z]+")
+# where the pod's containers are in each kind that holds a pod (the path a patch nests them under)
+PATCH_PATHS = {"Deployment": ("spec", "template", "spec"), "StatefulSet": ("spec", "template", "spec"),
+               "DaemonSet": ("spec", "template", "spec"), "ReplicaSet": ("spec", "template", "spec"),
+               "Job": ("spec", "template", "spec"), "Pod": ("spec",),
+               "CronJob": ("spec", "jobTemplate", "spec", "template", "spec")}
 HEADER = "# the vLLM container's args: and env: (in the manifest, or kubectl edit)"
 
 
@@ -32,12 +39,62 @@ class ContainerSpec:
     command_given: bool  # the spec has its own `command:` (else the image's entrypoint runs)
     env: list[tuple[str, str]] = field(default_factory=list)
     env_from_elsewhere: list[dict] = field(default_factory=list)
+    name: str | None = None
 
 
 def looks_like_container(text: str) -> bool:
     head = text.lstrip()[:200]
+    if head.startswith(("apiVersion:", "kind:", "---", "#")) and _MANIFEST_KIND.search(text):
+        return "containers:" in text
     return head.startswith(("containers:", "- name:", "image:", "args:", "command:", HEADER, "{")) and (
         "args" in text or "command" in text)
+
+
+def manifest_object(text: str) -> tuple[str, str | None] | None:
+    """The kind and name of the first object in a manifest that holds a pod (Deployment, Pod, StatefulSet…)."""
+    import yaml
+
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    for document in documents:
+        if isinstance(document, dict) and document.get("kind") in PATCH_PATHS:
+            metadata = document.get("metadata")
+            name = metadata.get("name") if isinstance(metadata, dict) else None
+            return document["kind"], name if isinstance(name, str) else None
+    return None
+
+
+def pod_spec_patch(kind: str | None, container: str, changes: dict[str, Any], name: str | None = None) -> str:
+    """A strategic-merge patch (`kubectl patch KIND NAME --type strategic --patch-file FILE`) that sets `changes`
+    in the container named `container`: containers merge by name, so nothing else of the object changes.
+
+    >>> print(pod_spec_patch("Pod", "vllm", {"args": ["--max-model-len", "8192"]}))
+    # kubectl patch pod <pod> --type strategic --patch-file patch.yaml (or these keys in the manifest)
+    spec:
+      containers:
+      - name: vllm
+        args:
+        - --max-model-len
+        - '8192'
+    """
+    import yaml
+
+    merge = "strategic"
+    if kind == "InferenceService":  # KServe: the predictor's model is the container, and a resource merges plainly
+        patch: dict[str, Any] = {"spec": {"predictor": {"model": changes}}}
+        merge = "merge"
+    else:
+        kind = kind if kind in PATCH_PATHS else "Deployment"
+        patch = {"containers": [{"name": container, **changes}]}
+        for key in reversed(PATCH_PATHS[kind]):
+            patch = {key: patch}
+    name = name if name and _KEY.fullmatch(name) else f"<{kind.lower()}>"
+    header = (f"# kubectl patch {kind.lower()} {name} --type {merge} --patch-file patch.yaml"
+              " (or these keys in the manifest)")
+    return header + "\n" + yaml.dump(patch, Dumper=_inert_dumper(), sort_keys=False, default_flow_style=False,
+                                     width=10**6, allow_unicode=True).rstrip()
 
 
 def container_of(text: str, entrypoint_serves=lambda image: True) -> ContainerSpec | None:
@@ -51,12 +108,32 @@ def container_of(text: str, entrypoint_serves=lambda image: True) -> ContainerSp
         parsed = _scalar(text.strip())
         containers = [parsed] if isinstance(parsed, dict) else []
     else:
-        containers = _read_containers(text)
+        containers = manifest_containers(text) + _read_containers(text)
     for container in containers:
         spec = _spec(container, entrypoint_serves)
         if spec is not None:
             return spec
     return None
+
+
+def manifest_containers(text: str) -> list[dict]:
+    """The containers of a whole manifest read as YAML (a Pod, a Deployment, several documents); none when the
+    text is no YAML as written (a paste that lost its indentation is read line by line instead)."""
+    import yaml
+
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return []
+    found: list[dict] = []
+    pending = [d for d in documents if isinstance(d, (dict, list))]
+    while pending and len(found) < MAX_CONTAINERS:
+        node = pending.pop(0)
+        values = node.values() if isinstance(node, dict) else node
+        if isinstance(node, dict) and isinstance(node.get("containers"), list):
+            found += [c for c in node["containers"] if isinstance(c, dict)]
+        pending += [v for v in values if isinstance(v, (dict, list))]
+    return found
 
 
 def _read_containers(text: str) -> list[dict]:
@@ -133,7 +210,8 @@ def _spec(container: dict, entrypoint_serves) -> ContainerSpec | None:
         words = ["vllm", "serve", *words]
     if not any("vllm" in w for w in words[:4]):
         return None
-    spec = ContainerSpec(image, words, bool(command))
+    name = container.get("name") if isinstance(container.get("name"), str) else None
+    spec = ContainerSpec(image, words, bool(command), name=name)
     for entry in container.get("env") or []:
         if isinstance(entry, dict) and "name" in entry and "value" in entry:
             spec.env.append((str(entry["name"]), str(entry["value"])))
@@ -143,12 +221,13 @@ def _spec(container: dict, entrypoint_serves) -> ContainerSpec | None:
 
 
 def render_container(image: str | None, command: list[str] | None, args: list[str], env: list[tuple[str, str]],
-                     env_from_elsewhere: list[dict], fixed: bool) -> str:
-    """The container as YAML: one flow line for the launch as found, the block to paste for a fix."""
+                     env_from_elsewhere: list[dict], fixed: bool, manifest: tuple[str, str, str | None] | None = None) -> str:
+    """The container as YAML: one flow line for the launch as found, the block to paste for a fix; for a launch
+    read from a whole manifest (`manifest`: its kind, the container's name, the object's), the fix is a patch of it."""
     import yaml
 
     container: dict[str, Any] = {}
-    if image:
+    if image and not (fixed and manifest):
         container["image"] = image
     if command:
         container["command"] = command
@@ -156,6 +235,8 @@ def render_container(image: str | None, command: list[str] | None, args: list[st
     entries = [{"name": k, "value": v} for k, v in env] + env_from_elsewhere
     if entries:
         container["env"] = entries
+    if fixed and manifest:
+        return pod_spec_patch(manifest[0], manifest[1], container, manifest[2])
     dump = partial(yaml.dump, Dumper=_inert_dumper(), sort_keys=False, width=10**6, allow_unicode=True)
     if not fixed:
         return dump(container, default_flow_style=True).strip()

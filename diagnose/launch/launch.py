@@ -52,6 +52,9 @@ class Arg:
     value: str | None
     equals: bool = False
     raw_value: str | None = None
+    via_env: str | None = None  # read from a variable (`$VLLM_ARGS`): written back into it (launch.wrapped)
+    via_raw: str | None = None  # that variable as the command spelled it (`${VLLM_ARGS}`)
+    values_key: str | None = None  # read from a Helm values key (`maxModelLen`, `extraArgs`; launch.helm_values)
 
     @property
     def flag(self) -> str:
@@ -79,6 +82,16 @@ class Launch:
     unset_env: list[str] = field(default_factory=list)  # UnsetEnvironment= of a unit
     fixed: bool = False  # a fix's changes applied: a unit's command is then rendered as the drop-in that deploys it
     shell_syntax: list[str] = field(default_factory=list)  # what of the shell the line holds (`;`, `$(…)`, a `#` comment)
+    # a launch in a shell string (`command: [/bin/sh, -c]`, launch.wrapped): the shell, and the words around the launch
+    shell_wrapper: list[str] = field(default_factory=list)
+    shell_before: list[str] = field(default_factory=list)
+    shell_after: list[str] = field(default_factory=list)
+    manifest: tuple[str, str | None, str | None] | None = None  # read from a whole manifest: its kind, container, name
+    values_path: str | None = None  # read from Helm values: the model's entry (`servingEngineSpec.modelSpec[0]`)
+    values_original: dict[str, Any] = field(default_factory=dict)  # the keys as read, to print only what a fix changes
+    values_set: dict[str, Any] = field(default_factory=dict)  # other keys a fix sets (`shmSize`), below values_path
+    model_via_env: str | None = None  # the model came from a variable, with the arguments in it
+    model_via_raw: str | None = None
 
     def get(self, flag: str) -> str | None:
         """The value of a flag (canonical name), `"true"` for a present switch, else None."""
@@ -101,7 +114,8 @@ class Launch:
 
     def engine_args(self) -> dict[str, str]:
         """Canonical flag → value for every vLLM argument given."""
-        out = {arg.flag: ("true" if arg.value is None else arg.value) for arg in self.args}
+        out = {arg.flag: ("true" if arg.value is None else arg.value) for arg in self.args
+               if arg.values_key != "(kserve)"}  # KServe's own server options (launch.kserve) are no engine args
         if self.model:
             out["--model"] = self.model
         return out

@@ -15,13 +15,17 @@ Rendering keeps every token the user wrote, in their spelling (`--max_model_len`
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..util.lazy_pattern import lazy
 from .frames import is_unit_text, split_unit
-from .kubernetes import container_of, looks_like_container
+from .helm_values import looks_like_values, parse_values
+from .kserve import looks_like_inference_service, parse_inference_service
+from .kubernetes import container_of, looks_like_container, manifest_object
 from .launch import SHELL_OPERATORS, Arg, Launch, Token, is_switch
 from .python_forms import parse_llm_call
 from .shell_words import line_syntax, tokenize
+from .wrapped import shell_string, variable_named
 
 _USAGE = lazy(r"\s*usage:\s", re.IGNORECASE)
 _PLACEHOLDER_MODEL = lazy(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}|\.\.\.|(?i:(?:your[_-])?model(?:[_-](?:name|tag|id|path))?)")
@@ -58,9 +62,13 @@ def parse_launch(text: str) -> Launch | None:
         return parse_llm_call(stripped)
     if is_unit_text(stripped):
         return _parse_unit(stripped)
+    if looks_like_values(stripped):
+        return parse_values(text)
+    if looks_like_inference_service(stripped):
+        return parse_inference_service(text)
     if looks_like_container(stripped):
-        return _parse_container(stripped) or _parse_shell(stripped)
-    return _parse_shell(stripped)
+        return expand_variables(_parse_container(stripped) or _parse_shell(stripped))
+    return expand_variables(_parse_shell(stripped))
 
 
 def _parse_container(text: str) -> Launch | None:
@@ -68,14 +76,48 @@ def _parse_container(text: str) -> Launch | None:
     import shlex
 
     spec = container_of(text, _entrypoint_serves)
-    launch = _parse_shell(shlex.join(spec.argv)) if spec is not None else None
+    wrapped = shell_string(spec.argv) if spec is not None else None
+    if wrapped is not None:
+        launch = _parse_shell(wrapped[2])
+    else:
+        launch = _parse_shell(shlex.join(spec.argv)) if spec is not None else None
     if launch is None:
         return None
+    if wrapped is not None:  # `command: [/bin/sh, -c]`, the launch one string of args (vLLM's Kubernetes guide)
+        launch.shell_wrapper, launch.shell_before, launch.shell_after = wrapped[0], wrapped[1], wrapped[3]
     launch.frame, launch.image = "kubernetes", spec.image
+    if spec.name and (owner := manifest_object(text)) is not None:
+        launch.manifest = (owner[0], spec.name, owner[1])
     launch.env = [*spec.env, *launch.env]
     launch.env_from_elsewhere = spec.env_from_elsewhere
     if not spec.command_given:
         launch.head = []  # the image's entrypoint runs `vllm serve`
+    return launch
+
+
+def expand_variables(launch: Launch | None) -> Launch | None:
+    """Arguments kept in a variable the launch's environment sets (`VLLM_ARGS="-tp 2"`, then `vllm serve M
+    $VLLM_ARGS`) read as the launch's own, each marked with the variable so that rendering writes it back there."""
+    if launch is None:
+        return None
+    values = dict(launch.env)
+    if launch.model and (name := variable_named(launch.model)) in values:
+        launch.model_via_raw, launch.model = launch.model, None
+        launch.model_positional = False
+        found = Launch(form=launch.form)
+        _parse_vllm_args(tokenize(values[name]), found, positional_model=launch.form != "api-server")
+        launch.model, launch.model_positional, launch.model_via_env = found.model, found.model_positional, name
+        launch.args[:0] = [replace(a, via_env=name, via_raw=launch.model_via_raw) for a in found.args]
+    expanded: list[Arg] = []
+    for arg in launch.args:
+        name = variable_named(arg.spelled) if arg.value is None and arg.via_env is None else None
+        if name not in values:
+            expanded.append(arg)
+            continue
+        found = Launch(form=launch.form)
+        _parse_vllm_args(tokenize(values[name]), found, positional_model=False)
+        expanded += [replace(a, via_env=name, via_raw=arg.spelled) for a in found.args]
+    launch.args = expanded
     return launch
 
 

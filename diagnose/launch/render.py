@@ -35,6 +35,8 @@ def apply_changes(launch: Launch, changes: dict[str, Any]) -> Launch:
         vacated = next((i for i, a in enumerate(new.args) if a.flag == flag), None) if flag and value is None else None
         if key.startswith("env:"):
             _set_env(new, key[4:], None if value is None else str(value))
+        elif key.startswith("values:"):
+            new.values_set = {**new.values_set, key[7:]: value}
         elif key.startswith("docker:"):
             if new.form == "docker":
                 _set_arg(new.docker_opts, key[7:], value)
@@ -85,7 +87,8 @@ def _set_arg(args: list[Arg], flag: str, value: Any) -> None:
     if positions:
         keep = positions[-1]
         old = args[keep]
-        args[keep] = Arg(old.spelled, text, equals=old.equals and text is not None, raw_value=None)
+        args[keep] = Arg(old.spelled, text, equals=old.equals and text is not None, raw_value=None,
+                         via_env=old.via_env, via_raw=old.via_raw, values_key=old.values_key)
         for i in reversed(positions[:-1]):
             del args[i]
     else:
@@ -124,6 +127,14 @@ def render(launch: Launch) -> str:
         return _render_python(launch)
     if launch.frame == "kubernetes":
         return _render_container(launch)
+    if launch.frame == "kserve":
+        from .kserve import render_inference_service
+
+        return render_inference_service(launch)
+    if launch.frame == "helm-values":
+        from .helm_values import render_values
+
+        return render_values(launch)
     if launch.frame == "systemd":
         from .frames import render_drop_in  # a unit's or a pod's form is imported only to render one
 
@@ -134,32 +145,74 @@ def render(launch: Launch) -> str:
 
 def _render_command(launch: Launch) -> str:
     """The launch as one shell line, every word quoted (`shell_words.shell_word`); what followed the launch on its
-    line (`| tee log`, `; …`) is no part of it and is left out."""
-    parts: list[str] = [f"{k}={quote_word(v)}" for k, v in launch.env]
+    line (`| tee log`, `; …`) is no part of it and is left out. A variable the arguments were read from is set
+    before the command (`export VLLM_ARGS=…;`: a prefix assignment is not seen by the command's own `$VLLM_ARGS`)."""
+    launch = _with_variables(launch)
+    carried = ({a.via_env for a in launch.args if a.via_env} | {launch.model_via_env} - {None}) if launch.fixed else set()
+    parts: list[str] = [f"export {k}={quote_word(v)};" for k, v in launch.env if k in carried]
+    parts += [f"{k}={quote_word(v)}" for k, v in launch.env if k not in carried]
     parts += _words(launch.head[:2] if launch.form == "docker" else launch.head)
     if launch.form == "docker":
         parts += [_render_arg(o) for o in launch.docker_opts]
         if launch.image:
             parts += _words([launch.image])
         parts += _words(launch.head[2:])
-    if launch.model and launch.model_positional:
-        parts.append(quote_word(launch.model))
-    parts += [_render_arg(a) for a in launch.args]
+    parts += _argument_words(launch, lambda a: [_render_arg(a)], quote_word)
     return " ".join(p for p in parts if p)
+
+
+def _argument_words(launch: Launch, render_arg, render_model) -> list[str]:
+    """The model and the arguments as words, those read from a variable replaced by the variable, once."""
+    words: list[str] = []
+    if launch.model_via_env:
+        words.append(launch.model_via_raw or f"${launch.model_via_env}")
+    elif launch.model and launch.model_positional:
+        words.append(render_model(launch.model))
+    shown = {launch.model_via_env}
+    for arg in launch.args:
+        if arg.via_env is None:
+            words += render_arg(arg)
+        elif arg.via_env not in shown:
+            shown.add(arg.via_env)
+            words.append(arg.via_raw or f"${arg.via_env}")
+    return words
+
+
+def _with_variables(launch: Launch) -> Launch:
+    """A fixed launch's variables hold its arguments as they are now (a changed value, a flag removed)."""
+    names = {a.via_env for a in launch.args if a.via_env} | {launch.model_via_env} - {None}
+    if not launch.fixed or not names:
+        return launch
+    env = []
+    for key, value in launch.env:
+        if key in names:
+            words = [quote_word(launch.model)] if launch.model_via_env == key and launch.model_positional else []
+            words += [_render_arg(a) for a in launch.args if a.via_env == key]
+            value = " ".join(words)
+        env.append((key, value))
+    return replace(launch, env=env)
 
 
 def _render_container(launch: Launch) -> str:
     """The container's `command:` (when it has its own), `args:` as a list of words, and `env:`."""
-    args = [launch.model] if launch.model and launch.model_positional else []
-    for arg in launch.args:
-        if arg.value is None:
-            args.append(arg.spelled)
-        else:
-            args += [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
     from .kubernetes import render_container
 
+    launch = _with_variables(launch)
+    if launch.shell_wrapper:  # `command: [/bin/sh, -c]`: the launch stays one string, among its neighbours
+        inner = _render_command(replace(launch, env=[], fixed=False, frame=None))
+        return render_container(launch.image, launch.shell_wrapper,
+                                [" ".join([*launch.shell_before, inner, *launch.shell_after])], launch.env,
+                                launch.env_from_elsewhere, launch.fixed, launch.manifest)
+    args = _argument_words(launch, _container_words, lambda model: model)
     command = [word_value(raw) for raw in launch.head] or None
-    return render_container(launch.image, command, args, launch.env, launch.env_from_elsewhere, launch.fixed)
+    return render_container(launch.image, command, args, launch.env, launch.env_from_elsewhere, launch.fixed,
+                            launch.manifest)
+
+
+def _container_words(arg: Arg) -> list[str]:
+    if arg.value is None:
+        return [arg.spelled]
+    return [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
 
 
 def _render_python(launch: Launch) -> str:

@@ -1,0 +1,165 @@
+"""Launches written in the forms operators deploy with, read as vLLM runs them and fixed in the same form.
+
+Every printed fix is applied to the document it came from (a strategic merge of a Deployment patch, the key paths
+of a values fragment) and the result read again: the flag changed, every other setting as it was.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+from diagnose.api import diagnose_text
+from diagnose.launch.helm_values import set_value_paths
+from diagnose.launch.parse import parse_launch
+from diagnose.launch.render import apply_changes, render
+
+from .test_kubernetes import strategic_merge
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kubernetes"
+GUIDE = FIXTURES / "vllm-guide-deployment.yaml"
+VALUES = FIXTURES / "production-stack-values.yaml"
+
+
+def fixed(text: str, changes: dict) -> str:
+    return render(apply_changes(parse_launch(text), changes))
+
+
+def test_the_k8s_guide_shell_string_is_read_as_its_launch():
+    launch = parse_launch(GUIDE.read_text())
+    assert launch.model == "mistralai/Mistral-7B-Instruct-v0.3"
+    assert launch.engine_args()["--max-num-batched-tokens"] == "1024"
+    assert launch.get("--trust-remote-code") == "true"
+
+
+def test_a_fix_of_the_guide_is_a_patch_that_changes_the_flag_and_keeps_the_rest():
+    manifest = yaml.safe_load(GUIDE.read_text())
+    patch = yaml.safe_load(fixed(GUIDE.read_text(), {"--max-num-batched-tokens": "4096"}))
+    merged = strategic_merge(copy.deepcopy(manifest), patch)
+    before, after = (m["spec"]["template"]["spec"]["containers"][0] for m in (manifest, merged))
+    assert after["command"] == ["/bin/sh", "-c"]
+    assert after["args"] == [before["args"][0].replace("--max_num_batched_tokens 1024", "--max_num_batched_tokens 4096")]
+    assert {k: v for k, v in after.items() if k != "args"} == {k: v for k, v in before.items() if k != "args"}
+    assert parse_launch(yaml.safe_dump(merged)).engine_args() == {
+        **parse_launch(GUIDE.read_text()).engine_args(), "--max-num-batched-tokens": "4096"}
+
+
+def test_a_shell_string_keeps_what_runs_before_and_after_the_launch():
+    text = ('containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  command: ["bash", "-c"]\n'
+            '  args: ["pip install -U hf_transfer && vllm serve m/m --max-model-len 8192; sleep 5"]\n')
+    printed = yaml.safe_load(fixed(text, {"--max-model-len": "4096"}).split("\n", 1)[1])
+    assert printed["args"] == ["pip install -U hf_transfer && vllm serve m/m --max-model-len 4096 ; sleep 5"]
+    assert printed["command"] == ["bash", "-c"]
+
+
+def test_arguments_in_a_shell_variable_are_read_and_fixed_in_the_variable():
+    text = "export VLLM_ARGS='--max-model-len 8192 --tensor-parallel-size 2'\nvllm serve Qwen/Qwen3-8B $VLLM_ARGS --port 8001"
+    launch = parse_launch(text)
+    assert (launch.get("--max-model-len"), launch.get("--tensor-parallel-size")) == ("8192", "2")
+    assert fixed(text, {"--max-model-len": "4096"}) == (
+        "export VLLM_ARGS='--max-model-len 4096 --tensor-parallel-size 2'; vllm serve Qwen/Qwen3-8B $VLLM_ARGS --port 8001")
+
+
+def test_arguments_in_a_container_variable_are_fixed_in_its_env_entry():
+    text = ('containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  command: ["/bin/sh", "-c"]\n'
+            '  args: ["vllm serve ${MODEL_ID} ${VLLM_ARGS}"]\n  env:\n  - name: MODEL_ID\n    value: Qwen/Qwen3-8B\n'
+            '  - name: VLLM_ARGS\n    value: "--max-model-len 32768 --gpu-memory-utilization 0.9"\n')
+    launch = parse_launch(text)
+    assert launch.get("--gpu-memory-utilization") == "0.9"
+    printed = yaml.safe_load(fixed(text, {"--max-model-len": "16384"}).split("\n", 1)[1])
+    assert printed["args"] == ["vllm serve ${MODEL_ID} ${VLLM_ARGS}"]
+    assert printed["env"] == [{"name": "MODEL_ID", "value": "Qwen/Qwen3-8B"},
+                              {"name": "VLLM_ARGS", "value": "--max-model-len 16384 --gpu-memory-utilization 0.9"}]
+
+
+def test_production_stack_values_are_read_as_the_command_the_chart_runs():
+    launch = parse_launch(VALUES.read_text())
+    assert launch.model == "Qwen/Qwen2.5-32B-Instruct"
+    assert launch.engine_args() == {
+        "--host": "0.0.0.0", "--port": "8000", "--no-enable-chunked-prefill": "true", "--enable-prefix-caching": "true",
+        "--max-model-len": "32768", "--dtype": "bfloat16", "--max-num-seqs": "64", "--tensor-parallel-size": "2",
+        "--gpu-memory-utilization": "0.9", "--model": "Qwen/Qwen2.5-32B-Instruct"}
+    assert launch.env_value("VLLM_LOGGING_LEVEL") == "INFO"
+
+
+def test_a_values_fix_sets_the_typed_key_and_keeps_every_other_value():
+    values = yaml.safe_load(VALUES.read_text())
+    fragment = fixed(VALUES.read_text(), {"--max-model-len": "16384"})
+    assert fragment.splitlines()[1:] == ["servingEngineSpec.modelSpec[0].vllmConfig.maxModelLen: 16384"]
+    after = set_value_paths(values, fragment)
+    expected = copy.deepcopy(values)
+    expected["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]["maxModelLen"] = 16384
+    assert after == expected
+    assert parse_launch(yaml.safe_dump(after)).engine_args() == {
+        **parse_launch(VALUES.read_text()).engine_args(), "--max-model-len": "16384"}
+
+
+def test_a_flag_no_typed_key_holds_goes_into_extra_args_and_keeps_them():
+    values = yaml.safe_load(VALUES.read_text())
+    after = set_value_paths(values, fixed(VALUES.read_text(), {"--gpu-memory-utilization": "0.85", "--enforce-eager": True}))
+    config = after["servingEngineSpec"]["modelSpec"][0]["vllmConfig"]
+    assert config["extraArgs"] == ["--tensor-parallel-size", "2", "--gpu-memory-utilization", "0.85", "--enforce-eager"]
+    assert {k: v for k, v in config.items() if k != "extraArgs"} == {
+        k: v for k, v in values["servingEngineSpec"]["modelSpec"][0]["vllmConfig"].items() if k != "extraArgs"}
+
+
+def test_a_dev_shm_error_with_the_values_moves_tensor_parallelism_to_the_key_that_mounts_shm():
+    log = VALUES.read_text() + "\nmisc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-FhVKJN to 9637892 bytes\n"
+    fix = diagnose_text(log).report["diagnoses"][0]["fixes"][0]
+    assert "docker" not in fix["command"]
+    after = set_value_paths(yaml.safe_load(VALUES.read_text()), fix["command"])
+    entry = after["servingEngineSpec"]["modelSpec"][0]
+    assert entry["vllmConfig"]["tensorParallelSize"] == 2
+    assert entry["vllmConfig"]["extraArgs"] == ["--gpu-memory-utilization", "0.9"]
+    assert entry["shmSize"] == "10Gi"
+    assert parse_launch(yaml.safe_dump(after)).engine_args() == parse_launch(VALUES.read_text()).engine_args()
+
+
+def test_a_values_paste_replaces_the_assumed_defaults_in_the_report():
+    log = VALUES.read_text() + ("\nERROR 12-02 10:00:00 [core.py:700] ValueError: The model max seq len (32768) is larger "
+                                "than the maximum number of tokens that can be stored in KV cache (20624).\n")
+    report = diagnose_text(log).report
+    assert "--max-model-len 32768" in report["facts"]["launch"]["command"]
+    assert report["diagnoses"][0]["fixes"][0]["command"].endswith("vllmConfig.maxModelLen: 20480")
+
+
+def test_values_that_cannot_be_read_give_a_note_not_a_traceback():
+    error = "\nERROR 12-02 10:00:00 [core.py:700] ValueError: The model max seq len (32768) is larger than the maximum number of tokens that can be stored in KV cache (20624).\n"
+    template = "servingEngineSpec:\n  modelSpec:\n  - name: x\n    modelURL: {{ .Values.model }}\n"
+    broken = "servingEngineSpec:\n  modelSpec:\n  - name: x\n   modelURL: m\n  vllmConfig:\n     - maxModelLen: 5\n"
+    no_model = "servingEngineSpec:\n  routerSpec:\n    repository: lmcache/lmstack-router\n  modelSpec: []\n"
+    for text, said in ((template, "Helm template"), (broken, "not YAML as written"), (no_model, "name no model")):
+        report = diagnose_text(text + error).report
+        assert any(said in note for note in report["notes"]), report["notes"]
+        assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch (`kubectl patch --type merge`): maps merge, anything else is replaced."""
+    if not isinstance(patch, dict) or not isinstance(target, dict):
+        return patch
+    merged = dict(target)
+    for key, value in patch.items():
+        merged[key] = merge_patch(target.get(key), value) if value is not None else merged.pop(key, None)
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+KSERVE = FIXTURES / "kserve-huggingface-vllm.yaml"
+
+
+def test_a_kserve_predictor_is_read_without_the_servers_own_options():
+    launch = parse_launch(KSERVE.read_text())
+    assert launch.model == "meta-llama/meta-llama-3-8b-instruct"
+    assert launch.engine_args() == {"--max-model-len": "65536", "--model": "meta-llama/meta-llama-3-8b-instruct"}
+
+
+def test_a_kserve_fix_is_a_merge_patch_of_the_whole_args_list():
+    resource = yaml.safe_load(KSERVE.read_text())
+    patch = yaml.safe_load(fixed(KSERVE.read_text(), {"--max-model-len": "16384"}))
+    after = merge_patch(copy.deepcopy(resource), patch)
+    model = after["spec"]["predictor"]["model"]
+    assert model["args"] == ["--model_name=llama3", "--model_id=meta-llama/meta-llama-3-8b-instruct", "--max-model-len=16384"]
+    assert {k: v for k, v in model.items() if k != "args"} == {
+        k: v for k, v in resource["spec"]["predictor"]["model"].items() if k != "args"}
