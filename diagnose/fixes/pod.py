@@ -113,7 +113,7 @@ def chart_shm(ctx: Context, params: dict) -> Fix | None:
         title = f"Give the chart's /dev/shm more room: {spec['shm_size_key']}: {gib}Gi"
         why = f"vllmConfig.{spec['shm_needs_key']} is set, so the chart mounts a memory-backed /dev/shm of shmSize"
     else:
-        changes.update({"-tp": None, "--tensor-parallel-size": str(tp)})
+        changes[f"values:vllmConfig.{spec['shm_needs_key']}"] = str(tp)
         title = f"Set vllmConfig.{spec['shm_needs_key']}: {tp} so that the chart mounts /dev/shm ({gib}Gi)"
         why = (f"The chart mounts a memory-backed /dev/shm only when vllmConfig.{spec['shm_needs_key']} is set; "
                "tensor parallelism in extraArgs (or none) leaves the container runtime's 64 MB")

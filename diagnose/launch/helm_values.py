@@ -101,6 +101,18 @@ def render_values(launch: Launch) -> str:
     return "\n".join(lines)
 
 
+def set_key(launch: Launch, key: str, value: Any) -> None:
+    """A fix's `values:KEY` change: a typed vllmConfig key moves its flag there (out of extraArgs, where the chart
+    would not act on it: tensorParallelSize mounts /dev/shm); any other key is set as it is."""
+    typed = chart()["typed_keys"].get(key.removeprefix("vllmConfig."))
+    if key.startswith("vllmConfig.") and typed is not None and not typed.get("switch"):
+        flag = canonical_flag(typed["flag"])
+        launch.args = [a for a in launch.args if a.flag != flag]
+        launch.args.append(Arg(typed["flag"], _text(value), values_key=key.removeprefix("vllmConfig.")))
+    else:
+        launch.values_set = {**launch.values_set, key: value}
+
+
 def values_lines(settings: dict[str, Any]) -> str:
     """Values keys to set, each at its full key path, under the header that says how to apply them.
 

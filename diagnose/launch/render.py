@@ -36,7 +36,9 @@ def apply_changes(launch: Launch, changes: dict[str, Any]) -> Launch:
         if key.startswith("env:"):
             _set_env(new, key[4:], None if value is None else str(value))
         elif key.startswith("values:"):
-            new.values_set = {**new.values_set, key[7:]: value}
+            from .helm_values import set_key
+
+            set_key(new, key[7:], value)
         elif key.startswith("docker:"):
             if new.form == "docker":
                 _set_arg(new.docker_opts, key[7:], value)
