@@ -163,3 +163,35 @@ def test_a_kserve_fix_is_a_merge_patch_of_the_whole_args_list():
     assert model["args"] == ["--model_name=llama3", "--model_id=meta-llama/meta-llama-3-8b-instruct", "--max-model-len=16384"]
     assert {k: v for k, v in model.items() if k != "args"} == {
         k: v for k, v in resource["spec"]["predictor"]["model"].items() if k != "args"}
+
+
+COMPOSE = """services:
+  vllm:
+    image: vllm/vllm-openai:v0.9.2
+    ipc: host
+    ports: ["8000:8000"]
+    environment:
+      - VLLM_ARGS=--max-model-len 32768 --gpu-memory-utilization 0.9
+    command: >
+      --model Qwen/Qwen3-8B
+      $VLLM_ARGS
+"""
+
+
+def test_a_compose_service_with_arguments_in_its_environment_is_read_and_fixed_there():
+    launch = parse_launch(COMPOSE)
+    assert (launch.model, launch.get("--max-model-len"), launch.get("--gpu-memory-utilization")) == (
+        "Qwen/Qwen3-8B", "32768", "0.9")
+    printed = yaml.safe_load(fixed(COMPOSE, {"--max-model-len": "16384"}))
+    merged = yaml.safe_load(COMPOSE)
+    merged["services"]["vllm"].update(printed["services"]["vllm"])
+    assert merged["services"]["vllm"]["environment"] == ["VLLM_ARGS=--max-model-len 16384 --gpu-memory-utilization 0.9"]
+    assert merged["services"]["vllm"]["command"] == "--model Qwen/Qwen3-8B $VLLM_ARGS"
+    assert parse_launch(yaml.safe_dump(merged)).engine_args() == {**launch.engine_args(), "--max-model-len": "16384"}
+
+
+def test_a_compose_list_command_keeps_its_form():
+    text = ('services:\n  llm:\n    image: vllm/vllm-openai:v0.9.2\n'
+            '    command: ["--model", "Qwen/Qwen3-8B", "--max-model-len", "8192"]\n')
+    printed = yaml.safe_load(fixed(text, {"--max-model-len": "4096"}))
+    assert printed == {"services": {"llm": {"command": ["--model", "Qwen/Qwen3-8B", "--max-model-len", "4096"]}}}

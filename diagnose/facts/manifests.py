@@ -2,7 +2,7 @@
 
 The line scanner hands extractors lines without their indentation, which YAML needs; this reader takes each
 block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:` or
-`servingEngineSpec:`, and reads the launch from it. A document that names the chart's keys or a pod's containers
+`servingEngineSpec:` or `services:` (a compose file), and reads the launch from it. A document that names the chart's keys or a pod's containers
 but cannot be read says why, so the report can tell what it could not read.
 
 >>> from .record import Facts
@@ -21,7 +21,7 @@ from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
 
 MAX_DOCUMENT_LINES = 2000
 MAX_NOTES = 4
-_START = re.compile(rb"^(?:apiVersion:|kind:|servingEngineSpec:)", re.MULTILINE)
+_START = re.compile(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:)", re.MULTILINE)
 _YAML_LINE = re.compile(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
 
 

@@ -19,6 +19,7 @@ from dataclasses import replace
 
 from ..util.lazy_pattern import lazy
 from .frames import is_unit_text, split_unit
+from .compose import looks_like_compose, parse_compose
 from .helm_values import looks_like_values, parse_values
 from .kserve import looks_like_inference_service, parse_inference_service
 from .kubernetes import container_of, looks_like_container, manifest_object
@@ -66,6 +67,8 @@ def parse_launch(text: str) -> Launch | None:
         return parse_values(text)
     if looks_like_inference_service(stripped):
         return parse_inference_service(text)
+    if looks_like_compose(stripped) and (compose := parse_compose(text)) is not None:
+        return compose
     if looks_like_container(stripped):
         return expand_variables(_parse_container(stripped) or _parse_shell(stripped))
     return expand_variables(_parse_shell(stripped))

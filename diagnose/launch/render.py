@@ -129,6 +129,8 @@ def render(launch: Launch) -> str:
         return _render_python(launch)
     if launch.frame == "kubernetes":
         return _render_container(launch)
+    if launch.frame == "compose":
+        return _render_compose(launch)
     if launch.frame == "kserve":
         from .kserve import render_inference_service
 
@@ -209,6 +211,17 @@ def _render_container(launch: Launch) -> str:
     command = [word_value(raw) for raw in launch.head] or None
     return render_container(launch.image, command, args, launch.env, launch.env_from_elsewhere, launch.fixed,
                             launch.manifest)
+
+
+def _render_compose(launch: Launch) -> str:
+    from .compose import render_compose
+
+    launch = _with_variables(launch)
+    if launch.shell_wrapper:
+        inner = _render_command(replace(launch, env=[], fixed=False, frame=None))
+        return render_compose(launch, [], " ".join([*launch.shell_before, inner, *launch.shell_after]))
+    words = [word_value(raw) for raw in launch.head] + _argument_words(launch, _container_words, lambda model: model)
+    return render_compose(launch, words, None)
 
 
 def _container_words(arg: Arg) -> list[str]:

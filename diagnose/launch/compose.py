@@ -1,0 +1,102 @@
+"""A Docker Compose service read as its vLLM launch (`command:` as a string, a list or a folded `>` block, an
+`entrypoint:`, `environment:` as a list or a map), and a fix written back as the service's `command:` and
+`environment:` in the form they were written.
+
+>>> launch = parse_compose("services:\\n  vllm:\\n    image: vllm/vllm-openai:v0.9.2\\n"
+...                        "    command: --model Qwen/Qwen3-8B --max-model-len 8192\\n")
+>>> launch.model, launch.get("--max-model-len"), launch.manifest
+('Qwen/Qwen3-8B', '8192', ('compose', 'vllm', None))
+"""
+
+from __future__ import annotations
+
+import shlex
+from functools import partial
+from typing import Any
+
+from .kubernetes import _inert_dumper
+from .wrapped import variable_named
+
+HEADER = "# docker-compose.yml: the service's command: and environment: as they must read (then docker compose up -d)"
+
+
+def looks_like_compose(text: str) -> bool:
+    return "services:" in text and ("command:" in text or "image:" in text)
+
+
+def parse_compose(text: str):
+    """The launch of the first service that runs vLLM; None when there is none or the file is no YAML as written."""
+    import yaml
+
+    try:
+        document = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return None
+    services = document.get("services") if isinstance(document, dict) else None
+    for name, service in (services.items() if isinstance(services, dict) else []):
+        launch = _service_launch(str(name), service) if isinstance(service, dict) else None
+        if launch is not None:
+            return launch
+    return None
+
+
+def _words(value: Any) -> list[str] | None:
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError:
+            return None
+    if isinstance(value, list) and all(isinstance(w, (str, int, float)) for w in value):
+        return [str(w) for w in value]
+    return None
+
+
+def _service_launch(name: str, service: dict):
+    from .parse import _entrypoint_serves, _parse_shell, expand_variables
+    from .wrapped import shell_string
+
+    image = service.get("image") if isinstance(service.get("image"), str) else None
+    entrypoint, command = _words(service.get("entrypoint")) or [], _words(service.get("command")) or []
+    if not entrypoint and not (image and _entrypoint_serves(image)):
+        argv = command
+    else:
+        argv = entrypoint + command if entrypoint else ["vllm", "serve", *command]
+    wrapped = shell_string(argv)
+    launch = _parse_shell(wrapped[2] if wrapped else shlex.join(argv)) if argv else None
+    if launch is None:
+        return None
+    if wrapped is not None:
+        launch.shell_wrapper, launch.shell_before, launch.shell_after = wrapped[0], wrapped[1], wrapped[3]
+    if not entrypoint and image and _entrypoint_serves(image) and wrapped is None:
+        launch.head = []  # the image's entrypoint runs `vllm serve`
+    launch.frame, launch.image, launch.manifest = "compose", image, ("compose", name, None)
+    launch.compose_forms = (type(service.get("command")).__name__, type(service.get("environment")).__name__,
+                            tuple(entrypoint))
+    launch.env = [*_environment(service.get("environment")), *launch.env]
+    return expand_variables(launch)
+
+
+def _environment(value: Any) -> list[tuple[str, str]]:
+    if isinstance(value, dict):
+        return [(str(k), "" if v is None else str(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [tuple(str(item).split("=", 1)) for item in value if "=" in str(item)]  # type: ignore[misc]
+    return []
+
+
+def render_compose(launch, command_words: list[str], inner: str | None) -> str:
+    """The service as found (one flow line), or its `command:`/`environment:` to paste for a fix."""
+    import yaml
+
+    command_form, environment_form, entrypoint = launch.compose_forms
+    words = [*launch.shell_wrapper, inner] if inner is not None else command_words
+    words = words[len(entrypoint):] if entrypoint and tuple(words[:len(entrypoint)]) == entrypoint else words
+    joined = " ".join(w if variable_named(w) else shlex.quote(w) for w in words)  # `$VLLM_ARGS` stays a variable
+    service: dict[str, Any] = {"command": joined if command_form == "str" else words}
+    if launch.env:
+        service["environment"] = (dict(launch.env) if environment_form == "dict"
+                                  else [f"{k}={v}" for k, v in launch.env])
+    dump = partial(yaml.dump, Dumper=_inert_dumper(), sort_keys=False, width=10**6, allow_unicode=True)
+    if not launch.fixed:
+        return dump(service, default_flow_style=True).strip()
+    return HEADER + "\n" + dump({"services": {launch.manifest[1]: service}}, default_flow_style=False).rstrip()
