@@ -195,3 +195,35 @@ def test_a_compose_list_command_keeps_its_form():
             '    command: ["--model", "Qwen/Qwen3-8B", "--max-model-len", "8192"]\n')
     printed = yaml.safe_load(fixed(text, {"--max-model-len": "4096"}))
     assert printed == {"services": {"llm": {"command": ["--model", "Qwen/Qwen3-8B", "--max-model-len", "4096"]}}}
+
+
+KV_ERROR = ("ERROR 12-02 10:00:00 [core.py:700] ValueError: The model max seq len (32768) is larger than the maximum "
+            "number of tokens that can be stored in KV cache (20624).\n")
+
+
+def test_a_chart_template_is_no_launch_and_says_so():
+    template = ('apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n'
+                '        - name: "vllm"\n          image: "{{ .Values.image }}"\n          command:\n'
+                '          - "vllm"\n          - "serve"\n          - {{ .Values.modelURL | quote }}\n')
+    report = diagnose_text(template + KV_ERROR).report
+    assert report["facts"]["launch"] is None
+    assert any("Helm chart template" in note for note in report["notes"])
+    assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+
+
+def test_a_broken_manifest_says_where_yaml_fails_and_the_diagnosis_stands():
+    broken = ('apiVersion: apps/v1\nkind: Deployment\nspec:\n  template:\n    spec:\n      containers:\n'
+              '      - name: vllm\n        image: vllm/vllm-openai:v0.9.2\n       args: ["--model", "m/m"\n')
+    report = diagnose_text(broken + KV_ERROR).report
+    [note] = [n for n in report["notes"] if n.startswith("line 1:")]
+    assert "not YAML as written (line" in note
+    assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+
+
+def test_a_probe_kill_with_chart_values_raises_the_charts_startup_probe():
+    events = ("  Normal   Killing    21s (x3 over 15m)    kubelet   Container vllm failed startup probe, will be restarted\n"
+              "    Startup:        http-get http://:8000/health delay=15s timeout=1s period=10s #success=1 #failure=60\n")
+    fix = diagnose_text(VALUES.read_text() + "\n" + events).report["diagnoses"][0]["fixes"][0]
+    after = set_value_paths(yaml.safe_load(VALUES.read_text()), fix["command"])
+    assert after["servingEngineSpec"]["startupProbe"] == {"failureThreshold": 180}
+    assert "15 s + 60 × 10 s = 615 s" in fix["why"]

@@ -21,6 +21,7 @@ from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
 
 MAX_DOCUMENT_LINES = 2000
 MAX_NOTES = 4
+MAX_CUTS = 4
 _START = re.compile(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:)", re.MULTILINE)
 _YAML_LINE = re.compile(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
 
@@ -33,8 +34,9 @@ class ManifestReader:
         self.facts = facts
 
     def feed_block(self, data: bytes, cut: int, first_line: int) -> None:
+        read_to = 0  # a document's own `kind:` line starts no other
         for match in _START.finditer(data, 0, cut):
-            if match.start() > 0 and data[match.start() - 1:match.start()] != b"\n":
+            if match.start() < read_to or match.start() > 0 and data[match.start() - 1:match.start()] != b"\n":
                 continue
             line_no = first_line + data.count(b"\n", 0, match.start())
             lines = data[match.start():].decode("utf-8", "replace").split("\n")[:MAX_DOCUMENT_LINES]
@@ -43,28 +45,75 @@ class ManifestReader:
                 if document and not _YAML_LINE.match(line):
                     break
                 document.append(line)
-            self._read(line_no, "\n".join(document))
+            text = "\n".join(document)
+            read_to = match.start() + len(text.encode("utf-8", "replace"))
+            prefix = _yaml_prefix(text)
+            if prefix == text or not self._read(line_no, prefix, quiet=True):
+                self._read(line_no, text)
 
-    def _read(self, line_no: int, text: str) -> None:
+    def _read(self, line_no: int, text: str, quiet: bool = False) -> bool:
+        """Read one document; whether it gave a launch (`quiet`: the part of a document before where YAML failed,
+        which counts only with its model, and adds no note)."""
         from ..launch.helm_values import looks_like_values, values_problem
         from ..launch.parse import parse_launch
 
-        if any(c.line == line_no for c in self.facts.launches):
-            return
+        if any(c.line == line_no and c.text == text for c in self.facts.launches):
+            return True
         try:
             launch = parse_launch(text)
         except Exception as error:  # noqa: BLE001 - a paste is never worth a traceback; the note says what failed
             launch, problem = None, f"could not be read ({type(error).__name__})"
         else:
             problem = values_problem(text) if looks_like_values(text) else None
+        if problem is None and "{{" in text and "}}" in text:
+            launch, problem = None, ("the manifest is a Helm chart template ({{ … }}), not what ran: paste the rendered "
+                                     "object (kubectl get deployment <name> -o yaml) to have the launch read")
         if launch is None and problem is None and "containers:" in text:
-            problem = "the manifest holds no container that runs vLLM (or is not YAML as written)"
+            problem = _yaml_problem(text) or "the manifest holds no container that runs vLLM"
+        if quiet and (launch is None or launch.model is None):
+            return False
         if launch is None:
-            if problem and len(self.facts.input_notes) < MAX_NOTES:
+            if problem and not quiet and len(self.facts.input_notes) < MAX_NOTES:
                 self.facts.input_notes.append(f"line {line_no}: {problem}")
-            return
+            return False
         last = line_no + text.count("\n")
         kept = [c for c in self.facts.launches if not line_no <= c.line <= last]  # its lines, read without indentation
         if len(kept) < MAX_LAUNCH_CANDIDATES:
             kept.append(LaunchCandidate(line_no, launch, text))
         self.facts.launches[:] = sorted(kept, key=lambda c: c.line)
+        return True
+
+
+def _yaml_prefix(text: str) -> str:
+    """The document up to where YAML first fails, for a document followed by a log's indented lines (describe's
+    events after the values): cut at the line YAML names, a few times at most; the whole text when none parses."""
+    import yaml
+
+    candidate = text
+    for _ in range(MAX_CUTS):
+        try:
+            list(yaml.safe_load_all(candidate))
+            return candidate
+        except yaml.MarkedYAMLError as error:
+            lines = candidate.split("\n")
+            mark = error.problem_mark or error.context_mark
+            if mark is None or not 0 < mark.line < len(lines):
+                return text
+            candidate = "\n".join(lines[:mark.line])
+        except (yaml.YAMLError, RecursionError, ValueError):
+            return text
+    return text
+
+
+def _yaml_problem(text: str) -> str | None:
+    """Why a manifest is no YAML, where YAML says: `not YAML as written (line 4 of it: …)`; None when it is."""
+    import yaml
+
+    try:
+        list(yaml.safe_load_all(text))
+    except yaml.MarkedYAMLError as error:
+        where = f"line {error.problem_mark.line + 1} of it: " if error.problem_mark else ""
+        return f"the manifest is not YAML as written ({where}{error.problem}): the launch was not read from it"
+    except (yaml.YAMLError, RecursionError, ValueError):
+        return "the manifest is not YAML as written: the launch was not read from it"
+    return None

@@ -70,6 +70,8 @@ def parse_launch(text: str) -> Launch | None:
     if looks_like_compose(stripped) and (compose := parse_compose(text)) is not None:
         return compose
     if looks_like_container(stripped):
+        if "{{" in stripped and "}}" in stripped:
+            return None  # a chart template: its `{{ .Values.x }}` are not what ran
         return expand_variables(_parse_container(stripped) or _parse_shell(stripped))
     return expand_variables(_parse_shell(stripped))
 
