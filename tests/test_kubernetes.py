@@ -140,3 +140,15 @@ def test_a_kubectl_table_padded_to_one_width_is_not_rejoined_as_a_wrapped_line()
     table = ("\n".join(rows) + "\n").encode()
     assert detect_wrap_width(table) is None
     assert unwrap_block(table, len(rows[0])) == table
+
+
+def test_an_oom_kill_in_get_pod_yaml_is_answered_against_its_memory_limit():
+    text = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: vllm-0\nspec:\n  containers:\n  - name: server\n"
+            "    image: vllm/vllm-openai:v0.9.2\n    args: [--model, Qwen/Qwen3-8B]\n    resources:\n      limits:\n"
+            "        memory: 16Gi\nstatus:\n  containerStatuses:\n  - name: server\n    lastState:\n      terminated:\n"
+            "        exitCode: 137\n        reason: OOMKilled\n    restartCount: 3\n")
+    report = diagnose_text(text)
+    assert report["diagnoses"][0]["category"] == "host-ram-oom"
+    patch = yaml.safe_load(report["diagnoses"][0]["fixes"][0]["command"])
+    assert report["diagnoses"][0]["fixes"][0]["command"].startswith("# kubectl patch pod vllm-0 --type strategic")
+    assert patch == {"spec": {"containers": [{"name": "server", "resources": {"limits": {"memory": "32Gi"}}}]}}

@@ -24,12 +24,15 @@ _DESCRIBED_PROBE = lazy(r"^\s*(?P<kind>Liveness|Readiness|Startup):\s+\S.*\bdela
                         r".*?(?:#failure=|failureThreshold=)(?P<failures>\d+)")
 _MANIFEST_PROBE = lazy(r"^\s*(?:-\s+)?(?P<kind>liveness|readiness|startup)Probe:\s*$")
 _PROBE_KILL = lazy(r"Container (?P<container>[\w.-]+) failed (?P<kind>startup|liveness) probe, will be restarted")
-_RESTARTS = lazy(r"^\s*Restart Count:\s+(?P<count>\d+)\s*$")
-_TERMINATED_REASON = lazy(r"^\s*Reason:\s+(?P<reason>OOMKilled|Error|Completed|ContainerCannotRun|StartError)\s*$")
-_EXIT_CODE = lazy(r"^\s*Exit Code:\s+(?P<code>\d+)\s*$")
+# describe's wording, and the status fields of `kubectl get pod -o yaml` / `-o json`
+_RESTARTS = lazy(r"^\s*\"?(?:Restart Count|restartCount)\"?:\s+(?P<count>\d+),?\s*$")
+_TERMINATED_REASON = lazy(r"^\s*\"?[Rr]eason\"?:\s+\"?(?P<reason>OOMKilled|Error|Completed|ContainerCannotRun|StartError)"
+                          r"\"?,?\s*$")
+_EXIT_CODE = lazy(r"^\s*\"?(?:Exit Code|exitCode)\"?:\s+(?P<code>\d+),?\s*$")
 _LIMIT = lazy(r"^\s*(?:(?P<memory>memory)|(?P<gpu>nvidia\.com/gpu)):\s+[\"']?(?P<value>\d[\w.]*)[\"']?\s*$")
 _LIMITS_HEAD = lazy(r"^\s*(?P<which>Limits|Requests|limits|requests):\s*$")
-_POD_SHAPE = lazy(r"^\s*(?:Restart Count:|Last State:\s+Terminated|Events:\s*$|Type\s+Reason\s+Age\s+From\s+Message)"
+_POD_SHAPE = lazy(r"^\s*(?:Restart Count:|Last State:\s+Terminated|Events:\s*$|Type\s+Reason\s+Age\s+From\s+Message"
+                  r"|\"?(?:restartCount|lastState|containerStatuses)\"?:)"
                   r"|^LAST SEEN\s+TYPE\s+REASON\s|\bBack-off restarting failed container\b|\bCrashLoopBackOff\b"
                   r"|\bFailedScheduling\b|\bkubelet\b|probe, will be restarted")
 _DESCRIBED_WORDS = lazy(r"^\s*(?P<key>Command|Args):\s*$")
@@ -51,7 +54,8 @@ class PodExtractor:
     literals = ("liveness:", "readiness:", "startup:", "livenessprobe:", "readinessprobe:", "startupprobe:",
                 "probe, will be restarted", "restart count:", "reason:", "exit code:", "memory:", "nvidia.com/gpu:",
                 "limits:", "requests:", "events:", "back-off restarting", "crashloopbackoff", "failedscheduling",
-                "kubelet", "last seen", "containers:", "last state:", "name:", "command:", "args:", "started container")
+                "kubelet", "last seen", "containers:", "last state:", "restartcount", "exitcode", "laststate",
+                "containerstatuses", "name:", "command:", "args:", "started container")
     window = MAX_PROBE_LINES
     repeats_change_nothing = True
 
