@@ -33,7 +33,7 @@ from ..ingest.source import Source
 from ..knowledge.loader import load_rules
 from ..knowledge.rules import RuleSet
 from ..launch.container import in_container
-from ..launch.launch import Launch
+from ..launch.launch import Launch, written_as
 from ..launch.python_forms import from_engine_args
 from ..launch.releases import release_default
 from ..model.info import resolve as resolve_model
@@ -208,7 +208,7 @@ def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> 
         before = [c for c in facts.launches if first_error is None or c.line <= first_error]
         candidate = before[-1] if before else facts.launches[0]
         candidate.launch.origin = "log"
-        return candidate.launch, f"command line in the input (line {candidate.line})"
+        return candidate.launch, f"{written_as(candidate.launch)} in the input (line {candidate.line})"
     launch, source = _rebuilt_launch(facts)
     if launch is not None and facts.container_image:
         return in_container(launch, facts.container_image), (

@@ -124,3 +124,19 @@ class Launch:
     @property
     def shell_operators(self) -> list[str]:
         return [t for t in self.tail if t in SHELL_OPERATORS]
+
+
+def written_as(launch: Launch) -> str:
+    """What the input wrote the launch as, for the report's launch source: `Helm values`, `a Deployment manifest`.
+
+    >>> written_as(Launch(form="vllm-serve")), written_as(Launch(form="vllm-serve", frame="helm-values"))
+    ('command line', 'production-stack Helm values')
+    """
+    if launch.frame == "helm-values":
+        return "production-stack Helm values"
+    if launch.frame == "compose":
+        return "a compose service"
+    if launch.manifest is not None:
+        kind = launch.manifest[0]
+        return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind} manifest"
+    return "command line"
