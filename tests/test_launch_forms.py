@@ -227,3 +227,13 @@ def test_a_probe_kill_with_chart_values_raises_the_charts_startup_probe():
     after = set_value_paths(yaml.safe_load(VALUES.read_text()), fix["command"])
     assert after["servingEngineSpec"]["startupProbe"] == {"failureThreshold": 180}
     assert "15 s + 60 × 10 s = 615 s" in fix["why"]
+
+
+def test_a_gpu_request_above_the_layout_in_chart_values_is_lowered_at_request_gpu():
+    values = VALUES.read_text().replace("requestGPU: 2", "requestGPU: 4")
+    event = "  Warning  FailedScheduling  2m  default-scheduler  0/2 nodes are available: 2 Insufficient nvidia.com/gpu.\n"
+    fix = diagnose_text(values + "\n" + event).report["diagnoses"][0]["fixes"][0]
+    after = set_value_paths(yaml.safe_load(values), fix["command"])
+    assert after["servingEngineSpec"]["modelSpec"][0]["requestGPU"] == 2
+    assert after["servingEngineSpec"]["modelSpec"][0]["vllmConfig"] == yaml.safe_load(values)[
+        "servingEngineSpec"]["modelSpec"][0]["vllmConfig"]

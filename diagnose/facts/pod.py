@@ -30,6 +30,8 @@ _TERMINATED_REASON = lazy(r"^\s*\"?[Rr]eason\"?:\s+\"?(?P<reason>OOMKilled|Error
                           r"\"?,?\s*$")
 _EXIT_CODE = lazy(r"^\s*\"?(?:Exit Code|exitCode)\"?:\s+(?P<code>\d+),?\s*$")
 _LIMIT = lazy(r"^\s*(?:(?P<memory>memory)|(?P<gpu>nvidia\.com/gpu)):\s+[\"']?(?P<value>\d[\w.]*)[\"']?\s*$")
+# production-stack values: the chart writes requestGPU as the GPU limit, limitMemory as the memory limit
+_CHART_RESOURCE = lazy(r"^\s*(?P<key>requestGPU|limitMemory):\s+[\"']?(?P<value>\d[\w.]*)[\"']?\s*$")
 _LIMITS_HEAD = lazy(r"^\s*(?P<which>Limits|Requests|limits|requests):\s*$")
 _POD_SHAPE = lazy(r"^\s*(?:Restart Count:|Last State:\s+Terminated|Events:\s*$|Type\s+Reason\s+Age\s+From\s+Message"
                   r"|\"?(?:restartCount|lastState|containerStatuses)\"?:)"
@@ -55,7 +57,7 @@ class PodExtractor:
                 "probe, will be restarted", "restart count:", "reason:", "exit code:", "memory:", "nvidia.com/gpu:",
                 "limits:", "requests:", "events:", "back-off restarting", "crashloopbackoff", "failedscheduling",
                 "kubelet", "last seen", "containers:", "last state:", "restartcount", "exitcode", "laststate",
-                "containerstatuses", "name:", "command:", "args:", "started container")
+                "containerstatuses", "requestgpu:", "limitmemory:", "name:", "command:", "args:", "started container")
     window = MAX_PROBE_LINES
     repeats_change_nothing = True
 
@@ -101,6 +103,11 @@ class PodExtractor:
             self.pod.last_reason = reason.group("reason")
         elif (code := _EXIT_CODE.match(line)) is not None:
             self.pod.last_exit_code = int(code.group("code"))
+        elif (chart := _CHART_RESOURCE.match(line)) is not None:
+            if chart.group("key") == "limitMemory":
+                self.pod.memory_limit = chart.group("value")
+            elif chart.group("value").isdigit():
+                self.pod.gpu_limit = int(chart.group("value"))
         elif (limit := _LIMIT.match(line)) is not None and self._limits_section == "limits":
             if limit.group("memory"):
                 self.pod.memory_limit = limit.group("value")

@@ -166,8 +166,10 @@ def pod_gpu_request(ctx: Context, params: dict) -> Fix | None:
     asked = pod.gpu_limit
     if asked is not None and ctx.parallel_stated() and asked > used:
         change = {"resources": {"limits": {"nvidia.com/gpu": used}, "requests": {"nvidia.com/gpu": used}}}
+        command = (values_lines({f"{ctx.launch.values_path}.{chart()['gpu_request_key']}": used}) if _from_chart(ctx)
+                   else deployment_patch(_container(ctx), change, ctx))
         return Fix(title=f"Ask for the GPUs vLLM uses: nvidia.com/gpu: {used} (tensor × pipeline parallel)",
-                   step_command=deployment_patch(_container(ctx), change, ctx),
+                   step_command=command,
                    why=f"The pod asks {asked} GPUs (from the paste) but the launch runs {ctx.tp()} × {ctx.pp()} = "
                        f"{used}; no node had {asked} free.", cost="config", cost_note="none", will_start=None)
     counted = (f"The pod asks {asked} GPUs" if asked is not None else "The pod asks more GPUs than any node has free")
