@@ -23,7 +23,8 @@ MAX_PROBE_LINES = 40
 _DESCRIBED_PROBE = lazy(r"^\s*(?P<kind>Liveness|Readiness|Startup):\s+\S.*\bdelay=(?P<delay>\d+)s\b.*\bperiod=(?P<period>\d+)s\b"
                         r".*?(?:#failure=|failureThreshold=)(?P<failures>\d+)")
 _MANIFEST_PROBE = lazy(r"^\s*(?:-\s+)?(?P<kind>liveness|readiness|startup)Probe:\s*$")
-_PROBE_KILL = lazy(r"Container (?P<container>[\w.-]+) failed (?P<kind>startup|liveness) probe, will be restarted")
+_PROBE_KILL = lazy(r"Container (?P<container>[\w.-]+) failed (?P<kind>startup|liveness) probe, will be restarted"
+                   r"|container with id \w+://(?P<old_container>[\w.-]+):Container failed (?P<old_kind>startup|liveness) probe")
 # describe's wording, and the status fields of `kubectl get pod -o yaml` / `-o json`
 _RESTARTS = lazy(r"^\s*\"?(?:Restart Count|restartCount)\"?:\s+(?P<count>\d+),?\s*$")
 _TERMINATED_REASON = lazy(r"^\s*\"?[Rr]eason\"?:\s+\"?(?P<reason>OOMKilled|Error|Completed|ContainerCannotRun|StartError)"
@@ -36,7 +37,7 @@ _LIMITS_HEAD = lazy(r"^\s*(?P<which>Limits|Requests|limits|requests):\s*$")
 _POD_SHAPE = lazy(r"^\s*(?:Restart Count:|Last State:\s+Terminated|Events:\s*$|Type\s+Reason\s+Age\s+From\s+Message"
                   r"|\"?(?:restartCount|lastState|containerStatuses)\"?:)"
                   r"|^LAST SEEN\s+TYPE\s+REASON\s|\bBack-off restarting failed container\b|\bCrashLoopBackOff\b"
-                  r"|\bFailedScheduling\b|\bkubelet\b|probe, will be restarted")
+                  r"|\bFailedScheduling\b|\bkubelet\b|probe, will be restarted|will be killed and recreated")
 _DESCRIBED_WORDS = lazy(r"^\s*(?P<key>Command|Args):\s*$")
 _CONTAINER_EVENT = lazy(r"Back-off restarting failed container (?P<container>[\w.-]+)|Started container:? (?P<started>[\w.-]+)")
 _YAML_KEY = lazy(r"^(?:-\s+)?(?P<key>[A-Za-z]+):(?:\s|$)")
@@ -54,7 +55,7 @@ class PodExtractor:
     """Reads the pod's probes, its memory and GPU limits, its restarts and how its container last ended."""
 
     literals = ("liveness:", "readiness:", "startup:", "livenessprobe:", "readinessprobe:", "startupprobe:",
-                "probe, will be restarted", "restart count:", "reason:", "exit code:", "memory:", "nvidia.com/gpu:",
+                "probe, will be restarted", "killed and recreated", "restart count:", "reason:", "exit code:", "memory:", "nvidia.com/gpu:",
                 "limits:", "requests:", "events:", "back-off restarting", "crashloopbackoff", "failedscheduling",
                 "kubelet", "last seen", "containers:", "last state:", "restartcount", "exitcode", "laststate",
                 "containerstatuses", "requestgpu:", "limitmemory:", "name:", "command:", "args:", "started container")
@@ -95,8 +96,8 @@ class PodExtractor:
         elif (written := _MANIFEST_PROBE.match(line)) is not None:
             self._manifest_probe(written.group("kind"), following)
         elif (kill := _PROBE_KILL.search(line)) is not None:
-            self.pod.probe_killed = self.pod.probe_killed or kill.group("kind")
-            self.pod.container = self.pod.container or kill.group("container")
+            self.pod.probe_killed = self.pod.probe_killed or kill.group("kind") or kill.group("old_kind")
+            self.pod.container = self.pod.container or kill.group("container") or kill.group("old_container")
         elif (restarts := _RESTARTS.match(line)) is not None:
             self.pod.restart_count = max(self.pod.restart_count or 0, int(restarts.group("count")))
         elif (reason := _TERMINATED_REASON.match(line)) is not None:
