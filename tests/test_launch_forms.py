@@ -237,3 +237,11 @@ def test_a_gpu_request_above_the_layout_in_chart_values_is_lowered_at_request_gp
     assert after["servingEngineSpec"]["modelSpec"][0]["requestGPU"] == 2
     assert after["servingEngineSpec"]["modelSpec"][0]["vllmConfig"] == yaml.safe_load(values)[
         "servingEngineSpec"]["modelSpec"][0]["vllmConfig"]
+
+
+def test_yaml_with_aliases_is_not_expanded_but_noted():
+    bomb = ("servingEngineSpec:\n  a: &a [x, x, x, x, x, x, x, x, x]\n  b: &b [*a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "  c: &c [*b, *b, *b, *b, *b, *b, *b, *b]\n  modelSpec:\n  - modelURL: m/m\n    extra: [*c, *c, *c, *c]\n")
+    report = diagnose_text(bomb + KV_ERROR).report
+    assert report["facts"]["launch"] is None
+    assert any("anchors or aliases" in note for note in report["notes"])

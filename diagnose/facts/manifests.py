@@ -89,6 +89,10 @@ def _yaml_prefix(text: str) -> str:
     events after the values): cut at the line YAML names, a few times at most; the whole text when none parses."""
     import yaml
 
+    from ..util.pasted_yaml import refused
+
+    if refused(text):
+        return text
     candidate = text
     for _ in range(MAX_CUTS):
         try:
@@ -109,6 +113,10 @@ def _yaml_problem(text: str) -> str | None:
     """Why a manifest is no YAML, where YAML says: `not YAML as written (line 4 of it: …)`; None when it is."""
     import yaml
 
+    from ..util.pasted_yaml import refused
+
+    if refused(text):
+        return "the manifest uses YAML anchors or aliases, or is too large: it was not read"
     try:
         list(yaml.safe_load_all(text))
     except yaml.MarkedYAMLError as error:

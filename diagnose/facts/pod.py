@@ -118,7 +118,7 @@ class PodExtractor:
     def _manifest_probe(self, kind: str, following: list[str]) -> None:
         """The probe's own keys on the lines after `startupProbe:`, read as YAML (the scanner hands lines without
         their indentation, so the probe ends at the first line that is none of a probe's keys)."""
-        import yaml
+        from ..util.pasted_yaml import load_document
 
         block = []
         for nxt in following[:MAX_PROBE_LINES]:
@@ -126,10 +126,7 @@ class PodExtractor:
             if key is None or key.group("key") not in _PROBE_KEYS:
                 break
             block.append(nxt.strip())
-        try:
-            probe = yaml.safe_load("\n".join(block)) if block else None
-        except (yaml.YAMLError, RecursionError, ValueError):
-            return
+        probe = load_document("\n".join(block)) if block else None
         if not isinstance(probe, dict):
             return
         # Kubernetes' defaults where a key is not written

@@ -26,12 +26,9 @@ def looks_like_compose(text: str) -> bool:
 
 def parse_compose(text: str):
     """The launch of the first service that runs vLLM; None when there is none or the file is no YAML as written."""
-    import yaml
+    from ..util.pasted_yaml import load_document
 
-    try:
-        document = yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return None
+    document = load_document(text)
     services = document.get("services") if isinstance(document, dict) else None
     for name, service in (services.items() if isinstance(services, dict) else []):
         launch = _service_launch(str(name), service) if isinstance(service, dict) else None

@@ -78,6 +78,10 @@ def values_problem(text: str) -> str | None:
     if "{{" in text and "}}" in text:
         return ("the values hold Helm template expressions ({{ … }}): that is a chart template, not values; "
                 "paste the values (helm get values <release>) to have the launch read")
+    from ..util.pasted_yaml import refused
+
+    if refused(text):
+        return "the values use YAML anchors or aliases, or are too large: they were not read"
     if not isinstance(_loaded(text), dict):
         return "the values file is not YAML as written (its indentation may have been lost): the launch was not read"
     if _first_model(text)[0] is None:
@@ -197,14 +201,11 @@ def _first_model(text: str) -> tuple[dict | None, int]:
 
 
 def _loaded(text: str) -> Any:
-    import yaml
+    from ..util.pasted_yaml import load_document
 
     if "{{" in text:
         return None  # a template: its expressions are no values, whatever YAML makes of them
-    try:
-        return yaml.safe_load(text)
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return None
+    return load_document(text)
 
 
 def _text(value: Any) -> str:

@@ -33,13 +33,10 @@ def looks_like_inference_service(text: str) -> bool:
 
 def parse_inference_service(text: str) -> Launch | None:
     """The predictor's launch; None when the resource holds no args list of words."""
-    import yaml
+    from ..util.pasted_yaml import load_documents
 
-    try:
-        documents = list(yaml.safe_load_all(text))
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return None
     spec = runtime()
+    documents = load_documents(text) or []
     for document in documents:
         if not isinstance(document, dict) or document.get("kind") != "InferenceService":
             continue

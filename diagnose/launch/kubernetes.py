@@ -19,7 +19,6 @@ from ..util.lazy_pattern import lazy
 
 _CONTAINER_KEYS = ("image", "command", "args", "env")
 _KEY = lazy(r"[A-Za-z_][\w.-]*")
-_YAML_REFERENCE = lazy(r"(?:^|[\s\[{,:])[&*][\w-]")  # anchors and aliases: a pasted spec has none, a hostile one may
 _SHELL_PLAIN = lazy(r"[A-Za-z0-9_@%+=:,./-]+")
 MAX_SPEC_CHARS = 16384
 MAX_CONTAINERS = 16
@@ -52,13 +51,9 @@ def looks_like_container(text: str) -> bool:
 
 def manifest_object(text: str) -> tuple[str, str | None] | None:
     """The kind and name of the first object in a manifest that holds a pod (Deployment, Pod, StatefulSet…)."""
-    import yaml
+    from ..util.pasted_yaml import load_documents
 
-    try:
-        documents = list(yaml.safe_load_all(text))
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return None
-    for document in documents:
+    for document in load_documents(text) or []:
         if isinstance(document, dict) and document.get("kind") in PATCH_PATHS:
             metadata = document.get("metadata")
             name = metadata.get("name") if isinstance(metadata, dict) else None
@@ -102,7 +97,9 @@ def container_of(text: str, entrypoint_serves=lambda image: True) -> ContainerSp
 
     Read line by line, not by indentation: a log or a ticket often keeps a spec's words but not its indentation.
     """
-    if len(text) > MAX_SPEC_CHARS or _YAML_REFERENCE.search(text):
+    from ..util.pasted_yaml import refused
+
+    if len(text) > MAX_SPEC_CHARS or refused(text):  # anchors and aliases: a pasted spec has none, a hostile one may
         return None
     if text.lstrip().startswith("{"):
         parsed = _scalar(text.strip())
@@ -119,14 +116,10 @@ def container_of(text: str, entrypoint_serves=lambda image: True) -> ContainerSp
 def manifest_containers(text: str) -> list[dict]:
     """The containers of a whole manifest read as YAML (a Pod, a Deployment, several documents); none when the
     text is no YAML as written (a paste that lost its indentation is read line by line instead)."""
-    import yaml
+    from ..util.pasted_yaml import load_documents
 
-    try:
-        documents = list(yaml.safe_load_all(text))
-    except (yaml.YAMLError, RecursionError, ValueError):
-        return []
     found: list[dict] = []
-    pending = [d for d in documents if isinstance(d, (dict, list))]
+    pending = [d for d in load_documents(text) or [] if isinstance(d, (dict, list))]
     while pending and len(found) < MAX_CONTAINERS:
         node = pending.pop(0)
         values = node.values() if isinstance(node, dict) else node
