@@ -245,3 +245,13 @@ def test_yaml_with_aliases_is_not_expanded_but_noted():
     report = diagnose_text(bomb + KV_ERROR).report
     assert report["facts"]["launch"] is None
     assert any("anchors or aliases" in note for note in report["notes"])
+
+
+def test_a_shell_paste_sets_the_variable_on_its_own_line_and_the_fix_changes_it_there():
+    paste = ('$ export VLLM_ARGS="--max-model-len 32768 --gpu-memory-utilization 0.9"\n'
+             "$ vllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS\n" + KV_ERROR)
+    report = diagnose_text(paste).report
+    fixes = report["diagnoses"][0]["fixes"]
+    assert fixes[0]["command"] == ("export VLLM_ARGS='--max-model-len 20480 --gpu-memory-utilization 0.9'; "
+                                   "vllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS")
+    assert not any("env:VLLM_ARGS" in fix["changes"] for fix in fixes)  # the operator's own export is no advice

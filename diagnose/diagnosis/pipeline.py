@@ -21,6 +21,7 @@ from ..facts.memory import MemoryExtractor
 from ..facts.phases import PhaseExtractor, PhaseLog
 from ..facts.manifests import ManifestReader
 from ..facts.platform_hints import PlatformHintExtractor
+from ..facts.shell_variables import ShellVariables
 from ..facts.pod import PodExtractor
 from ..facts.record import Facts, GpuFact, GpuProcess
 from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
@@ -101,7 +102,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     advice = AdviceLines()
     excerpt = ExcerptLines()
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), frames, progress, unexplained,
+                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
                   ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()

@@ -152,7 +152,7 @@ def _render_command(launch: Launch) -> str:
     line (`| tee log`, `; …`) is no part of it and is left out. A variable the arguments were read from is set
     before the command (`export VLLM_ARGS=…;`: a prefix assignment is not seen by the command's own `$VLLM_ARGS`)."""
     launch = _with_variables(launch)
-    carried = ({a.via_env for a in launch.args if a.via_env} | {launch.model_via_env} - {None}) if launch.fixed else set()
+    carried = {a.via_env for a in launch.args if a.via_env} | {launch.model_via_env} - {None}
     parts: list[str] = [f"export {k}={quote_word(v)};" for k, v in launch.env if k in carried]
     parts += [f"{k}={quote_word(v)}" for k, v in launch.env if k not in carried]
     parts += _words(launch.head[:2] if launch.form == "docker" else launch.head)
