@@ -8,6 +8,9 @@ These lines are kept (bounded) so that a diagnosis can read the advice printed a
 >>> lines.feed(6, "Try lowering --gpu-memory-utilization to free memory for weights.", [])
 >>> lines.near([4], before=1, after=3)
 ['Try lowering --gpu-memory-utilization to free memory for weights.']
+>>> lines.feed(7, "$ export VLLM_ARGS='--max-model-len 8192'", [])
+>>> lines.near([7], before=0, after=0)
+[]
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ MAX_LINES = 200
 MAX_REMEMBERED_MESSAGES = 4096
 _ADVICE = lazy(r"(?i)\b(?:try|please|consider|you (?:can|may|should|need to)|to fix|hint|set(?:ting)?|export|increase|"
                r"decrease|lower|reduce|raise)\b")
+
+# a command the operator typed at a prompt (`$ export VLLM_ARGS=…`): what they ran, not what a program advises
+_TYPED = lazy(r"^\s*(?:\([\w.-]+\)\s*)?(?:[\w.-]+@[\w.-]+(?::\S*)?\s*)?\$\s")
 
 
 class AdviceLines:
@@ -36,7 +42,7 @@ class AdviceLines:
         if advises is None:
             if len(self._advises) >= MAX_REMEMBERED_MESSAGES:
                 self._advises.clear()
-            advises = self._advises[head] = _ADVICE.search(head) is not None
+            advises = self._advises[head] = _ADVICE.search(head) is not None and not _TYPED.match(head)
         if not advises:
             return
         if len(self.lines) >= MAX_LINES:
