@@ -115,13 +115,13 @@ def test_a_restart_with_exit_137_and_reason_error_is_not_read_as_memory():
 def test_describe_pod_lines_are_read_as_pod_facts():
     facts = Facts()
     pod = PodExtractor(facts)
-    lines = ["Name:             vllm-7d9f8b6c5-x2kqp", "Containers:", "Restart Count:  3", "Reason:       OOMKilled",
+    lines = ["Name:             vllm-7d9f8b6c5-x2kqp", "Containers:", "server:", "Restart Count:  3", "Reason:       OOMKilled",
              "Exit Code:    137", "Limits:", "memory:          200Gi", "nvidia.com/gpu:  4", "Requests:", "memory:  6G"]
     for number, line in enumerate(lines, 1):
         pod.feed(number, line, lines[number:] if line == "Containers:" else [])
     assert (facts.pod.name, facts.pod.restart_count, facts.pod.last_reason, facts.pod.last_exit_code) == (
         "vllm-7d9f8b6c5-x2kqp", 3, "OOMKilled", 137)
-    assert (facts.pod.memory_limit, facts.pod.gpu_limit) == ("200Gi", 4)
+    assert (facts.pod.memory_limit, facts.pod.gpu_limit, facts.pod.container) == ("200Gi", 4, "server")
 
 
 def test_a_manifest_probe_is_read_with_kubernetes_defaults_for_keys_not_written():

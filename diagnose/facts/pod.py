@@ -48,7 +48,7 @@ _DESCRIBE_KEY = lazy(r"^[A-Z][A-Za-z ]*:(?:\s|$)")
 _MANIFEST_CONTAINER = lazy(r"^-\s+name:\s+[\"']?(?P<name>[a-z0-9][a-z0-9.-]*)[\"']?\s*$")
 _VLLM_IMAGE = lazy(r"^image:\s+\S*vllm", re.IGNORECASE)
 _POD_NAME = lazy(r"^Name:\s+(?P<name>[a-z0-9][a-z0-9.-]*)\s*$")
-_DESCRIBED_CONTAINER = lazy(r"^  (?P<name>[a-z0-9][a-z0-9.-]*):\s*$")
+_DESCRIBED_CONTAINER = lazy(r"^\s*(?P<name>[a-z0-9][a-z0-9.-]*):\s*$")
 
 
 class PodExtractor:
