@@ -255,3 +255,14 @@ def test_a_shell_paste_sets_the_variable_on_its_own_line_and_the_fix_changes_it_
     assert fixes[0]["command"] == ("export VLLM_ARGS='--max-model-len 20480 --gpu-memory-utilization 0.9'; "
                                    "vllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS")
     assert not any("env:VLLM_ARGS" in fix["changes"] for fix in fixes)  # the operator's own export is no advice
+
+
+def test_a_dev_shm_error_with_the_guide_deployment_resizes_its_own_shm_volume():
+    log = GUIDE.read_text() + "\nmisc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-FhVKJN to 9637892 bytes\n"
+    fix = diagnose_text(log).report["diagnoses"][0]["fixes"][0]
+    manifest = yaml.safe_load(GUIDE.read_text())
+    after = strategic_merge(copy.deepcopy(manifest), yaml.safe_load(fix["command"]))
+    pod, before = after["spec"]["template"]["spec"], manifest["spec"]["template"]["spec"]
+    assert pod["volumes"][1] == {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "10Gi"}}
+    assert pod["volumes"][0] == before["volumes"][0] and len(pod["volumes"]) == 2
+    assert pod["containers"] == before["containers"]

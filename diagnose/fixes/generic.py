@@ -214,6 +214,17 @@ def _as_pod_spec(ctx: Context, option: str, params: dict) -> Fix | None:
     gpus = ctx.tp() * ctx.pp()
     shm_gib = max(int(params.get("min_gib", 10)), int(params.get("per_gpu_gib") or 0) * gpus)
     values = {"gpus": gpus, "shm_gib": shm_gib}
+    manifest = ctx.launch.manifest if ctx.launch is not None else None
+    if option == "--shm-size" and manifest is not None and manifest[1]:
+        from ..launch.kubernetes import pod_spec_patch
+
+        volume = ctx.launch.shm_volume or "dshm"  # the manifest's own /dev/shm volume is resized, not doubled
+        patch = pod_spec_patch(manifest[0], manifest[1], {"volumeMounts": [{"name": volume, "mountPath": "/dev/shm"}]},
+                               manifest[2], {"volumes": [{"name": volume, "emptyDir": {"medium": "Memory",
+                                                                                       "sizeLimit": f"{shm_gib}Gi"}}]})
+        return Fix(title=equivalent["title"].format(**values), step_command=patch,
+                   why=fill(params.get("why", ""), ctx) + " In Kubernetes this belongs in the pod spec.",
+                   cost="config", cost_note="the pod restarts with the new spec", will_start=True)
     return Fix(title=equivalent["title"].format(**values), step_command=equivalent["snippet"].format(**values),
                why=fill(params.get("why", ""), ctx) + " In Kubernetes this belongs in the pod spec.",
                cost="config", cost_note="the pod restarts with the new spec", will_start=True)

@@ -39,6 +39,7 @@ class ContainerSpec:
     env: list[tuple[str, str]] = field(default_factory=list)
     env_from_elsewhere: list[dict] = field(default_factory=list)
     name: str | None = None
+    shm_volume: str | None = None  # the volume the container mounts at /dev/shm
 
 
 def looks_like_container(text: str) -> bool:
@@ -61,9 +62,11 @@ def manifest_object(text: str) -> tuple[str, str | None] | None:
     return None
 
 
-def pod_spec_patch(kind: str | None, container: str, changes: dict[str, Any], name: str | None = None) -> str:
+def pod_spec_patch(kind: str | None, container: str, changes: dict[str, Any], name: str | None = None,
+                   pod_changes: dict[str, Any] | None = None) -> str:
     """A strategic-merge patch (`kubectl patch KIND NAME --type strategic --patch-file FILE`) that sets `changes`
-    in the container named `container`: containers merge by name, so nothing else of the object changes.
+    in the container named `container` (and `pod_changes` in the pod's spec, such as its volumes): containers and
+    volumes merge by name, volume mounts by their path, so nothing else of the object changes.
 
     >>> print(pod_spec_patch("Pod", "vllm", {"args": ["--max-model-len", "8192"]}))
     # kubectl patch pod <pod> --type strategic --patch-file patch.yaml (or these keys in the manifest)
@@ -82,7 +85,7 @@ def pod_spec_patch(kind: str | None, container: str, changes: dict[str, Any], na
         merge = "merge"
     else:
         kind = kind if kind in PATCH_PATHS else "Deployment"
-        patch = {"containers": [{"name": container, **changes}]}
+        patch = {**(pod_changes or {}), "containers": [{"name": container, **changes}]}
         for key in reversed(PATCH_PATHS[kind]):
             patch = {key: patch}
     name = name if name and _KEY.fullmatch(name) else f"<{kind.lower()}>"
@@ -205,6 +208,9 @@ def _spec(container: dict, entrypoint_serves) -> ContainerSpec | None:
         return None
     name = container.get("name") if isinstance(container.get("name"), str) else None
     spec = ContainerSpec(image, words, bool(command), name=name)
+    mounts = container.get("volumeMounts") if isinstance(container.get("volumeMounts"), list) else []
+    spec.shm_volume = next((m["name"] for m in mounts if isinstance(m, dict) and m.get("mountPath") == "/dev/shm"
+                            and isinstance(m.get("name"), str)), None)
     for entry in container.get("env") or []:
         if isinstance(entry, dict) and "name" in entry and "value" in entry:
             spec.env.append((str(entry["name"]), str(entry["value"])))

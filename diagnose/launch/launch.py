@@ -87,6 +87,7 @@ class Launch:
     shell_before: list[str] = field(default_factory=list)
     shell_after: list[str] = field(default_factory=list)
     manifest: tuple[str, str | None, str | None] | None = None  # read from a whole manifest: its kind, container, name
+    shm_volume: str | None = None  # the volume that manifest's container mounts at /dev/shm
     values_path: str | None = None  # read from Helm values: the model's entry (`servingEngineSpec.modelSpec[0]`)
     values_original: dict[str, Any] = field(default_factory=dict)  # the keys as read, to print only what a fix changes
     values_set: dict[str, Any] = field(default_factory=dict)  # other keys a fix sets (`shmSize`), below values_path

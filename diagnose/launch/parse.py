@@ -92,7 +92,7 @@ def _parse_container(text: str) -> Launch | None:
         launch.shell_wrapper, launch.shell_before, launch.shell_after = wrapped[0], wrapped[1], wrapped[3]
     launch.frame, launch.image = "kubernetes", spec.image
     if spec.name and (owner := manifest_object(text)) is not None:
-        launch.manifest = (owner[0], spec.name, owner[1])
+        launch.manifest, launch.shm_volume = (owner[0], spec.name, owner[1]), spec.shm_volume
     launch.env = [*spec.env, *launch.env]
     launch.env_from_elsewhere = spec.env_from_elsewhere
     if not spec.command_given:
