@@ -118,6 +118,22 @@ def _rejected_command(ctx: Context) -> bool:
     return _rejected_python(ctx) or _rejected_serve(ctx)
 
 
+@predicate("flash-attention-cannot-run")
+def _flash_attention_cannot_run(ctx: Context) -> bool:
+    """The error says FlashAttention cannot run here: it needs Ampere, or the feature is only in a FlashAttention
+    this GPU (or an unknown one) lacks, such as 3 on anything but Hopper."""
+    if ctx.captures.get("fa_cannot"):
+        return True
+    from ..gpu.attention_backends import backend_entry
+
+    named = ctx.captures.get("supported_by") or ""
+    entry = backend_entry(named) if named else None
+    if entry is None or entry.get("value") != "FLASH_ATTN" or not entry.get("min_cc"):
+        return False
+    capability = ctx.compute_capability()
+    return capability is None or capability < float(entry["min_cc"])
+
+
 @predicate("docker-launch")
 def _docker(ctx: Context) -> bool:
     return ctx.launch is not None and ctx.launch.form == "docker"

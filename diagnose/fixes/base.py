@@ -41,7 +41,7 @@ STRATEGIES: dict[str, Strategy] = {}
 # The module that registers each strategy, imported when a rule first names one of its strategies: a run loads
 # the modules its rules use, not all eight (tests/test_registries.py checks this table against the registrations).
 STRATEGY_MODULES = {
-    "backends": ("named-attention-backend",),
+    "backends": ("named-attention-backend", "portable-attention-backend"),
     "capacity": ("lower-max-num-seqs", "enforce-eager", "max-num-batched-tokens-down", "kv-cache-dtype-fp8",
                  "quantized-variant", "bigger-gpu", "lower-gpu-memory-utilization"),
     "choices": ("setting-choice",),

@@ -10,7 +10,7 @@ forced attention backend, and a GPU older than any vLLM CUDA build.
 
 from __future__ import annotations
 
-from ..fixes.backends import backend_entry
+from ..gpu.attention_backends import backend_entry
 from ..launch.quantization_releases import capability_text, min_capability
 from . import assumptions
 from .findings import Finding, check, passed, skipped
