@@ -109,8 +109,14 @@ def _rejected_python(ctx: Context) -> bool:
 
 @predicate("rejected-tokens-repeat-serve")
 def _rejected_serve(ctx: Context) -> bool:
-    """The refused arguments start with `vllm serve`/`serve`: the image already runs it, so it came twice."""
-    return bool(_SERVE_COMMAND.search(_rejected_tokens(ctx)))
+    """The refused arguments start with `vllm serve`/`serve`: the image already runs it, so it came twice; or the
+    model after `IMAGE serve` was refused: the server took `serve` for its model and refused the real one."""
+    rejected = _rejected_tokens(ctx)
+    if _SERVE_COMMAND.search(rejected):
+        return True
+    launch = ctx.launch
+    return bool(launch is not None and launch.form == "docker" and launch.head[2:] == ["serve"] and launch.model
+                and rejected.split()[:1] == [launch.model])
 
 
 @predicate("rejected-tokens-are-a-command")
@@ -132,6 +138,11 @@ def _flash_attention_cannot_run(ctx: Context) -> bool:
         return False
     capability = ctx.compute_capability()
     return capability is None or capability < float(entry["min_cc"])
+
+
+@predicate("api-server-parser")
+def _api_server_parser(ctx: Context) -> bool:
+    return "api-server-parser" in ctx.text_hints
 
 
 @predicate("docker-launch")

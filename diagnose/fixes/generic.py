@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import re
 from typing import Any
 
@@ -160,12 +162,18 @@ def unset_env(ctx: Context, params: dict) -> Fix | None:
 @strategy("launch-as-read")
 def launch_as_read(ctx: Context, params: dict) -> Fix | None:
     """The user's own docker launch as vdiag reads it, where reading it already undoes the mistake: a `vllm serve`
-    repeated after an image whose entrypoint runs it is dropped, the model put right after the image."""
+    repeated after an image whose entrypoint runs it is dropped, the model put right after the image (or given as
+    --model with `model_flag`)."""
     if ctx.launch is None or ctx.launch.form != "docker":
         return None
     from ..launch.print_policy import printed_command
 
-    printed = printed_command(ctx.launch)
+    launch = replace(ctx.launch, head=ctx.launch.head[:2])  # the command repeated after the image, dropped
+    if params.get("model_flag") and launch.model_positional:
+        from ..launch.launch import Arg
+
+        launch = replace(launch, model_positional=False, args=[Arg("--model", launch.model), *launch.args])
+    printed = printed_command(launch)
     return Fix(title=fill(params.get("title", "Run the container with vLLM's arguments only"), ctx),
                step_command=printed.command, step_not_shown=printed.not_shown, why=fill(params.get("why", ""), ctx),
                cost="config", cost_note="none", will_start=None)
