@@ -128,9 +128,12 @@ def test_float32_weights_on_a_22_gib_card_are_loaded_in_16_bits_and_never_quanti
 
 
 def test_a_doubled_entrypoint_is_answered_with_the_users_own_docker_run_minus_the_repeat():
+    # vllm/vllm-openai up to 0.11 runs `python3 -m vllm.entrypoints.openai.api_server` (docker/Dockerfile; `vllm
+    # serve` from 0.12), whose parser (usage: api_server.py) takes the model only as --model: before 0.11 it has no
+    # positional model, from 0.11 it has one it ignores (only entrypoints/cli/serve.py copies model_tag to model)
     first = top(report_for("docker-doubled-entrypoint.log"))["fixes"][0]
-    assert first["command"] == ("docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.9.2 Qwen/Qwen2.5-7B-Instruct "
-                                "--max-model-len 8192")
+    assert first["command"] == ("docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.9.2 --model "
+                                "Qwen/Qwen2.5-7B-Instruct --max-model-len 8192")
 
 
 def test_compose_prefixes_with_a_terminal_wrapped_oom_read_as_one_oom_line():
