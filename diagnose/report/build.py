@@ -1,4 +1,4 @@
-"""The report: one JSON-shaped dict (the contract in the README) that every renderer reads."""
+"""The report: one JSON-shaped dict (the contract in docs/report.md) that every renderer reads."""
 
 from __future__ import annotations
 
