@@ -13,6 +13,7 @@ from ..facts.args import ArgsExtractor
 from ..facts.era import EraExtractor
 from ..facts.excerpt_lines import ExcerptLines
 from ..facts.frames import FramesExtractor
+from ..facts.gpu_csv import GpuCsvExtractor
 from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hints import HintExtractor
 from ..facts.image import ImageExtractor
@@ -99,7 +100,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     advice = AdviceLines()
     excerpt = ExcerptLines()
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), frames, progress, unexplained,
+                  GpuTextExtractor(facts), GpuCsvExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), frames, progress, unexplained,
                   ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
