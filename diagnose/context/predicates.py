@@ -218,6 +218,12 @@ def _pre_ampere(ctx: Context) -> bool:
     return cc is not None and cc < 8.0
 
 
+@predicate("gpu-ampere-or-newer")
+def _ampere_or_newer(ctx: Context) -> bool:
+    cc = ctx.compute_capability()
+    return cc is not None and cc >= 8.0
+
+
 @predicate("dev-shm-small")
 def _shm(ctx: Context) -> bool:
     return ctx.facts.dev_shm_bytes is not None and ctx.facts.dev_shm_bytes < 2**30
