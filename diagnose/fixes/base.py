@@ -57,6 +57,7 @@ STRATEGY_MODULES = {
                "cpu-kvcache-space", "fit-utilization-to-free-memory", "free-gpu-processes",
                "raise-kv-cache-memory-bytes"),
     "platform_reasons": ("platform-probe-reason",),
+    "multimodal": ("fewer-multimodal-items",),
     "parallel": ("divisible-tensor-parallel", "divisible-parallel-size", "tensor-parallel-within-gpus",
                  "ray-executor"),
     "weights": ("weights-narrower-dtype", "online-fp8", "bitsandbytes", "cpu-offload", "tensor-parallel-to-fit"),
