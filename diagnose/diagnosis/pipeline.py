@@ -39,9 +39,10 @@ from ..model.info import resolve as resolve_model
 from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules
-from .fix_plan import plan_fixes
 from .fallbacks import check_launch_alone, place_unfired, say_error_line_missing
 from .feasibility_order import weights_first
+from .fix_plan import plan_fixes
+from .launch_disagrees import launch_disagreements
 from .unplaced import what_was_seen
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
@@ -153,6 +154,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
     if ctx.launch is None and any(r.fix.changes for d in fired for r in d.fixes):
         notes.append(NO_LAUNCH_NOTE)
+    notes += launch_disagreements(fired, ctx)
     notes += last_run_notes(sources, [m.text for m in fired[0].evidence] if fired else [])
     seen = None if any(d.basis != "wording" for d in fired) or facts.served else (
         what_was_seen(excerpt.lines(), frames, leftovers, ctx))
