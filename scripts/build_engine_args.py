@@ -174,7 +174,7 @@ class Index:
             elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
                     and stmt.value is not None:
                 consts[stmt.target.id] = stmt.value
-            elif hasattr(ast, "TypeAlias") and isinstance(stmt, getattr(ast, "TypeAlias")):
+            elif hasattr(ast, "TypeAlias") and isinstance(stmt, ast.TypeAlias):
                 consts[stmt.name.id] = stmt.value
         self.consts[f] = consts
         for k, v in consts.items():
@@ -735,7 +735,7 @@ def scan_env(rel: Release, warnings: list[str]) -> set[str]:
                         if isinstance(k, ast.Constant) and isinstance(k.value, str)}
         warnings.append(f"{rel.version}: vllm/envs.py has no environment_variables dict; scanning os.getenv")
     names: set[str] = set()
-    for f, src in rel.sources.items():
+    for src in rel.sources.values():
         for m in ENV_CALL_RE.finditer(src):
             names.add(m.group(1))
         for m in ENV_SUB_RE.finditer(src):
