@@ -107,7 +107,7 @@ class FragmentIndex:
         peak: dict[int, float] = {}
         seen: dict[int, set[tuple[str, str]]] = {}
 
-        def count(pair: tuple[str, str], numbers: Sequence[int], positions: tuple[int, int],
+        def count(pair: tuple[str, str], numbers: Sequence[int], positions: tuple[int, ...],
                   rarity: float | None = None) -> None:
             rarity = self._rarity[pair] if rarity is None else rarity
             for number in numbers:
