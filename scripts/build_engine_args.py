@@ -42,6 +42,10 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from diagnose.authoring.release_mining.sources import version_key  # noqa: E402  (the miners' one release order)
+
 MAX_CHOICES = 12
 MAX_EXPR = 60
 
@@ -81,17 +85,6 @@ def _match(path: str, patterns: list[str]) -> bool:
     # fnmatch's "*" crosses "/", so also require the same depth.
     return any(fnmatch.fnmatch(path, p) and path.count("/") == p.count("/")
                for p in patterns)
-
-
-def version_key(v: str) -> tuple:
-    parts = []
-    for p in re.split(r"[.+-]", v):
-        m = re.match(r"(\d+)(.*)", p)
-        if m:
-            parts.append((int(m.group(1)), m.group(2)))
-        else:
-            parts.append((-1, p))
-    return tuple(parts)
 
 
 # ---------------------------------------------------------------- sources --
