@@ -12,7 +12,7 @@ import pytest
 
 from diagnose.scan import prefilter
 from diagnose.util import datafiles
-from diagnose.util.lazy_pattern import LazyPattern, lazy
+from diagnose.util.lazy_pattern import lazy
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "kv-cache-too-small.log"

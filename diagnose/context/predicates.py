@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..facts.phases import parse_phase_condition, phase_order
+from ..launch.releases import parse_release
 from ..launch.settings import also_from_checkpoint, flag_for_setting
-from ..model import memory
 from ..util.lazy_pattern import lazy
 from ..util.units import parse_int
 from .context import Context
@@ -83,7 +83,7 @@ def _v1(ctx: Context) -> bool:
         return ctx.facts.engine_v1
     if ctx.launch is not None and ctx.launch.env_value("VLLM_USE_V1") == "0":
         return False
-    parsed = memory.parse_version(ctx.version)
+    parsed = parse_release(ctx.version)
     return bool(parsed and parsed >= (0, 8, 0))
 
 

@@ -136,7 +136,7 @@ def _say_what_is_missing(fix: Fix) -> None:
     fix.title, fix.why, fix.cost_note = (_UNFILLED.sub(said, text or "") for text in (fix.title, fix.why, fix.cost_note))
 
 
-def _rank_key(fix: Fix, position: int, named: set[str] = frozenset()) -> tuple:
+def _rank_key(fix: Fix, position: int, named: set[str] | frozenset[str] = frozenset()) -> tuple:
     """Predicted to start first; within each prediction, a fix that changes a setting the log's own message names as
     the cure (vLLM's "Try increasing gpu_memory_utilization", "set --allow-deprecated-quantization") before one it
     does not; then the cheapest; fixes whose outcome cannot be evaluated keep the rule author's order, and

@@ -44,9 +44,9 @@ def portable_attention_backend(ctx: Context, params: dict) -> Fix | None:
     the older spelling in the why).
     """
     from ..context.predicates import PREDICATES
-    from ..model.memory import parse_version
+    from ..launch.releases import parse_release
 
-    release = parse_version(ctx.version)
+    release = parse_release(ctx.version)
     v1 = ctx.facts.engine_v1
     if v1 is None and (release is not None or (ctx.launch is not None and ctx.launch.env_value("VLLM_USE_V1"))):
         v1 = PREDICATES["v1-engine"](ctx)  # from VLLM_USE_V1 or the release; neither known: not guessed
@@ -57,7 +57,7 @@ def portable_attention_backend(ctx: Context, params: dict) -> Fix | None:
         return None
     value, older = entry["value"], ""
     for before, spelling in (entry.get("spelled_before") or {}).items():
-        if release is not None and release < parse_version(before):
+        if release is not None and release < parse_release(before):
             value = spelling
         elif release is None:
             older = f" (releases before {before} spell it {spelling})"

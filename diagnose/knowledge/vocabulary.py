@@ -19,7 +19,8 @@ from typing import Any, Iterable
 from ..util.datafiles import load_yaml
 
 Problem = tuple[list, str]  # (path into the rule document, message)
-_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "null": type(None)}
+_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+                                              "null": type(None)}
 
 
 @lru_cache(maxsize=1)

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 
+from ..util.units import GIB
 from .info import ModelInfo
 
 BLOCK_SIZE = 16
-GIB = 2**30
 _DTYPE_BYTES = {"float32": 4, "float": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2, "auto": 2, "fp8": 1,
                 "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
 
@@ -41,17 +41,6 @@ def default_gpu_memory_utilization(version: str | None) -> float:
     else:
         value = release_default("--gpu-memory-utilization", version)
     return float(value) if isinstance(value, (int, float)) else 0.9
-
-
-def parse_version(version: str | None) -> tuple[int, int, int] | None:
-    if not version:
-        return None
-    import re
-
-    match = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", version)
-    if not match:
-        return None
-    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
 
 
 def kv_bytes_per_token(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None = None,
@@ -119,7 +108,9 @@ def tokens_for(kv_gib: float, per_token_bytes: int, version: str | None = None) 
 
 def reserved_blocks(version: str | None) -> int:
     """Blocks vLLM keeps out of the KV check: the null block, from 0.29 (unknown release: none)."""
-    release = parse_version(version)
+    from ..launch.releases import parse_release
+
+    release = parse_release(version)
     return 1 if release is not None and release >= (0, 29, 0) else 0
 
 

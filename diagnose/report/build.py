@@ -29,7 +29,7 @@ def build_report(outcome: Outcome, explain: bool = False) -> dict[str, Any]:
         for g in ctx.gpus
     ]
     memory = {k: v for k, v in facts.memory.items() if v is not None}
-    report = {
+    report: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "status": status_of(outcome),
         "facts": {
