@@ -35,3 +35,12 @@ def test_agreeing_values_and_resolved_names_are_no_disagreement():
     # the engine resolves dtype auto to bfloat16: not compared; the same sizes agree
     assert notes_for(CONFIG, "vllm serve m --max-model-len 8192 -tp 2 --dtype auto") == []
     assert notes_for(KV_ERROR, "vllm serve m") == []  # the launch does not state the length
+
+
+def test_of_several_launches_the_one_the_engine_config_line_agrees_with_is_the_launch():
+    log = ("$ vllm serve m --max-model-len 4096 -tp 1\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 320.00 MiB.\n"
+           "$ vllm serve m --max-model-len 8192 -tp 2\n" + CONFIG + KV_ERROR)
+    outcome = diagnose([TextSource("paste", log)], Options(gpu_mode="none", host=SealedHost()))
+    assert outcome.ctx.launch.get("--max-model-len") == "8192"
+    assert not [note for note in outcome.notes if "is not the one that produced this log" in note]

@@ -7,6 +7,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..context.context import Context
+from ..facts.record import Facts
+from ..launch.launch import Launch
 from ..util.units import parse_int
 from .diagnoses import Diagnosis
 
@@ -16,6 +18,15 @@ def _table() -> dict:
     from ..util.datafiles import load_yaml
 
     return load_yaml("launch_log_settings.yaml") or {}
+
+
+def agrees_with_engine_config(launch: Launch, facts: Facts) -> bool:
+    """Whether no whole-number setting of the launch differs from vLLM's engine config line (none stated: agrees)."""
+    for key, flag in (_table().get("engine_config") or {}).items():
+        logged, given = parse_int(facts.engine_config.get(key)), parse_int(launch.get(flag))
+        if logged is not None and given is not None and logged != given:
+            return False
+    return True
 
 
 def launch_disagreements(fired: list[Diagnosis], ctx: Context) -> list[str]:

@@ -42,7 +42,7 @@ from .diagnoses import Diagnosis, fire_rules
 from .fallbacks import check_launch_alone, place_unfired, say_error_line_missing
 from .feasibility_order import weights_first
 from .fix_plan import plan_fixes
-from .launch_disagrees import launch_disagreements
+from .launch_disagrees import agrees_with_engine_config, launch_disagreements
 from .unplaced import what_was_seen
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
@@ -206,8 +206,9 @@ def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> 
     if facts.launches:
         error_lines = [m.line for h in result.hits.values() if h.signature.kind == "error" for m in h.first]
         first_error = min(error_lines) if error_lines else None
-        before = [c for c in facts.launches if first_error is None or c.line <= first_error]
-        candidate = before[-1] if before else facts.launches[0]
+        before = [c for c in facts.launches if first_error is None or c.line <= first_error] or facts.launches[:1]
+        agreeing = [c for c in facts.launches if agrees_with_engine_config(c.launch, facts)]  # the engine's own run
+        candidate = (agreeing if facts.engine_config and agreeing else before)[-1]
         candidate.launch.origin = "log"
         return candidate.launch, f"command line in the input (line {candidate.line})"
     launch, source = _rebuilt_launch(facts)
