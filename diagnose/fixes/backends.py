@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..context.context import Context
 from ..gpu.attention_backends import backend_entry, portable_table
-from .base import Fix, fill, strategy
+from .base import Declined, Fix, fill, strategy
 
 
 @strategy("named-attention-backend")
@@ -51,7 +51,7 @@ def portable_attention_backend(ctx: Context, params: dict) -> Fix | None:
     if v1 is None and (release is not None or (ctx.launch is not None and ctx.launch.env_value("VLLM_USE_V1"))):
         v1 = PREDICATES["v1-engine"](ctx)  # from VLLM_USE_V1 or the release; neither known: not guessed
     if v1 is None:
-        return None
+        raise Declined("the engine generation (V0 or V1) is not known, and their fallbacks differ")
     entry = portable_table().get("v1" if v1 else "v0")
     if not entry:
         return None
@@ -63,7 +63,7 @@ def portable_attention_backend(ctx: Context, params: dict) -> Fix | None:
             older = f" (releases before {before} spell it {spelling})"
     forced = ctx.launch.env_value("VLLM_ATTENTION_BACKEND") if ctx.launch is not None else None
     if forced is not None and forced.strip().upper() in {entry["value"], *(entry.get("spelled_before") or {}).values()}:
-        return None  # already forced, in this spelling or another release's
+        raise Declined(f"the launch already forces {forced}")
     engine = "V1" if v1 else "V0"
     return Fix(title=f"Use the backend vLLM falls back to where FlashAttention cannot run: "
                      f"VLLM_ATTENTION_BACKEND={value}",

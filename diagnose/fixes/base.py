@@ -65,8 +65,14 @@ STRATEGY_MODULES = {
 _MODULE_OF = {name: module for module, names in STRATEGY_MODULES.items() for name in names}
 
 
+class Declined(Exception):
+    """A strategy's reason for proposing nothing here ("the launch sets no --limit-mm-per-prompt"): `vdiag
+    --explain` and the JSON plan show it where a bare None would say only that nothing was proposed."""
+
+
 def strategy(name: str):
-    """Register a strategy; what it proposes is put in the user's release's terms (`for_release`)."""
+    """Register a strategy; what it proposes is put in the user's release's terms (`for_release`). A strategy
+    returns None, or raises Declined with its reason, when it has nothing to propose."""
 
     def register(fn: Strategy) -> Strategy:
         def release_valid(ctx: Context, params: dict) -> Fix | None:

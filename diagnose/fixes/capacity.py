@@ -8,7 +8,7 @@ import re
 from ..context.context import Context, kv_capacity_tokens
 from ..model import memory
 from ..util.units import parse_int
-from .base import Fix, strategy
+from .base import Declined, Fix, strategy
 from .memory import predict_kv
 
 
@@ -97,7 +97,8 @@ def _eager_frees_estimate(ctx: Context, estimate: float) -> Fix:
 def batched_tokens_down(ctx: Context, params: dict) -> Fix | None:
     current = parse_int(ctx.arg("--max-num-batched-tokens"))
     if current is None or current <= 2048:
-        return None
+        raise Declined("the launch sets no --max-num-batched-tokens above 2048 to lower" if current is None else
+                       f"--max-num-batched-tokens is already {current}")
     value = max(2048, current // 2)
     return Fix(title=f"Lower --max-num-batched-tokens to {value}", changes={"--max-num-batched-tokens": str(value)},
                why="The activation peak of the profile run grows with max_num_batched_tokens.",
@@ -122,7 +123,7 @@ def kv_fp8(ctx: Context, params: dict) -> Fix | None:
 @strategy("quantized-variant")
 def quantized_variant(ctx: Context, params: dict) -> Fix | None:
     if ctx.model is None or not ctx.model.quantized_variants:
-        return None
+        raise Declined("no quantized variant of this model is known" if ctx.model else "the model is not known")
     variant = ctx.model.quantized_variants[0]
     bits = 8 if re.search(r"fp8|int8|w8a8", variant, re.IGNORECASE) else 4
     from .weights import fits, sixteen_bit_activations

@@ -15,7 +15,7 @@ from ..context.context import Context, kv_capacity_tokens
 from ..launch.shell_words import quote_text
 from ..model import memory
 from ..util.units import parse_float, parse_int
-from .base import Fix, strategy
+from .base import Declined, Fix, strategy
 from .feasibility import weights_verdict
 
 
@@ -120,7 +120,7 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
         )
     if not total:
         if params.get("only_computed"):
-            return None
+            raise Declined("the GPU's total memory is unknown, so the share needed cannot be computed")
         return Fix(
             title=f"Raise --gpu-memory-utilization to {ceiling}",
             changes={"--gpu-memory-utilization": f"{ceiling}"},
@@ -133,7 +133,7 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
     else:
         value = memory.ceil2(current + needed_gib / total + 0.01)
     if value <= current:
-        return None
+        raise Declined(f"the share needed is not above the current {current}: raising it is not the lever here")
     starts = value <= ceiling
     shown = min(value, ceiling)
     predicted = {"gpu_memory_utilization": shown, "budget_gib": round(shown * total, 2), **predict_kv(ctx, shown * total)}

@@ -12,7 +12,7 @@ import ast
 import json
 
 from ..context.context import Context
-from .base import Fix, strategy
+from .base import Declined, Fix, strategy
 
 FLAG = "--limit-mm-per-prompt"
 
@@ -48,11 +48,11 @@ def fewer_multimodal_items(ctx: Context, params: dict) -> Fix | None:
     """Each modality the launch allows more than one of, down to one item per prompt."""
     parsed = parse_limits(ctx.arg(FLAG))
     if parsed is None:
-        return None
+        raise Declined(f"the launch sets no {FLAG} (the model's default limit is not known here)")
     limits, syntax = parsed
     lowered = {name: 1 if count > 1 else count for name, count in limits.items()}
     if lowered == limits:
-        return None
+        raise Declined(f"{FLAG} already allows one item of each modality")
     value = json.dumps(lowered) if syntax == "json" else ",".join(f"{k}={v}" for k, v in lowered.items())
     was = ", ".join(f"{count} {name}s" for name, count in limits.items() if count > 1)
     reserved = ctx.captures.get("mm_reserved")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..context.context import Context
-from .base import Fix, strategy
+from .base import Declined, Fix, strategy
 
 
 @lru_cache(maxsize=1)
@@ -28,9 +28,11 @@ def lever_for(reason: str) -> str | None:
 @strategy("platform-probe-reason")
 def platform_probe_reason(ctx: Context, params: dict) -> Fix | None:
     """The fix for the reason in `CUDA platform is not available because: …`; nothing for an unknown reason."""
-    lever = lever_for(ctx.captures.get("cuda_reason") or "")
+    reason = ctx.captures.get("cuda_reason")
+    lever = lever_for(reason or "")
     if lever is None:
-        return None
+        raise Declined(f"the platform probe's reason ({reason}) is not one the table knows" if reason else
+                       "the log does not show why the platform probe found no CUDA (its DEBUG line)")
     entry = _table()["levers"][lever]
     cost = entry.get("cost")  # a lever with a cost takes the host down (a reboot, a reinstall); the others do not
     return Fix(title=entry["title"], step_command=entry["command"], why=entry["why"],
