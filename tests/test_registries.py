@@ -154,3 +154,19 @@ def test_a_fix_that_touches_no_curing_setting_retriggers_its_rule(ruleset):
     assert violated_after_fix(port, outcome.ctx, {"--port": "8001"}) is None
     assert "none of the settings that cure port-in-use" in violated_after_fix(port, outcome.ctx, {"--max-model-len": "4096"})
     assert "cured outside the launch" in violated_after_fix(_Diagnosis("broken-install"), outcome.ctx, {"--enforce-eager": True})
+
+
+def test_every_strategy_documents_itself_and_the_vocabulary_lists_every_name():
+    """A strategy's docstring is its documentation (`vdiag rules show`, `vdiag rules vocabulary`)."""
+    from click.testing import CliRunner
+
+    from diagnose.cli.main import main as cli
+    from diagnose.fixes.base import STRATEGY_MODULES, strategy_doc
+    from diagnose.knowledge.vocabulary import predicate_names
+
+    names = [name for names in STRATEGY_MODULES.values() for name in names]
+    undocumented = [name for name in names if not (strategy_doc(name) or ("",))[0]]
+    assert not undocumented, f"strategies without a docstring: {undocumented}"
+    listing = CliRunner().invoke(cli, ["rules", "vocabulary"]).output
+    assert all(f"  {name} [diagnose/fixes/" in listing for name in names)
+    assert all(f"  {name}: " in listing for name in predicate_names())

@@ -93,6 +93,15 @@ def strategy_for(name: str) -> Strategy | None:
     return STRATEGIES.get(name)
 
 
+def strategy_doc(name: str) -> tuple[str, str] | None:
+    """(the first line of the strategy's docstring or "", the module that defines it), for `vdiag rules`."""
+    fn = strategy_for(name)
+    if fn is None:
+        return None
+    doc = (fn.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(doc.split()), f"diagnose/fixes/{_MODULE_OF[name]}.py"
+
+
 def for_release(fix: Fix, ctx: Context) -> Fix | None:
     """The fix in the spelling the user's vLLM accepts, without changes that only restate its defaults.
 

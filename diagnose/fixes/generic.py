@@ -16,6 +16,7 @@ from .release_levers import removal_fix, replacement_fix, upgrade_fix, upgrade_f
 
 @strategy("set-flag")
 def set_flag(ctx: Context, params: dict) -> Fix | None:
+    """A flag set to the rule's value (or given bare), with the rule's why and cost."""
     flag = fill(params["flag"], ctx)
     value = fill(params.get("value", True), ctx)
     if isinstance(value, str) and "{" in value:
@@ -30,6 +31,7 @@ def set_flag(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("dtype-half")
 def dtype_half(ctx: Context, params: dict) -> Fix | None:
+    """--dtype half, where the GPU has no bfloat16 (compute capability below 8.0)."""
     return Fix(title="Use float16 instead of bfloat16: --dtype half", changes={"--dtype": "half"},
                why="GPUs below compute capability 8.0 (V100, T4, RTX 20xx) have no bfloat16; float16 runs natively.",
                cost="quality", cost_note="float16 has a smaller exponent range than bfloat16: rare overflow in some models",
@@ -38,6 +40,7 @@ def dtype_half(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("remove-flag")
 def remove_flag(ctx: Context, params: dict) -> Fix | None:
+    """A flag the rule names dropped from the launch."""
     flag = fill(params.get("flag", "{flag}"), ctx)
     if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", flag):
         flag = "--" + flag.replace("_", "-")  # an engine argument named as a Python keyword: disable_log_requests
@@ -126,12 +129,14 @@ def value_spelling(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("upgrade-for-value")
 def upgrade_for_value(ctx: Context, params: dict) -> Fix | None:
+    """An upgrade of vLLM to the first release that accepts this value of the flag (release tables)."""
     flag, value = fill(params.get("flag", "{flag}"), ctx), ctx.captures.get("value")
     return upgrade_for_value_fix(ctx, flag, value) if value and flag.startswith("--") else None
 
 
 @strategy("valid-choice")
 def valid_choice(ctx: Context, params: dict) -> Fix | None:
+    """A value the flag accepts, from the message's own list of choices (auto where it is one)."""
     flag = fill(params.get("flag", "{flag}"), ctx)
     choices = re.findall(r"'([^']*)'", ctx.captures.get("choices", ""))
     if "{" in flag or not choices:
@@ -143,6 +148,7 @@ def valid_choice(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("set-env")
 def set_env(ctx: Context, params: dict) -> Fix | None:
+    """An environment variable set to the rule's value."""
     name, value = params["name"], str(fill(params["value"], ctx))
     if ctx.launch is not None and ctx.launch.env_value(name) == value:
         return None
@@ -154,6 +160,7 @@ def set_env(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("unset-env")
 def unset_env(ctx: Context, params: dict) -> Fix | None:
+    """An environment variable the launch sets, removed."""
     name = params["name"]
     return Fix(title=fill(params.get("title", f"Unset {name}"), ctx), changes={f"env:{name}": None},
                why=fill(params.get("why", f"{name} is shared with another vLLM on this host."), ctx), will_start=True)
@@ -238,6 +245,7 @@ def _docker_value(ctx: Context, option: str) -> Any:
 
 @strategy("step")
 def step(ctx: Context, params: dict) -> Fix | None:
+    """A command to run or a step to take, written by the rule (no launch change), with its cost and why."""
     return Fix(title=fill(params["title"], ctx), step_command=fill_command(params.get("command"), ctx),
                why=fill(params.get("why", ""), ctx), cost=params.get("cost_class", "downtime"),
                cost_note=fill(params.get("cost", ""), ctx), will_start=params.get("will_start"),

@@ -34,6 +34,14 @@ def predicate_names() -> frozenset[str]:
     return frozenset(load_yaml("predicates.yaml"))
 
 
+def predicate_meaning(name: str) -> str | None:
+    """What a condition means, `!name` as its negation: "not: the launch is a `docker run`"."""
+    meaning = load_yaml("predicates.yaml").get(name.lstrip("!"))
+    if meaning is None:
+        return None
+    return f"not: {meaning}" if name.startswith("!") else str(meaning)
+
+
 @lru_cache(maxsize=1)
 def phase_names() -> tuple[str, ...]:
     return tuple(entry["phase"] for entry in load_yaml("phases.yaml"))
