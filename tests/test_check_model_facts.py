@@ -1,0 +1,42 @@
+"""vdiag check: where the model's facts come from (the config vLLM reads) and the exact checks built on them.
+
+Sealed like tests/test_check.py: the bundled catalog, GPUs from the bundled table, a stated release.
+"""
+
+from __future__ import annotations
+
+from diagnose.check.estimate import picture
+from diagnose.check.run import run_checks
+from diagnose.check.target import target_for
+from diagnose.context.host import SealedHost
+from diagnose.foresight.gpus import gpus_from_table
+
+
+def target(launch: str, gpu: str = "A10", count: int = 1, version: str | None = "0.9.2"):
+    return target_for(launch, gpus_from_table(gpu, count), version, host=SealedHost())
+
+
+def failures(launch: str, **kwargs) -> list[tuple[str, str]]:
+    return [(f.check, f.category) for f in run_checks(target(launch, **kwargs)).failures]
+
+
+AWQ_24B = "vllm serve someone/Mistral-Small-3.1-24B-Instruct-2503-AWQ --max-model-len 4096"
+
+
+def test_a_quantized_checkpoint_given_its_base_models_config_is_built_unquantized():
+    launch = f"{AWQ_24B} --hf-config-path mistralai/Mistral-Small-3.1-24B-Instruct-2503"
+    t = target(launch)
+    assert t.model.quantization is None and "--hf-config-path" in t.model.source
+    assert picture(t).weights_gib.low > 40  # 24 B parameters at 16 bits, as vLLM allocates them
+    assert ("weights", "cuda-oom-weights") in failures(launch)
+
+
+def test_the_same_checkpoint_with_its_own_config_keeps_its_quantization_and_fits():
+    t = target(AWQ_24B)
+    assert t.model.weight_bits == 4 and picture(t).weights_gib.high < 20
+    assert ("weights", "cuda-oom-weights") not in failures(AWQ_24B)
+
+
+def test_a_config_path_the_catalog_lacks_leaves_the_architecture_unknown():
+    t = target(f"{AWQ_24B} --hf-config-path /srv/configs/unknown")
+    assert t.model is None and any("--hf-config-path" in note for note in t.notes)
