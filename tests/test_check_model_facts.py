@@ -40,3 +40,31 @@ def test_the_same_checkpoint_with_its_own_config_keeps_its_quantization_and_fits
 def test_a_config_path_the_catalog_lacks_leaves_the_architecture_unknown():
     t = target(f"{AWQ_24B} --hf-config-path /srv/configs/unknown")
     assert t.model is None and any("--hf-config-path" in note for note in t.notes)
+
+
+def quantization(launch: str):
+    return next(f for f in run_checks(target(launch)).findings if f.check == "quantization-method")
+
+
+def test_a_quantization_flag_other_than_the_checkpoints_method_fails_as_vllm_verifies_it():
+    found = quantization("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ --quantization gptq")
+    assert (found.outcome, found.category, found.basis) == ("fail", "quantization-mismatch", "exact")
+    assert found.own_fixes()[0].changes == {"--quantization": None}
+
+
+def test_a_kernel_that_takes_over_the_checkpoints_method_is_accepted():
+    for flag in ("awq", "awq_marlin", "marlin"):
+        assert quantization(f"vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ --quantization {flag}").outcome == "pass"
+
+
+def test_a_method_that_reads_a_quantization_config_fails_on_a_16_bit_checkpoint():
+    found = quantization("vllm serve Qwen/Qwen2.5-7B-Instruct --quantization awq")
+    assert found.outcome == "fail" and "Cannot find the config file for awq" in found.detail
+
+
+def test_an_online_method_on_a_16_bit_checkpoint_passes():
+    assert quantization("vllm serve Qwen/Qwen2.5-7B-Instruct --quantization fp8").outcome == "pass"
+
+
+def test_a_method_read_only_from_the_models_name_is_not_checked():
+    assert quantization("vllm serve someone/Some-7B-AWQ --quantization gptq").outcome == "skipped"
