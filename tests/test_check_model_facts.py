@@ -68,3 +68,32 @@ def test_an_online_method_on_a_16_bit_checkpoint_passes():
 
 def test_a_method_read_only_from_the_models_name_is_not_checked():
     assert quantization("vllm serve someone/Some-7B-AWQ --quantization gptq").outcome == "skipped"
+
+
+def architecture(launch: str, version: str | None):
+    return next(f for f in run_checks(target(launch, version=version)).findings if f.check == "architecture")
+
+
+def test_an_architecture_the_releases_registry_lacks_fails_with_the_first_release_that_has_it():
+    found = architecture("vllm serve Qwen/Qwen2.5-VL-7B-Instruct", "0.7.1")
+    assert (found.outcome, found.category, found.basis) == ("fail", "unsupported-architecture", "exact")
+    assert found.captures == {"architectures": "Qwen2_5_VLForConditionalGeneration", "first": "0.7.2"}
+
+
+def test_the_first_release_with_the_architecture_passes():
+    assert architecture("vllm serve Qwen/Qwen2.5-VL-7B-Instruct", "0.7.2").outcome == "pass"
+
+
+def test_with_the_transformers_backend_a_missing_architecture_is_only_a_risk(monkeypatch):
+    from diagnose.foresight import architecture as module
+
+    table = dict(module.registry_table(), architectures={"LlamaForCausalLM": [["0.2.0", "0.33.0"]]})
+    monkeypatch.setattr(module, "registry_table", lambda: table)
+    found = architecture("vllm serve Qwen/Qwen2.5-7B-Instruct", "0.9.2")
+    assert found.outcome == "risk" and "Transformers backend" in found.detail
+
+
+def test_a_release_not_read_or_unknown_and_a_name_only_model_are_not_checked():
+    assert architecture("vllm serve Qwen/Qwen2.5-VL-7B-Instruct", "0.15.0").outcome == "skipped"
+    assert architecture("vllm serve Qwen/Qwen2.5-VL-7B-Instruct", None).outcome == "skipped"
+    assert architecture("vllm serve someone/Thing-7B-AWQ", "0.6.0").outcome == "skipped"
