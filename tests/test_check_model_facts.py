@@ -97,3 +97,16 @@ def test_a_release_not_read_or_unknown_and_a_name_only_model_are_not_checked():
     assert architecture("vllm serve Qwen/Qwen2.5-VL-7B-Instruct", "0.15.0").outcome == "skipped"
     assert architecture("vllm serve Qwen/Qwen2.5-VL-7B-Instruct", None).outcome == "skipped"
     assert architecture("vllm serve someone/Thing-7B-AWQ", "0.6.0").outcome == "skipped"
+
+
+def test_an_mla_model_is_cached_per_head_before_0_7_1_and_as_its_latent_after():
+    launch = "vllm serve deepseek-ai/DeepSeek-V2-Lite -tp 2"
+    latent = picture(target(launch, count=2, version="0.7.1")).kv_bytes_per_token
+    assert latent == 27 * (512 + 64) * 2  # one latent per token and layer, not split by TP
+    assert picture(target(launch, count=2, version="0.6.6")).kv_bytes_per_token == 2 * 27 * 8 * 256 * 2
+    assert picture(target(launch, count=2, version="0.7.0")).kv_bytes_per_token == 2 * 27 * 8 * 192 * 2
+
+
+def test_vllm_mla_disable_keeps_the_per_head_cache_in_a_current_release():
+    t = target("VLLM_MLA_DISABLE=1 vllm serve deepseek-ai/DeepSeek-V2-Lite", version="0.9.2")
+    assert picture(t).kv_bytes_per_token == 2 * 27 * 16 * 192 * 2

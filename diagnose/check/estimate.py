@@ -116,8 +116,11 @@ def _kv_per_token(pic: MemoryPicture, target) -> None:
         return
     tp, pp = size(target.launch, "--tensor-parallel-size"), size(target.launch, "--pipeline-parallel-size")
     kv_dtype = kv_cache_dtype(target)
+    mla_head = memory.mla_cache_head_size(model, target.version,
+                                          target.launch.env_value("VLLM_MLA_DISABLE") in ("1", "true", "True"))
     per_token = memory.kv_bytes_per_token(model, tp, kv_dtype,
-                                          hybrid_allocator=PREDICATES["v1-engine"](target.context()) or not target.version)
+                                          hybrid_allocator=PREDICATES["v1-engine"](target.context()) or not target.version,
+                                          mla_head_size=mla_head)
     pic.block_size = parse_int(target.launch.get("--block-size")) or (
         assumptions()["memory"]["cpu_block_size"] if target.platform == "cpu" else memory.BLOCK_SIZE)
     if per_token is None:
@@ -125,7 +128,10 @@ def _kv_per_token(pic: MemoryPicture, target) -> None:
         return
     pic.kv_bytes_per_token = math.ceil(per_token / pp)
     pic.assumed.append(f"{pic.kv_bytes_per_token:,} KV bytes per token per GPU ({model.name}, {model.source}"
-                       + (f"; {model.kv_layout}" if model.kv_layout else "") + f"; TP {tp}" + (f", PP {pp}" if pp > 1 else "")
+                       + (f"; {model.kv_layout}" if model.kv_layout else "")
+                       + (f", a key and a value of {mla_head} per head, as vLLM {target.version} caches MLA" if mla_head
+                          else ", the compressed latent" + ("" if target.version else " (the release unknown: as "
+                                                            "from 0.7.1)") if model.mla else "") + f"; TP {tp}" + (f", PP {pp}" if pp > 1 else "")
                        + f"; KV dtype {kv_dtype or 'auto'}; blocks of {pic.block_size})")
 
 
