@@ -110,3 +110,10 @@ def test_an_mla_model_is_cached_per_head_before_0_7_1_and_as_its_latent_after():
 def test_vllm_mla_disable_keeps_the_per_head_cache_in_a_current_release():
     t = target("VLLM_MLA_DISABLE=1 vllm serve deepseek-ai/DeepSeek-V2-Lite", version="0.9.2")
     assert picture(t).kv_bytes_per_token == 2 * 27 * 16 * 192 * 2
+
+
+def test_with_the_release_unknown_an_mla_models_low_case_is_the_per_head_cache():
+    pic = picture(target("vllm serve deepseek-ai/DeepSeek-V2-Lite -tp 2", count=2, version=None))
+    assert pic.kv_bytes_per_token == 27 * 576 * 2 and pic.kv_bytes_per_token_worst == 2 * 27 * 8 * 256 * 2
+    assert pic.kv_tokens.low < pic.kv_tokens.central / 5
+    assert picture(target("vllm serve deepseek-ai/DeepSeek-V2-Lite", version="0.9.2")).kv_bytes_per_token_worst is None
