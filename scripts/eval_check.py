@@ -215,13 +215,11 @@ def kv_error(report: dict, logged: dict) -> dict | None:
     """The estimate's error against vLLM's logged KV figure: tokens where logged, else GiB."""
     memory = report["check"]["memory"]
     tokens = logged.get("kv_tokens") or (logged["gpu_blocks"] * 16 if logged.get("gpu_blocks") else None)
-    if tokens and memory.get("kv_tokens"):
-        return {"unit": "tokens", "logged": tokens, "estimate": memory["kv_tokens"]["central"],
-                "error": (memory["kv_tokens"]["central"] - tokens) / tokens}
-    gib = logged.get("kv_cache_gib")
-    if gib and gib > 0 and memory.get("kv_gib"):
-        return {"unit": "GiB", "logged": gib, "estimate": memory["kv_gib"]["central"],
-                "error": (memory["kv_gib"]["central"] - gib) / gib}
+    for unit, figure, key in (("tokens", tokens, "kv_tokens"), ("GiB", logged.get("kv_cache_gib"), "kv_gib")):
+        span = memory.get(key)
+        if figure and figure > 0 and span:
+            return {"unit": unit, "logged": figure, "estimate": span["central"],
+                    "error": (span["central"] - figure) / figure, "in_span": span["low"] <= figure <= span["high"]}
     return None
 
 
@@ -298,11 +296,13 @@ def summarize(rows: list[dict], verbose: bool) -> None:
     if errors:
         worst = max((r for r in rows if r.get("kv")), key=lambda r: abs(r["kv"]["error"]))
         print(f"\nKV estimate vs vLLM's logged figure: {len(errors)} logs, median |error| {statistics.median(errors):.1%}, "
-              f"worst {abs(worst['kv']['error']):.1%} ({worst['log']}: {worst['kv']})")
+              f"worst {abs(worst['kv']['error']):.1%} ({worst['log']}: {worst['kv']}); logged figure within the "
+              f"estimate's span (low–high) in {sum(r['kv']['in_span'] for r in rows if r.get('kv'))} of {len(errors)}")
         for r in rows:
             if r.get("kv"):
                 print(f"  {r['log']:<48} {r['kv']['unit']:<6} logged {r['kv']['logged']:>10,.2f} estimate "
-                      f"{r['kv']['estimate']:>10,.2f} error {r['kv']['error']:+.1%}")
+                      f"{r['kv']['estimate']:>10,.2f} error {r['kv']['error']:+.1%}"
+                      + ("" if r["kv"]["in_span"] else " (outside the span)"))
 
 
 def half_of(case_id: str) -> str:
