@@ -72,7 +72,7 @@ def architecture_findings(target) -> list[Finding]:
                       rule="unsupported-architecture", captures={"architectures": arch, "first": first or ""},
                       detail=f"{model.name}'s config names {arch} ({model.source}), which vLLM {version}'s model "
                              f"registry lacks{later}: vLLM stops with `Model architectures ['{arch}'] are not "
-                             "supported for now`.")
+                             "supported for now` (unless a plugin registers it out of tree).")
     if transformers:
         finding.confidence = 0.5
         finding.detail += (f" From {fallback} the Transformers backend may build it instead, if its Hugging Face "
