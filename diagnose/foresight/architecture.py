@@ -37,17 +37,22 @@ def _release(version: str) -> str | None:
 def in_registry(architecture: str, version: str) -> bool | None:
     """Whether `version`'s registry has `architecture` (None: that release was not read)."""
     table, release = registry_table(), _release(version)
-    if release not in table["releases"]:
+    if release is None or release not in table["releases"]:
         return None
-    key = parse_release(release)
-    return any(parse_release(a) <= key <= parse_release(b) for a, b in table["architectures"].get(architecture, []))
+    key = _key(release)
+    return any(_key(a) <= key <= _key(b) for a, b in table["architectures"].get(architecture, []))
 
 
 def first_release(architecture: str, after: str) -> str | None:
     """The first release read after `after` whose registry has `architecture`."""
-    key = parse_release(after)
-    starts = [a for a, _ in registry_table()["architectures"].get(architecture, []) if parse_release(a) > key]
-    return min(starts, key=parse_release) if starts else None
+    key = _key(after)
+    starts = [a for a, _ in registry_table()["architectures"].get(architecture, []) if _key(a) > key]
+    return min(starts, key=_key) if starts else None
+
+
+def _key(release: str) -> tuple[int, int, int]:
+    """A release's sort key; one that does not parse sorts first (the table's releases all parse)."""
+    return parse_release(release) or (0, 0, 0)
 
 
 @check("architecture")
@@ -66,7 +71,7 @@ def architecture_findings(target) -> list[Finding]:
     first = first_release(arch, version)
     later = f"; it is first in {first}" if first else "; no release read has it"
     fallback = registry_table()["transformers_fallback_since"]
-    transformers = fallback is not None and parse_release(version) >= parse_release(fallback)
+    transformers = fallback is not None and _key(version) >= _key(fallback)
     finding = Finding("architecture", "risk" if transformers else "fail",
                       f"vLLM {version} has no implementation of {arch}", category="unsupported-architecture",
                       rule="unsupported-architecture", captures={"architectures": arch, "first": first or ""},

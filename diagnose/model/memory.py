@@ -64,7 +64,7 @@ def kv_bytes_per_token(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None
         return model.layers * width * bytes_per
     if model.kv_heads is None or model.head_dim is None:
         return None
-    if model.mla:
+    if model.mla and mla_head_size is not None:
         return 2 * model.layers * math.ceil(model.kv_heads / max(tp, 1)) * mla_head_size * bytes_per
     layers = model.layers
     if model.hybrid and model.hybrid.get("attention_layers"):
@@ -88,7 +88,9 @@ def mla_cache_head_size(model: ModelInfo, version: str | None, mla_disabled: boo
     >>> mla_cache_head_size(v3, "0.9.2", mla_disabled=True), mla_cache_head_size(v3, None)
     (192, None)
     """
-    release = parse_version(version)
+    from ..launch.releases import parse_release
+
+    release = parse_release(version)
     if not model.mla or not model.head_dim or release is None:
         return None
     if release < (0, 7, 0):

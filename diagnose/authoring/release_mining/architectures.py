@@ -17,13 +17,13 @@ name architectures that are only partly supported there).
 from __future__ import annotations
 
 import ast
-import re
 
+from ...util.lazy_pattern import lazy
 from .sources import ReleaseSources
 
 REGISTRY_FILES = ("vllm/model_executor/models/registry.py", "vllm/model_executor/models/__init__.py",
                   "vllm/model_executor/model_loader.py")
-_REGISTRY_NAME = re.compile(r"^_\w*(?:MODELS|REGISTRY)\w*$")
+_REGISTRY_NAME = lazy(r"^_\w*(?:MODELS|REGISTRY)\w*$")
 
 
 def registry_architectures(release: ReleaseSources) -> list[str]:
@@ -34,9 +34,10 @@ def registry_architectures(release: ReleaseSources) -> list[str]:
         for node in tree.body if tree is not None else []:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
             names = [t.id for t in targets if isinstance(t, ast.Name)]
-            if not any(_REGISTRY_NAME.match(n) and "ROCM" not in n for n in names) or not isinstance(node.value, ast.Dict):
+            value = getattr(node, "value", None)
+            if not any(_REGISTRY_NAME.match(n) and "ROCM" not in n for n in names) or not isinstance(value, ast.Dict):
                 continue
-            found.update(k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+            found.update(k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
     return sorted(found)
 
 
