@@ -24,7 +24,7 @@ __all__ = ["Result", "ExitCode", "Options", "Outcome", "RuleSet", "VdiagError", 
 
 @dataclass
 class Result:
-    """One answer: the pipeline's outcome, its report (the README's JSON contract) and the exit code `vdiag` would give."""
+    """One answer: the pipeline's outcome, its report (the contract, docs/report.md) and the exit code `vdiag` would give."""
 
     outcome: Outcome
     report: dict[str, Any]

@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """JSON copies of the bundled YAML data files, so that a run with an empty cache parses no YAML.
 
-Each `diagnose/data/NAME.yaml` stays the file people edit; `NAME.yaml.json` next to it holds the same value and
-the sha256 of the YAML text it was made from. `load_yaml` reads the copy only while that digest matches the YAML
-as it is now: a YAML file edited after its copy is read as edited (parsed, then cached), never from a stale copy.
-Parsing the YAML (engine_args.yaml and models.yaml above all) was ~0.1 s of a start with an empty cache.
+Each `diagnose/data/NAME.yaml` is the file people edit; `NAME.yaml.json` holds the same value and the sha256 of
+the YAML text it was made from. `load_yaml` reads a copy only while that digest matches the YAML as it is now: a
+YAML file edited after its copy is read as edited (parsed, then cached), never from a stale copy. Parsing the YAML
+(engine_args.yaml and models.yaml above all) was ~0.1 s of a start with an empty cache.
+
+The copies are never committed (one copy of each fact): the wheel's build hook (hatch_build.py) makes them with
+`copy_text`; a checkout parses each YAML once and caches it. To make them in a checkout as well (ignored by git):
 
     python scripts/build_data_json.py          # write the copies that are missing or out of date
-    python scripts/build_data_json.py --check  # exit 1 when one is missing or out of date (tests run this check)
+    python scripts/build_data_json.py --check  # exit 1 when one is missing or out of date
 """
 
 from __future__ import annotations

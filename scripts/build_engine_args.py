@@ -42,6 +42,10 @@ from typing import Any
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from diagnose.authoring.release_mining.sources import version_key  # noqa: E402  (the miners' one release order)
+
 MAX_CHOICES = 12
 MAX_EXPR = 60
 
@@ -81,17 +85,6 @@ def _match(path: str, patterns: list[str]) -> bool:
     # fnmatch's "*" crosses "/", so also require the same depth.
     return any(fnmatch.fnmatch(path, p) and path.count("/") == p.count("/")
                for p in patterns)
-
-
-def version_key(v: str) -> tuple:
-    parts = []
-    for p in re.split(r"[.+-]", v):
-        m = re.match(r"(\d+)(.*)", p)
-        if m:
-            parts.append((int(m.group(1)), m.group(2)))
-        else:
-            parts.append((-1, p))
-    return tuple(parts)
 
 
 # ---------------------------------------------------------------- sources --
@@ -174,7 +167,7 @@ class Index:
             elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) \
                     and stmt.value is not None:
                 consts[stmt.target.id] = stmt.value
-            elif hasattr(ast, "TypeAlias") and isinstance(stmt, getattr(ast, "TypeAlias")):
+            elif hasattr(ast, "TypeAlias") and isinstance(stmt, ast.TypeAlias):
                 consts[stmt.name.id] = stmt.value
         self.consts[f] = consts
         for k, v in consts.items():
@@ -735,7 +728,7 @@ def scan_env(rel: Release, warnings: list[str]) -> set[str]:
                         if isinstance(k, ast.Constant) and isinstance(k.value, str)}
         warnings.append(f"{rel.version}: vllm/envs.py has no environment_variables dict; scanning os.getenv")
     names: set[str] = set()
-    for f, src in rel.sources.items():
+    for src in rel.sources.values():
         for m in ENV_CALL_RE.finditer(src):
             names.add(m.group(1))
         for m in ENV_SUB_RE.finditer(src):

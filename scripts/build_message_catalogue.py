@@ -86,9 +86,12 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from message_extraction import find_messages, longest_literal  # noqa: E402
 from message_rules import compile_text, glob_regex  # noqa: E402
+
+from diagnose.authoring.release_mining.sources import version_key  # noqa: E402  (the miners' one release order)
 
 #: Directories and files (relative to the vllm package) whose messages can stop start-up.
 SCOPE_PREFIXES = (
@@ -307,11 +310,6 @@ def in_scope(path: str) -> bool:
 
 
 SDIST_NAME = re.compile(r"^vllm-(?P<version>\d[\w.]*)\.tar\.gz$")
-
-
-def version_key(version: str) -> tuple:
-    parts = re.findall(r"\d+|[a-z]+", version)
-    return tuple(int(p) if p.isdigit() else -1 for p in parts)
 
 
 def scan_sdist(archive: Path, failures: list[str]) -> list[Site]:

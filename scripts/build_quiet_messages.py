@@ -38,7 +38,7 @@ def quiet_templates(sdist_dir: Path) -> tuple[list[str], list[str], list[str]]:
                      if (m := catalogue.SDIST_NAME.match(p.name))), key=lambda vp: catalogue.version_key(vp[0]))
     failures: list[str] = []
     found: set[str] = set()
-    for version, archive in sdists:
+    for _version, archive in sdists:
         print(f"scanning {archive.name}", file=sys.stderr)
         for site in catalogue.scan_sdist(archive, failures):
             if site.kind.startswith("logger.") and len(site.template.split()) >= MIN_WORDS:

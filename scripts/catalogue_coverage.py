@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Print how much of vLLM's own start-up error catalogue vdiag diagnoses (the README's figures).
+"""Print how much of vLLM's own start-up error catalogue vdiag diagnoses (the figures in BENCHMARKS.md).
 
     scripts/catalogue_coverage.py [-v]
 """

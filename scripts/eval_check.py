@@ -14,12 +14,16 @@ What the check is given is what an operator has before launch: the command, the 
 and capability where the log or label states them, else the GPU table's; its free memory where a snapshot before
 the launch would show it), and the release. Never the log's memory figures: those are what it predicts.
 
-    python scripts/eval_check.py [DIR …] [--json FILE] [--verbose]
+    python scripts/eval_check.py [DIR …] [--half {dev,held}] [--json FILE] [--verbose]
+
+`--half` keeps one fixed half of the cases (eval_corpus.py's split, by the parity of the first byte of sha1(id)):
+develop on `dev`, measure on `held`.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import statistics
@@ -101,6 +105,19 @@ def label_launch(text) -> tuple[str | None, bool]:
     return text.strip(), whole and all(a.spelled.startswith("-") for a in parsed.args)
 
 
+def with_stated_tp(launch_text: str, label: dict) -> str:
+    """The launch with the tensor-parallel size the label states ("with tensor parallel 2", `numbers`) where the
+    quoted command leaves it out: the operator's launch had it, the excerpt did not show it."""
+    if parse_launch(launch_text).get("--tensor-parallel-size") is not None:
+        return launch_text
+    stated = (label.get("numbers") or {}).get("tensor_parallel_size")
+    prose = re.search(r"tensor parallel(?:ism)?(?: size)? (\d+)", str(label.get("launch") or ""))
+    tp = stated if isinstance(stated, int) else (int(prose.group(1)) if prose else None)
+    if not tp or tp < 2 or re.search(r"\bLLM\s*\(", launch_text):
+        return launch_text
+    return f"{launch_text} --tensor-parallel-size {tp}"
+
+
 def release_of(text) -> str | None:
     match = re.search(r"\d+\.\d+(?:\.\d+)?", str(text or ""))
     return match.group(0) if match else None
@@ -123,6 +140,7 @@ def inputs_for(log: Path, label: dict, ruleset) -> dict | None:
         launch_text = render(ctx.launch)
     if launch_text is None:
         return None
+    launch_text = with_stated_tp(launch_text, label)
     launch = parse_launch(launch_text)
     said = label_gpus(label.get("gpus"), label.get("numbers") or {})
     if said.get("other"):
@@ -146,6 +164,9 @@ def inputs_for(log: Path, label: dict, ruleset) -> dict | None:
     assumed_count = count is None
     count = count or world_size(launch)
     free = memory.get("free_gib")  # the start-up line's figure (`Free memory on device … on startup`), not an OOM's
+    others = (label.get("numbers") or {}).get("other_processes_gib")  # what nvidia-smi showed other processes hold
+    if free is None and isinstance(others, (int, float)) and total:
+        free = round(total - others, 2)
     device = {k: v for k, v in {"name": name, "total_gib": total, "compute_capability": cc}.items() if v is not None}
     if free is not None and total:
         device.update(free_gib=free, used_gib=round(total - free, 2))
@@ -194,13 +215,11 @@ def kv_error(report: dict, logged: dict) -> dict | None:
     """The estimate's error against vLLM's logged KV figure: tokens where logged, else GiB."""
     memory = report["check"]["memory"]
     tokens = logged.get("kv_tokens") or (logged["gpu_blocks"] * 16 if logged.get("gpu_blocks") else None)
-    if tokens and memory.get("kv_tokens"):
-        return {"unit": "tokens", "logged": tokens, "estimate": memory["kv_tokens"]["central"],
-                "error": (memory["kv_tokens"]["central"] - tokens) / tokens}
-    gib = logged.get("kv_cache_gib")
-    if gib and gib > 0 and memory.get("kv_gib"):
-        return {"unit": "GiB", "logged": gib, "estimate": memory["kv_gib"]["central"],
-                "error": (memory["kv_gib"]["central"] - gib) / gib}
+    for unit, figure, key in (("tokens", tokens, "kv_tokens"), ("GiB", logged.get("kv_cache_gib"), "kv_gib")):
+        span = memory.get(key)
+        if figure and figure > 0 and span:
+            return {"unit": unit, "logged": figure, "estimate": span["central"],
+                    "error": (span["central"] - figure) / figure, "in_span": span["low"] <= figure <= span["high"]}
     return None
 
 
@@ -209,6 +228,7 @@ def main() -> int:
     parser.add_argument("dirs", nargs="*", type=Path, default=sorted(p for p in CORPUS.iterdir() if p.is_dir()))
     parser.add_argument("--json", type=Path, help="write every row here")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--half", choices=["dev", "held"], help="only the cases of one fixed half (see eval_corpus.py)")
     args = parser.parse_args()
     import yaml
 
@@ -218,6 +238,8 @@ def main() -> int:
     rows = []
     for folder in args.dirs:
         for log in sorted(folder.glob("*.log")):
+            if args.half and half_of(log.stem) != args.half:
+                continue
             label_path = log.with_suffix(".yaml")
             label = yaml.safe_load(label_path.read_text()) if label_path.exists() else {"category": "healthy"}
             category = "healthy" if folder.name == "healthy" else label.get("category")
@@ -274,11 +296,18 @@ def summarize(rows: list[dict], verbose: bool) -> None:
     if errors:
         worst = max((r for r in rows if r.get("kv")), key=lambda r: abs(r["kv"]["error"]))
         print(f"\nKV estimate vs vLLM's logged figure: {len(errors)} logs, median |error| {statistics.median(errors):.1%}, "
-              f"worst {abs(worst['kv']['error']):.1%} ({worst['log']}: {worst['kv']})")
+              f"worst {abs(worst['kv']['error']):.1%} ({worst['log']}: {worst['kv']}); logged figure within the "
+              f"estimate's span (low–high) in {sum(r['kv']['in_span'] for r in rows if r.get('kv'))} of {len(errors)}")
         for r in rows:
             if r.get("kv"):
                 print(f"  {r['log']:<48} {r['kv']['unit']:<6} logged {r['kv']['logged']:>10,.2f} estimate "
-                      f"{r['kv']['estimate']:>10,.2f} error {r['kv']['error']:+.1%}")
+                      f"{r['kv']['estimate']:>10,.2f} error {r['kv']['error']:+.1%}"
+                      + ("" if r["kv"]["in_span"] else " (outside the span)"))
+
+
+def half_of(case_id: str) -> str:
+    """The fixed half a case belongs to, as eval_corpus.py splits them: 'dev' (even first byte of sha1(id)) or 'held'."""
+    return "dev" if hashlib.sha1(case_id.encode()).digest()[0] % 2 == 0 else "held"
 
 
 def _outcome(row: dict) -> str:

@@ -135,3 +135,83 @@ def test_relative_imports_are_read_as_the_modules_they_name():
     found = {module for module, _, _ in _imports(PACKAGE / "diagnosis" / "pipeline.py")}
     assert {"diagnose.scan.scanner", "diagnose.knowledge.loader", "diagnose.diagnosis.diagnoses"} <= found
     assert ("cli", "verify") in EDGES  # `vdiag diagnose --verify` reaches the verify command lazily
+
+
+# Circles between modules of one subpackage that are known today, each to be broken by the work that owns it; the
+# list only shrinks: a new circle fails, and so does a listed one that is gone (strike it here).
+KNOWN_MODULE_CIRCLES = {
+    "diagnose.context.memory_predicates → diagnose.context.predicates",  # registration by import (issue 29, part 1)
+    "diagnose.launch.launch → diagnose.launch.releases",
+    "diagnose.triage.export_fields → diagnose.triage.tickets",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = ["diagnose", *path.relative_to(PACKAGE).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULE_NAMES = {_module_name(p) for p in MODULES}
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """The modules of the package that `path` imports when it runs, lazy imports included; imports under
+    `if TYPE_CHECKING:` are annotations only and make no circle."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING"
+                   for n in ast.walk(node)}
+    package = _module_name(path).split(".")[: None if path.name == "__init__.py" else -1]
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            found |= {f"{module}.{a.name}" if f"{module}.{a.name}" in MODULE_NAMES else module for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return {name for name in found if name in MODULE_NAMES} - {_module_name(path)}
+
+
+def _module_circles() -> set[str]:
+    """Each strongly connected set of modules (two or more that import each other, however indirectly), sorted."""
+    graph = {_module_name(p): _runtime_imports(p) for p in MODULES}
+    order, low, stack, circles = {}, {}, [], set()
+
+    def visit(node):  # Tarjan's algorithm
+        order[node] = low[node] = len(order)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in order:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], order[nxt])
+        if low[node] == order[node]:
+            members = []
+            while not members or members[-1] != node:
+                members.append(stack.pop())
+            if len(members) > 1:
+                circles.add(" → ".join(sorted(members)))
+
+    for name in sorted(graph):
+        if name not in order:
+            visit(name)
+    return circles
+
+
+def test_no_new_import_circle_between_modules():
+    circles = _module_circles()
+    new, gone = sorted(circles - KNOWN_MODULE_CIRCLES), sorted(KNOWN_MODULE_CIRCLES - circles)
+    assert new == [], f"modules that import each other (move the shared part down a module): {new}"
+    assert gone == [], f"known circles now broken (strike them from KNOWN_MODULE_CIRCLES): {gone}"
+
+
+def test_the_verify_policy_and_argv_import_no_circle():
+    """verify/policy.py holds the tables and the refusal; the allowlist, argv and docker modules import it, never
+    the other way (issue 29)."""
+    assert not any("diagnose.verify." in circle for circle in _module_circles())
+    assert _runtime_imports(PACKAGE / "verify" / "policy.py") <= {"diagnose.util.errors", "diagnose.util.datafiles",
+                                                                 "diagnose.knowledge.rules"}

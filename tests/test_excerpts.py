@@ -6,7 +6,6 @@ removed, which a paste may well hold without its header.
 """
 
 import random
-from pathlib import Path
 
 import pytest
 

@@ -49,9 +49,9 @@ def test_the_systemd_wiring_is_printed_as_shipped(option, shipped):
     assert result.exit_code == 0 and result.stdout == (CONTRIB / shipped).read_text()
 
 
-def test_the_readme_names_the_install_steps():
-    readme = (CONTRIB.parent.parent / "README.md").read_text()
-    section = readme[readme.index("### As a systemd post-mortem hook"):readme.index("### Triage")]
+def test_the_hook_page_names_the_install_steps():
+    page = (CONTRIB.parent.parent / "docs" / "hook.md").read_text()
+    section = page[page.index("\n## Install\n"):page.index("\n## ", page.index("\n## Install\n") + 1)]
     for step in ('sudo ln -s "$(command -v vdiag)" /usr/local/bin/vdiag', "vdiag hook --print-unit | sudo tee",
                  "vdiag hook --print-drop-in | sudo tee", "sudo systemctl daemon-reload", "contrib/systemd/README.md"):
         assert step in section, step

@@ -215,7 +215,7 @@ def test_textfile_and_jsonl_for_the_fleet(tmp_path):
                                     ("vllm.service", invocation_id(2), CORE_DUMP, [])])
     textfile, jsonl = tmp_path / "vdiag.prom", tmp_path / "vdiag.jsonl"
     state = tmp_path / "state"
-    for number, env in ((1, hook_env(tmp_path, invocation_id(1), "exit-code", "exited", "1")),
+    for _number, env in ((1, hook_env(tmp_path, invocation_id(1), "exit-code", "exited", "1")),
                         (2, hook_env(tmp_path, invocation_id(2), "core-dump", "dumped", "ABRT"))):
         run_hook(settings_for(journal, state, textfile=str(textfile), jsonl=str(jsonl)), env)
     families = {f.name: f for f in prometheus_parser.text_string_to_metric_families(textfile.read_text())}

@@ -128,9 +128,12 @@ def test_float32_weights_on_a_22_gib_card_are_loaded_in_16_bits_and_never_quanti
 
 
 def test_a_doubled_entrypoint_is_answered_with_the_users_own_docker_run_minus_the_repeat():
+    # vllm/vllm-openai up to 0.11 runs `python3 -m vllm.entrypoints.openai.api_server` (docker/Dockerfile; `vllm
+    # serve` from 0.12), whose parser (usage: api_server.py) takes the model only as --model: before 0.11 it has no
+    # positional model, from 0.11 it has one it ignores (only entrypoints/cli/serve.py copies model_tag to model)
     first = top(report_for("docker-doubled-entrypoint.log"))["fixes"][0]
-    assert first["command"] == ("docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.9.2 Qwen/Qwen2.5-7B-Instruct "
-                                "--max-model-len 8192")
+    assert first["command"] == ("docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.9.2 --model "
+                                "Qwen/Qwen2.5-7B-Instruct --max-model-len 8192")
 
 
 def test_compose_prefixes_with_a_terminal_wrapped_oom_read_as_one_oom_line():
@@ -176,3 +179,14 @@ def test_mxfp4_refused_on_ampere_is_answered_with_the_release_that_runs_it_there
     assert "8.0" in first["why"] and "8.6" in first["why"]
     text = " ".join(f"{fix['title']} {fix.get('why') or ''}" for fix in diagnosis["fixes"])
     assert not re.search(r"capability 100\b|has 86\b", text), text
+
+
+def test_flash_attention_3_only_on_an_ada_card_gets_vllms_triton_fallback_not_new_hardware():
+    """A feature only FlashAttention 3 has (Hopper), on an RTX 4090 (8.9): the V1 selector's own fallback for sinks
+    before Hopper is the Triton backend (platforms/cuda.py, 0.10-0.11), spelled TRITON_ATTN from 0.11.0; 'run on an
+    Ampere-or-newer GPU' would contradict a GPU that is already newer than Ampere."""
+    diagnosis = top(report_for("sinks-fa3-on-ada-0.11.0.log"))
+    assert diagnosis["category"] == "attention-backend-unsupported"
+    assert diagnosis["fixes"][0]["changes"] == {"env:VLLM_ATTENTION_BACKEND": "TRITON_ATTN"}
+    assert diagnosis["fixes"][0]["command"].startswith("VLLM_ATTENTION_BACKEND=TRITON_ATTN vllm serve openai/gpt-oss-20b")
+    assert not any("Ampere-or-newer" in fix["title"] for fix in diagnosis["fixes"])

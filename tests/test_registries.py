@@ -113,6 +113,25 @@ def test_a_strategy_that_raises_is_seen_by_the_tests_and_skipped_for_users(monke
     outcome = diagnose(log, options, ruleset)
     assert outcome.diagnoses[0].rule.category == "port-in-use"
     assert "change-port" not in {ranked.fix.strategy for ranked in outcome.diagnoses[0].fixes}
+    from diagnose.report.build import build_report
+
+    notes = build_report(outcome)["notes"]
+    assert any("a fix strategy failed (change-port for " in note and "a bug in vdiag" in note for note in notes), notes
+
+
+def test_a_strategy_that_declines_says_why_in_the_plan(monkeypatch, ruleset):
+    from diagnose.diagnosis.pipeline import Options, diagnose
+    from diagnose.fixes.base import Declined
+    from diagnose.ingest.source import TextSource
+
+    def declining(ctx, params):
+        raise Declined("the port it would move to is not known")
+
+    monkeypatch.setitem(STRATEGIES, "change-port", declining)
+    outcome = diagnose([TextSource("t.log", "OSError: [Errno 98] Address already in use\n")],
+                       Options(launch_text="vllm serve m --port 8000", gpu_mode="none"), ruleset)
+    entries = [e for e in outcome.diagnoses[0].plan if e["strategy"] == "change-port"]
+    assert entries and all(e["outcome"] == "left out: the port it would move to is not known" for e in entries)
 
 
 class _Rule:
@@ -135,3 +154,19 @@ def test_a_fix_that_touches_no_curing_setting_retriggers_its_rule(ruleset):
     assert violated_after_fix(port, outcome.ctx, {"--port": "8001"}) is None
     assert "none of the settings that cure port-in-use" in violated_after_fix(port, outcome.ctx, {"--max-model-len": "4096"})
     assert "cured outside the launch" in violated_after_fix(_Diagnosis("broken-install"), outcome.ctx, {"--enforce-eager": True})
+
+
+def test_every_strategy_documents_itself_and_the_vocabulary_lists_every_name():
+    """A strategy's docstring is its documentation (`vdiag rules show`, `vdiag rules vocabulary`)."""
+    from click.testing import CliRunner
+
+    from diagnose.cli.main import main as cli
+    from diagnose.fixes.base import STRATEGY_MODULES, strategy_doc
+    from diagnose.knowledge.vocabulary import predicate_names
+
+    names = [name for names in STRATEGY_MODULES.values() for name in names]
+    undocumented = [name for name in names if not (strategy_doc(name) or ("",))[0]]
+    assert not undocumented, f"strategies without a docstring: {undocumented}"
+    listing = CliRunner().invoke(cli, ["rules", "vocabulary"]).output
+    assert all(f"  {name} [diagnose/fixes/" in listing for name in names)
+    assert all(f"  {name}: " in listing for name in predicate_names())

@@ -41,6 +41,13 @@ def test_only_the_newest_patch_of_each_minor_is_read(tmp_path):
     assert [p.name for p in picked] == ["vllm-0.6.6.post1.tar.gz", "vllm-0.9.2.tar.gz", "vllm-0.10.2.tar.gz"]
 
 
+def test_a_post_release_or_fourth_part_is_newer_than_its_release_in_any_order(tmp_path):
+    names = ["vllm-0.10.1.1.tar.gz", "vllm-0.10.1.tar.gz", "vllm-0.6.6.post1.tar.gz", "vllm-0.6.6.tar.gz"]
+    for order in (names, names[::-1]):
+        picked = newest_per_minor([tmp_path / n for n in order])
+        assert [p.name for p in picked] == ["vllm-0.6.6.post1.tar.gz", "vllm-0.10.1.1.tar.gz"]
+
+
 # ---------------------------------------------------------------- deprecation notes and help
 
 

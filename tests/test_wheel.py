@@ -8,6 +8,7 @@ import importlib.util
 import subprocess
 import sys
 import sysconfig
+from pathlib import Path
 
 import pytest
 
@@ -41,6 +42,22 @@ def vdiag(installed, *args):
     venv, work = installed
     return subprocess.run([str(venv / "bin" / "vdiag"), *args], capture_output=True, text=True, cwd=work, timeout=600,
                           env={"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "VDIAG_CACHE_DIR": str(work / "cache")})
+
+
+def test_the_wheel_holds_a_json_copy_of_each_data_file_made_from_its_text(installed):
+    """A start with an empty cache parses no YAML: the build hook (hatch_build.py) puts the copies in the wheel."""
+    import hashlib
+    import json
+
+    venv, work = installed
+    where = subprocess.run([str(venv / "bin" / "python"), "-c", "import diagnose, pathlib; "
+                            "print(pathlib.Path(diagnose.__file__).parent / 'data')"],
+                           capture_output=True, text=True, cwd=work, check=True).stdout.strip()
+    data = ROOT / "diagnose" / "data"
+    for path in sorted(data.glob("*.yaml")):
+        copy = json.loads((Path(where) / f"{path.name}.json").read_text(encoding="utf-8"))
+        assert copy["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest(), path.name
+    assert len(list(Path(where).glob("*.yaml.json"))) == len(list(data.glob("*.yaml")))
 
 
 def test_the_installed_package_is_the_wheel_not_the_checkout(installed):

@@ -27,7 +27,8 @@ def corrected_launch(result: CheckResult, ruleset: RuleSet) -> dict[str, Any] | 
     """The changes that clear the failures one by one (None when there is nothing to correct)."""
     if not result.failures:
         return None
-    original, target, changes = result.target, result.target, {}
+    original, target = result.target, result.target
+    changes: dict[str, Any] = {}
     current = result
     for _round in range(MAX_ROUNDS):
         if not current.failures:

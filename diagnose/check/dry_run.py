@@ -2,7 +2,7 @@
 weights, nothing downloaded), read vLLM's own KV-cache and concurrency figures from its log, stop it, and set them
 beside the estimate for the same launch.
 
-Nothing is bypassed: the launch passes verify's refusals and allowlist (`verify.policy`), the operator's interpreter
+Nothing is bypassed: the launch passes verify's refusals and allowlist (`verify.allowlist`), the operator's interpreter
 runs it isolated in an empty folder (`verify.isolation`), one attempt is watched, probed and stopped with every
 process it started (`verify.process`), and its log is diagnosed like any other. A CPU build's KV cache is bounded
 as verify bounds it (`VLLM_CPU_KVCACHE_SPACE`).
@@ -35,7 +35,8 @@ from ..verify.argv import (
 )
 from ..verify.candidates import diagnosis_summary
 from ..verify.isolation import empty_folder
-from ..verify.policy import LaunchRefused, sanitize
+from ..verify.allowlist import sanitize
+from ..verify.policy import LaunchRefused
 from ..verify.preflight import CPU_KV_ENV, CpuKv, check_vllm, cpu_kv_setting
 from ..verify.process import FatalWatcher, Probe, run_attempt
 from .estimate import picture

@@ -22,7 +22,8 @@ def launch_env(launch: Launch) -> list[tuple[str, str]]:
     pairs = list(launch.env)
     for opt in launch.docker_opts:
         if opt.flag in ("-e", "--env") and opt.value and "=" in opt.value:
-            pairs.append(tuple(opt.value.split("=", 1)))
+            name, value = opt.value.split("=", 1)
+            pairs.append((name, value))
     return pairs
 
 

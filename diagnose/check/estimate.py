@@ -55,6 +55,7 @@ class MemoryPicture:
     cudagraphs_in_budget: bool = False
     kv_gib: Span | None = None
     kv_bytes_per_token: int | None = None
+    kv_bytes_per_token_worst: int | None = None  # where the release leaves the cache's form open (MLA): its largest
     kv_tokens: Span | None = None
     max_model_len: int | None = None
     max_model_len_source: str = ""
@@ -63,12 +64,13 @@ class MemoryPicture:
     block_size: int = memory.BLOCK_SIZE
     version: str | None = None  # the release, for the block it holds back
 
-    def tokens(self, kv: float) -> int:
+    def tokens(self, kv: float, per_token: int | None = None) -> int:
         """The KV cache's size in tokens as vLLM logs it (`KV cache size: N tokens`): the whole blocks of
-        `block_size` tokens that fit in `kv` GiB."""
-        if not self.kv_bytes_per_token or kv <= 0:
+        `block_size` tokens that fit in `kv` GiB (at `per_token` bytes, else the central figure)."""
+        per_token = per_token or self.kv_bytes_per_token
+        if not per_token or kv <= 0:
             return 0
-        return int(kv * memory.GIB // (self.kv_bytes_per_token * self.block_size)) * self.block_size
+        return int(kv * memory.GIB // (per_token * self.block_size)) * self.block_size
 
     def usable(self, tokens: float) -> float:
         """Of a KV cache of `tokens`, what one sequence may use: less the null block vLLM holds back from 0.29
@@ -116,16 +118,28 @@ def _kv_per_token(pic: MemoryPicture, target) -> None:
         return
     tp, pp = size(target.launch, "--tensor-parallel-size"), size(target.launch, "--pipeline-parallel-size")
     kv_dtype = kv_cache_dtype(target)
+    mla_head = memory.mla_cache_head_size(model, target.version,
+                                          target.launch.env_value("VLLM_MLA_DISABLE") in ("1", "true", "True"))
     per_token = memory.kv_bytes_per_token(model, tp, kv_dtype,
-                                          hybrid_allocator=PREDICATES["v1-engine"](target.context()) or not target.version)
+                                          hybrid_allocator=PREDICATES["v1-engine"](target.context()) or not target.version,
+                                          mla_head_size=mla_head)
     pic.block_size = parse_int(target.launch.get("--block-size")) or (
         assumptions()["memory"]["cpu_block_size"] if target.platform == "cpu" else memory.BLOCK_SIZE)
     if per_token is None:
         pic.missing.append(f"{model.name}'s layers, KV heads or head size ({model.source})")
         return
     pic.kv_bytes_per_token = math.ceil(per_token / pp)
+    if model.mla and target.version is None:  # a release before 0.7.1 caches a key and a value per head, padded
+        worst = memory.kv_bytes_per_token(model, tp, kv_dtype, mla_head_size=memory.mla_cache_head_size(model, "0.6.0"))
+        if worst and worst > per_token:
+            pic.kv_bytes_per_token_worst = math.ceil(worst / pp)
+            pic.assumed.append(f"up to {pic.kv_bytes_per_token_worst:,} KV bytes per token per GPU in the low case: "
+                               "releases before 0.7.1 cache MLA as a key and a value per head")
     pic.assumed.append(f"{pic.kv_bytes_per_token:,} KV bytes per token per GPU ({model.name}, {model.source}"
-                       + (f"; {model.kv_layout}" if model.kv_layout else "") + f"; TP {tp}" + (f", PP {pp}" if pp > 1 else "")
+                       + (f"; {model.kv_layout}" if model.kv_layout else "")
+                       + (f", a key and a value of {mla_head} per head, as vLLM {target.version} caches MLA" if mla_head
+                          else ", the compressed latent" + ("" if target.version else " (the release unknown: as "
+                                                            "from 0.7.1)") if model.mla else "") + f"; TP {tp}" + (f", PP {pp}" if pp > 1 else "")
                        + f"; KV dtype {kv_dtype or 'auto'}; blocks of {pic.block_size})")
 
 
@@ -233,7 +247,8 @@ def _whole_prompt_profile(pic: MemoryPicture, target) -> Span | None:
 def _tokens(pic: MemoryPicture) -> None:
     if pic.kv_bytes_per_token is None or pic.kv_gib is None:
         return
-    pic.kv_tokens = Span(*(float(pic.tokens(v)) for v in (pic.kv_gib.low, pic.kv_gib.central, pic.kv_gib.high)))
+    pic.kv_tokens = Span(float(pic.tokens(pic.kv_gib.low, pic.kv_bytes_per_token_worst)),
+                         float(pic.tokens(pic.kv_gib.central)), float(pic.tokens(pic.kv_gib.high)))
 
 
 def fitting_len(pic: MemoryPicture, tokens: float) -> int:

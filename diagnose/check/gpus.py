@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..diagnosis.pipeline import gpu_fields
+from ..diagnosis.gpu_facts import gpu_fields
 from ..facts.record import Facts
 from ..foresight.gpus import GpuFacts
 from ..gpu.snapshot import Snapshot

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from ..context.host import Host, LiveHost
 from ..foresight.gpus import GpuFacts
-from ..foresight.target import Target, with_base_architecture
+from ..foresight.target import Target, model_of
 from ..launch.launch import Launch
-from ..model.info import resolve
 from ..util.errors import ExitCode, VdiagError
 from .version import release_for
 
@@ -23,11 +22,15 @@ def target_for(launch_text: str, gpu: GpuFacts, version: str | None = None, pyth
                          "docker run, a pod spec, a unit's ExecStart= or LLM(...))", ExitCode.USAGE)
     release = release_for(version, launch, python)
     host = host or LiveHost()
-    model = with_base_architecture(resolve(launch.model, files=host.model_files)) if launch.model else None
+    model = model_of(launch, host)
     platform = _platform(launch) or gpu.platform or ("cpu" if release.cpu_build and gpu.here and not gpu.gpus else None)
     target = Target(launch, launch_text, release, gpu, model, platform, host)
     if launch.model is None:
         target.notes.append("the launch names no model: the checks that need its architecture are skipped")
+    elif launch.get("--hf-config-path") and model is None:
+        target.notes.append(f"vLLM reads the model's config from --hf-config-path {launch.get('--hf-config-path')}, "
+                            "which has no config.json here and is not in the bundled catalog: the checks that need "
+                            "the architecture are skipped")
     elif model is None:
         target.notes.append(f"{launch.model}: no config.json here, not in the bundled catalog, and its name gives no "
                             "size: the checks that need its architecture are skipped")

@@ -189,7 +189,7 @@ def use_colour(choice: str) -> None:
 
 
 def emit_incidents(reports: list[dict], fmt: str, output: str | None = None) -> None:
-    """One report as the README's contract; several as one section (or one JSON document) per incident; into the
+    """One report as the contract (docs/report.md); several as one section (or one JSON document) per incident; into the
     file `output` instead of stdout when one is given."""
     from ..report.incidents import incidents_json, incidents_markdown, print_incidents_text
 

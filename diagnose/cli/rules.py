@@ -96,8 +96,15 @@ def _rule_document(rule) -> list[tuple[str, str | None, int | None]]:
     if rule.conditions:
         out += [*heading("Conditions"), ("  " + ", ".join(rule.conditions), None, 2)]
     out += heading("Fixes (in order of preference)")
+    from ..fixes.base import strategy_doc
+    from ..knowledge.vocabulary import predicate_meaning
+
     for fix in rule.fixes:
         out.append((f"  - {fix.strategy}{' (when ' + ', '.join(fix.when) + ')' if fix.when else ''}", None, 4))
+        if documented := strategy_doc(fix.strategy):
+            out.append((f"      {documented[0] or '(no docstring)'} [{documented[1]}]", "dim", 6))
+        out += [(f"      when {name}: {predicate_meaning(name) or 'a start-up phase condition'}", "dim", 6)
+                for name in fix.when]
         out += [(f"      {key}: {_plain(value, key)}", None, 2) for key, value in (fix.params or {}).items()
                 if value is not None]
     for title, items in (("Verify (log lines that prove a fix worked)", rule.verify),
@@ -123,6 +130,27 @@ def _plain(value, key: str = "") -> str:
         return "true" if value else "false"
     text = str(value)
     return re.sub(r"^None\b", "none", text.rstrip(".")) if key == "cost" else text
+
+
+@rules.command("vocabulary")
+def vocabulary():
+    """Every name a rule may use: fix strategies (their doc, module, parameters) and `when:` conditions."""
+    from ..fixes.base import STRATEGY_MODULES, strategy_doc
+    from ..knowledge.vocabulary import predicate_meaning, predicate_names, strategy_params
+    from ..report.terminal import Printer
+
+    say = Printer().say
+    say("Fix strategies", "bold", hang=2)
+    for name in sorted(n for names in STRATEGY_MODULES.values() for n in names):
+        doc, module = strategy_doc(name) or ("", "?")
+        params = ", ".join(sorted(strategy_params().get(name) or {})) or "none"
+        say(f"  {name} [{module}; parameters: {params}]", None, hang=4)
+        say(f"      {doc or '(no docstring)'}", "dim", hang=6)
+    say("", None, hang=0)
+    say("Conditions (a fix's when:, a rule's conditions:; !name negates, phase>=NAME compares the start-up phase)",
+        "bold", hang=2)
+    for name in sorted(predicate_names()):
+        say(f"  {name}: {predicate_meaning(name)}", None, hang=4)
 
 
 @rules.command("test")

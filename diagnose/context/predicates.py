@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..facts.phases import parse_phase_condition, phase_order
+from ..launch.releases import parse_release
 from ..launch.settings import also_from_checkpoint, flag_for_setting
-from ..model import memory
 from ..util.lazy_pattern import lazy
 from ..util.units import parse_int
 from .context import Context
@@ -83,7 +83,7 @@ def _v1(ctx: Context) -> bool:
         return ctx.facts.engine_v1
     if ctx.launch is not None and ctx.launch.env_value("VLLM_USE_V1") == "0":
         return False
-    parsed = memory.parse_version(ctx.version)
+    parsed = parse_release(ctx.version)
     return bool(parsed and parsed >= (0, 8, 0))
 
 
@@ -109,13 +109,40 @@ def _rejected_python(ctx: Context) -> bool:
 
 @predicate("rejected-tokens-repeat-serve")
 def _rejected_serve(ctx: Context) -> bool:
-    """The refused arguments start with `vllm serve`/`serve`: the image already runs it, so it came twice."""
-    return bool(_SERVE_COMMAND.search(_rejected_tokens(ctx)))
+    """The refused arguments start with `vllm serve`/`serve`: the image already runs it, so it came twice; or the
+    model after `IMAGE serve` was refused: the server took `serve` for its model and refused the real one."""
+    rejected = _rejected_tokens(ctx)
+    if _SERVE_COMMAND.search(rejected):
+        return True
+    launch = ctx.launch
+    return bool(launch is not None and launch.form == "docker" and launch.head[2:] == ["serve"] and launch.model
+                and rejected.split()[:1] == [launch.model])
 
 
 @predicate("rejected-tokens-are-a-command")
 def _rejected_command(ctx: Context) -> bool:
     return _rejected_python(ctx) or _rejected_serve(ctx)
+
+
+@predicate("flash-attention-cannot-run")
+def _flash_attention_cannot_run(ctx: Context) -> bool:
+    """The error says FlashAttention cannot run here: it needs Ampere, or the feature is only in a FlashAttention
+    this GPU (or an unknown one) lacks, such as 3 on anything but Hopper."""
+    if ctx.captures.get("fa_cannot"):
+        return True
+    from ..gpu.attention_backends import backend_entry
+
+    named = ctx.captures.get("supported_by") or ""
+    entry = backend_entry(named) if named else None
+    if entry is None or entry.get("value") != "FLASH_ATTN" or not entry.get("min_cc"):
+        return False
+    capability = ctx.compute_capability()
+    return capability is None or capability < float(entry["min_cc"])
+
+
+@predicate("api-server-parser")
+def _api_server_parser(ctx: Context) -> bool:
+    return "api-server-parser" in ctx.text_hints
 
 
 @predicate("docker-launch")
@@ -200,6 +227,12 @@ def _multi_node(ctx: Context) -> bool:
 def _pre_ampere(ctx: Context) -> bool:
     cc = ctx.compute_capability()
     return cc is not None and cc < 8.0
+
+
+@predicate("gpu-ampere-or-newer")
+def _ampere_or_newer(ctx: Context) -> bool:
+    cc = ctx.compute_capability()
+    return cc is not None and cc >= 8.0
 
 
 @predicate("dev-shm-small")

@@ -13,7 +13,7 @@ from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
 from ..fixes.advice_conditions import applies
-from ..fixes.base import COST_ORDER, Fix, fill, strategy_for
+from ..fixes.base import COST_ORDER, Declined, Fix, fill, strategy_for
 from ..knowledge.error_tables import error_meaning
 from ..launch.print_policy import Printed, printed_command
 from ..util.lazy_pattern import lazy
@@ -38,6 +38,9 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             continue
         try:
             fix = fn(ctx, spec.params)
+        except Declined as declined:
+            entry["outcome"] = f"left out: {declined}"
+            continue
         except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError) as error:
             # a bug in a strategy; a user's odd log still gets the other fixes, the test suite (which sets
             # VDIAG_STRATEGY_ERRORS=raise) sees the traceback
@@ -136,7 +139,7 @@ def _say_what_is_missing(fix: Fix) -> None:
     fix.title, fix.why, fix.cost_note = (_UNFILLED.sub(said, text or "") for text in (fix.title, fix.why, fix.cost_note))
 
 
-def _rank_key(fix: Fix, position: int, named: set[str] = frozenset()) -> tuple:
+def _rank_key(fix: Fix, position: int, named: set[str] | frozenset[str] = frozenset()) -> tuple:
     """Predicted to start first; within each prediction, a fix that changes a setting the log's own message names as
     the cure (vLLM's "Try increasing gpu_memory_utilization", "set --allow-deprecated-quantization") before one it
     does not; then the cheapest; fixes whose outcome cannot be evaluated keep the rule author's order, and

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
@@ -13,6 +13,7 @@ from ..facts.args import ArgsExtractor
 from ..facts.era import EraExtractor
 from ..facts.excerpt_lines import ExcerptLines
 from ..facts.frames import FramesExtractor
+from ..facts.gpu_csv import GpuCsvExtractor
 from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hints import HintExtractor
 from ..facts.image import ImageExtractor
@@ -21,9 +22,9 @@ from ..facts.memory import MemoryExtractor
 from ..facts.phases import PhaseExtractor, PhaseLog
 from ..facts.manifests import ManifestReader
 from ..facts.platform_hints import PlatformHintExtractor
-from ..facts.shell_variables import ShellVariables
 from ..facts.pod import PodExtractor
-from ..facts.record import Facts, GpuFact, GpuProcess
+from ..facts.record import Facts
+from ..facts.shell_variables import ShellVariables
 from ..facts.unexplained import UnexplainedExtractor, ValidationErrorExtractor
 from ..facts.version import VersionExtractor
 from ..facts.workers import WorkersExtractor
@@ -41,9 +42,11 @@ from ..model.info import resolve as resolve_model
 from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules
-from .fix_plan import plan_fixes
 from .fallbacks import check_launch_alone, place_unfired, say_error_line_missing
 from .feasibility_order import weights_first
+from .fix_plan import plan_fixes
+from .gpu_facts import gpu_fields
+from .launch_disagrees import agrees_with_engine_config, launch_disagreements
 from .unplaced import what_was_seen
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
@@ -102,7 +105,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     advice = AdviceLines()
     excerpt = ExcerptLines()
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
+                  GpuTextExtractor(facts), GpuCsvExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
                   ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
@@ -155,6 +158,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
     if ctx.launch is None and any(r.fix.changes for d in fired for r in d.fixes):
         notes.append(NO_LAUNCH_NOTE)
+    notes += launch_disagreements(fired, ctx)
     notes += last_run_notes(sources, [m.text for m in fired[0].evidence] if fired else [])
     seen = None if any(d.basis != "wording" for d in fired) or facts.served else (
         what_was_seen(excerpt.lines(), frames, leftovers, ctx))
@@ -206,8 +210,9 @@ def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> 
     if facts.launches:
         error_lines = [m.line for h in result.hits.values() if h.signature.kind == "error" for m in h.first]
         first_error = min(error_lines) if error_lines else None
-        before = [c for c in facts.launches if first_error is None or c.line <= first_error]
-        candidate = before[-1] if before else facts.launches[0]
+        before = [c for c in facts.launches if first_error is None or c.line <= first_error] or facts.launches[:1]
+        agreeing = [c for c in facts.launches if agrees_with_engine_config(c.launch, facts)]  # the engine's own run
+        candidate = (agreeing if facts.engine_config and agreeing else before)[-1]
         candidate.launch.origin = "log"
         return candidate.launch, f"{written_as(candidate.launch)} in the input (line {candidate.line})"
     launch, source = _rebuilt_launch(facts)
@@ -251,49 +256,3 @@ def _snapshot(options: Options) -> Snapshot | None:
     if options.gpu_mode == "auto":
         return options.host.live_gpus()
     return None
-
-
-def gpu_fields(facts: Facts, snapshot: Snapshot | None) -> dict:
-    """GPU facts: the log's figures describe the failure and win; a snapshot (file or live NVML) fills the gaps
-    and tells who holds the GPU now."""
-    devices = [d for d in (snapshot.devices if snapshot else []) if d.get("visible", True) and "error" not in d]
-    gpus: list[GpuFact] = []
-    gpu_source = None
-    log_gpus = [facts.gpus[k] for k in sorted(facts.gpus)]
-    if log_gpus:
-        by_index = {d.get("index"): _gpu_from_device(d, snapshot.source) for d in devices}
-        for gpu in log_gpus:
-            live = by_index.get(gpu.index)
-            if live is not None:
-                gpu = replace(gpu, name=gpu.name or live.name,
-                              compute_capability=gpu.compute_capability or live.compute_capability,
-                              total_gib=gpu.total_gib or live.total_gib)
-            gpus.append(gpu)
-        gpu_source = "log"
-    elif devices:
-        gpus, gpu_source = [_gpu_from_device(d, snapshot.source) for d in devices], snapshot.source
-    processes = list(facts.processes.values())
-    known = {p.pid for p in processes}
-    for p in (snapshot.processes if snapshot else []):
-        if "pid" in p and p["pid"] not in known and not p.get("is_vllm_under_diagnosis"):
-            used = p.get("used_gib")
-            command = p.get("command") if isinstance(p.get("command"), str) else None
-            if command and p.get("is_vllm"):
-                command = f"a vLLM process still running: {command}"
-            processes.append(GpuProcess(p["pid"], used if isinstance(used, float) else None,
-                                        command, p.get("gpu_index"), snapshot.source))
-    driver = snapshot.driver_version if snapshot and isinstance(snapshot.driver_version, str) else None
-    return {"gpus": gpus, "gpu_source": gpu_source, "processes": processes,
-            "driver_version": facts.driver_version or driver}
-
-
-def _gpu_from_device(device: dict, source: str) -> GpuFact:
-    def number(key):
-        value = device.get(key)
-        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-    cc = device.get("compute_capability")
-    name = device.get("name")
-    return GpuFact(index=device.get("index"), name=name if isinstance(name, str) else None, total_gib=number("total_gib"),
-                   used_gib=number("used_gib"), free_gib=number("free_gib"),
-                   compute_capability=cc if isinstance(cc, str) else None, source=source)

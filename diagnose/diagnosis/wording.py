@@ -2,8 +2,8 @@
 
 It answers only for a paste that says something failed (an error word on a line not logged below ERROR), whose
 run never reached engine-ready, and whose words the model has seen enough of. Its confidences are the share of
-answers that were right when the model was trained without the folder it was asked about (scripts/eval_wording.py,
-the README's reliability table): low, and said to be a guess from the wording.
+answers that were right when the model was trained without the folder it was asked about (scripts/eval_wording.py;
+docs/how-it-works.md gives the figure): low, and said to be a guess from the wording.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The engine generation (V0 or V1) from the file names in vLLM's log headers.
+"""The engine generation (V0 or V1) from the file names in vLLM's log headers, or a class or process name that
+exists in one generation only.
 
 The header is stripped before rules see a line, so a V0 log whose messages never name V0 (no traceback, no
 version line) used to be treated as V1. This extractor reads the header itself; the file lists are data
@@ -14,6 +15,7 @@ False
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from ..util.lazy_pattern import lazy
@@ -32,6 +34,21 @@ def era_files() -> dict[str, bool]:
     return {**{name: False for name in data["v0"]}, **{name: True for name in data["v1"]}}
 
 
+@lru_cache(maxsize=1)
+def era_names() -> dict[str, bool]:
+    """Class or process name → True for a V1-only one, False for a V0-only one."""
+    from ..util.datafiles import load_yaml
+
+    data = load_yaml("eras.yaml")
+    return {**{name: False for name in data.get("v0_names") or []}, **{name: True for name in data.get("v1_names") or []}}
+
+
+@lru_cache(maxsize=1)
+def _name_pattern():
+    """The names as words; a process title may carry its rank (`EngineCore_DP0`, `EngineCore_0`)."""
+    return lazy(r"\b(" + "|".join(sorted(map(re.escape, era_names()), key=len, reverse=True)) + r")(?:_(?:DP)?\d+)?\b")
+
+
 class EraExtractor:
     """Reads the raw line (`reads_header`): the scanner hands it the line as logged, not the message."""
 
@@ -40,7 +57,7 @@ class EraExtractor:
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
-        self.literals = tuple(f"{name}:" for name in era_files())
+        self.literals = tuple(f"{name}:" for name in era_files()) + tuple(era_names())
 
     def needs(self, literals: set[str]) -> bool:
         return self.facts.engine_v1 is None
@@ -51,3 +68,5 @@ class EraExtractor:
         match = _HEADER_FILE.search(line[:400])
         if match and match.group(1) in era_files():
             self.facts.engine_v1 = era_files()[match.group(1)]
+        elif named := _name_pattern().search(line[:2000]):
+            self.facts.engine_v1 = era_names()[named.group(1)]

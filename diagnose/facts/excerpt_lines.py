@@ -50,7 +50,8 @@ class ExcerptLines:
             self.head.append((line_no, _text(body[start:end])))
             start, line_no = end + 1, line_no + 1
         last = first_line + body.count(b"\n")
-        stop, found = len(body), []
+        stop = len(body)
+        found: list[tuple[int, str]] = []
         while len(found) < TAIL_LINES:
             newline = body.rfind(b"\n", 0, stop)
             found.append((last - len(found), _text(body[newline + 1:stop])))

@@ -11,6 +11,9 @@ _HINTS = [
     ("VLLM_PORT", lazy(r"VLLM_PORT")),
     ("Explicitly set", lazy(r"Explicitly set \(")),
     ("capture-finished", lazy(r"Graph capturing finished")),
+    # the parser of `python -m vllm.entrypoints.openai.api_server`: it accepts a positional model_tag but, unlike
+    # `vllm serve` (entrypoints/cli/serve.py), never uses it as the model (0.11.0 sources): the model needs --model
+    ("api-server-parser", lazy(r"^usage: api_server\.py\b")),
     # the official vllm/vllm-openai image installs vLLM under /usr/local/lib/python3.X/dist-packages
     ("container", lazy(r"/usr/local/lib/python3\.\d+/dist-packages/vllm/|/vllm-workspace/|docker (?:run|compose)|"
                        r"docker-compose|podman run|\bvllm/vllm-openai\b")),
@@ -23,7 +26,7 @@ class HintExtractor:
     literals = ("ray status", "autoscaler status", "ray cluster", "rayworkerwrapper", "ray start", "stream closed",
                 "kubectl", "pod/", "leaderworkerset", "--nnodes", "--node-rank", "vllm_port", "explicitly set (",
                 "graph capturing finished", "dist-packages/vllm/", "/vllm-workspace/", "docker run", "docker compose",
-                "docker-compose", "podman run", "vllm/vllm-openai")
+                "docker-compose", "podman run", "vllm/vllm-openai", "usage: api_server")
     window = 0
     repeats_change_nothing = True  # a repeated line adds what it added the first time (scan/repeats)
 

@@ -1,31 +1,11 @@
-"""The attention backend vLLM's own message names as the one that has the feature the model needs."""
+"""The attention backend vLLM's own message names as the one that has the feature the model needs, and the one its
+selector falls back to where FlashAttention cannot run."""
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from ..context.context import Context
-from .base import Fix, fill, strategy
-
-
-@lru_cache(maxsize=1)
-def backend_table() -> dict[str, dict]:
-    from ..util.datafiles import load_yaml
-
-    return (load_yaml("attention_backends.yaml") or {}).get("backends") or {}
-
-
-def backend_entry(named: str) -> dict | None:
-    """The table entry of a backend as a message names it: 'FlashInfer', 'FlashAttention 3', 'TRITON_ATTN_VLLM_V1'.
-
-    >>> backend_entry("FlashAttention 3")["value"], backend_entry("FLASHINFER")["value"], backend_entry("Pallas")
-    ('FLASH_ATTN', 'FLASHINFER', None)
-    """
-    key = "".join(ch for ch in named.lower() if ch.isalnum())
-    for candidate in (key, key.removesuffix("vllmv1"), key.removesuffix("backend")):
-        if candidate in backend_table():
-            return backend_table()[candidate]
-    return None
+from ..gpu.attention_backends import backend_entry, portable_table
+from .base import Declined, Fix, fill, strategy
 
 
 @strategy("named-attention-backend")
@@ -53,3 +33,43 @@ def named_attention_backend(ctx: Context, params: dict) -> Fix | None:
                changes={"env:VLLM_ATTENTION_BACKEND": value},
                why=fill(params.get("why", ""), ctx) or f"vLLM's message says {feature} is only supported with {named}{unknown}.",
                cost="throughput", cost_note="another backend can be slower for other shapes", will_start=None)
+
+
+@strategy("portable-attention-backend")
+def portable_attention_backend(ctx: Context, params: dict) -> Fix | None:
+    """The backend vLLM's selector runs where FlashAttention cannot (XFormers on V0, Triton on V1), set outright.
+
+    Proposed only when the engine generation is known (V0 and V1 fall back differently) and the launch does not
+    already force it; spelled as the user's release spells it, or, the release unknown, as the newest does (with
+    the older spelling in the why).
+    """
+    from ..context.predicates import PREDICATES
+    from ..launch.releases import parse_release
+
+    release = parse_release(ctx.version)
+    v1 = ctx.facts.engine_v1
+    if v1 is None and (release is not None or (ctx.launch is not None and ctx.launch.env_value("VLLM_USE_V1"))):
+        v1 = PREDICATES["v1-engine"](ctx)  # from VLLM_USE_V1 or the release; neither known: not guessed
+    if v1 is None:
+        raise Declined("the engine generation (V0 or V1) is not known, and their fallbacks differ")
+    entry = portable_table().get("v1" if v1 else "v0")
+    if not entry:
+        return None
+    value, older = entry["value"], ""
+    for before, spelling in (entry.get("spelled_before") or {}).items():
+        if release is not None and release < parse_release(before):
+            value = spelling
+        elif release is None:
+            older = f" (releases before {before} spell it {spelling})"
+    forced = ctx.launch.env_value("VLLM_ATTENTION_BACKEND") if ctx.launch is not None else None
+    if forced is not None and forced.strip().upper() in {entry["value"], *(entry.get("spelled_before") or {}).values()}:
+        raise Declined(f"the launch already forces {forced}")
+    engine = "V1" if v1 else "V0"
+    return Fix(title=f"Use the backend vLLM falls back to where FlashAttention cannot run: "
+                     f"VLLM_ATTENTION_BACKEND={value}",
+               changes={"env:VLLM_ATTENTION_BACKEND": value},
+               why=fill(params.get("why", ""), ctx) or (
+                   f"On the {engine} engine vLLM's own selector runs {value}{older} where FlashAttention cannot "
+                   "(an older GPU, or a feature only FlashAttention 3 has on this one)"
+                   + (f"; the launch forces {forced}" if forced else "") + "."),
+               cost="throughput", cost_note="the fallback backend can be slower", will_start=None)

@@ -41,7 +41,7 @@ STRATEGIES: dict[str, Strategy] = {}
 # The module that registers each strategy, imported when a rule first names one of its strategies: a run loads
 # the modules its rules use, not all eight (tests/test_registries.py checks this table against the registrations).
 STRATEGY_MODULES = {
-    "backends": ("named-attention-backend",),
+    "backends": ("named-attention-backend", "portable-attention-backend"),
     "capacity": ("lower-max-num-seqs", "enforce-eager", "max-num-batched-tokens-down", "kv-cache-dtype-fp8",
                  "quantized-variant", "bigger-gpu", "lower-gpu-memory-utilization"),
     "choices": ("setting-choice",),
@@ -56,6 +56,8 @@ STRATEGY_MODULES = {
     "memory": ("cap-max-model-len", "raise-gpu-memory-utilization", "more-budget-shorter-context",
                "cpu-kvcache-space", "fit-utilization-to-free-memory", "free-gpu-processes",
                "raise-kv-cache-memory-bytes"),
+    "platform_reasons": ("platform-probe-reason",),
+    "multimodal": ("fewer-multimodal-items",),
     "pod": ("startup-probe-budget", "pod-memory-limit", "pod-gpu-request", "container-command", "pod-logs-previous",
             "chart-shm"),
     "parallel": ("divisible-tensor-parallel", "divisible-parallel-size", "tensor-parallel-within-gpus",
@@ -65,8 +67,14 @@ STRATEGY_MODULES = {
 _MODULE_OF = {name: module for module, names in STRATEGY_MODULES.items() for name in names}
 
 
+class Declined(Exception):
+    """A strategy's reason for proposing nothing here ("the launch sets no --limit-mm-per-prompt"): `vdiag
+    --explain` and the JSON plan show it where a bare None would say only that nothing was proposed."""
+
+
 def strategy(name: str):
-    """Register a strategy; what it proposes is put in the user's release's terms (`for_release`)."""
+    """Register a strategy; what it proposes is put in the user's release's terms (`for_release`). A strategy
+    returns None, or raises Declined with its reason, when it has nothing to propose."""
 
     def register(fn: Strategy) -> Strategy:
         def release_valid(ctx: Context, params: dict) -> Fix | None:
@@ -85,6 +93,15 @@ def strategy_for(name: str) -> Strategy | None:
     if name not in STRATEGIES and name in _MODULE_OF:
         import_module(f"{__package__}.{_MODULE_OF[name]}")
     return STRATEGIES.get(name)
+
+
+def strategy_doc(name: str) -> tuple[str, str] | None:
+    """(the first line of the strategy's docstring or "", the module that defines it), for `vdiag rules`."""
+    fn = strategy_for(name)
+    if fn is None:
+        return None
+    doc = (fn.__doc__ or "").strip().split("\n\n")[0]
+    return " ".join(doc.split()), f"diagnose/fixes/{_MODULE_OF[name]}.py"
 
 
 def for_release(fix: Fix, ctx: Context) -> Fix | None:

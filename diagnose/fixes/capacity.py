@@ -8,12 +8,14 @@ import re
 from ..context.context import Context, kv_capacity_tokens
 from ..model import memory
 from ..util.units import parse_int
-from .base import Fix, strategy
+from .base import Declined, Fix, strategy
 from .memory import predict_kv
 
 
 @strategy("lower-max-num-seqs")
 def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
+    """Fewer sequences at once (a quarter of the assumed or given max_num_seqs, or the message's own count): the
+    profile and warm-up batches shrink with them."""
     current = parse_int(ctx.captures.get("max_num_seqs")) or parse_int(ctx.arg("--max-num-seqs"))
     limit = parse_int(ctx.captures.get("blocks"))
     from ..context.predicates import PREDICATES
@@ -45,6 +47,8 @@ def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("enforce-eager")
 def enforce_eager(ctx: Context, params: dict) -> Fix | None:
+    """--enforce-eager: no CUDA graphs, so their capture memory (and, from 0.21, their estimate taken from the
+    budget) is freed."""
     value = ctx.arg("--enforce-eager") or ctx.facts.engine_config.get("enforce_eager")
     if value in ("true", "True"):
         return None
@@ -95,9 +99,11 @@ def _eager_frees_estimate(ctx: Context, estimate: float) -> Fix:
 
 @strategy("max-num-batched-tokens-down")
 def batched_tokens_down(ctx: Context, params: dict) -> Fix | None:
+    """Half the launch's --max-num-batched-tokens (not below 2048): the profile run's activation peak grows with it."""
     current = parse_int(ctx.arg("--max-num-batched-tokens"))
     if current is None or current <= 2048:
-        return None
+        raise Declined("the launch sets no --max-num-batched-tokens above 2048 to lower" if current is None else
+                       f"--max-num-batched-tokens is already {current}")
     value = max(2048, current // 2)
     return Fix(title=f"Lower --max-num-batched-tokens to {value}", changes={"--max-num-batched-tokens": str(value)},
                why="The activation peak of the profile run grows with max_num_batched_tokens.",
@@ -106,6 +112,7 @@ def batched_tokens_down(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("kv-cache-dtype-fp8")
 def kv_fp8(ctx: Context, params: dict) -> Fix | None:
+    """--kv-cache-dtype fp8: half the KV bytes per token, twice the tokens in the same memory."""
     if ctx.arg("--kv-cache-dtype") not in (None, "auto"):
         return None
     cc = ctx.compute_capability()
@@ -121,8 +128,10 @@ def kv_fp8(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("quantized-variant")
 def quantized_variant(ctx: Context, params: dict) -> Fix | None:
+    """The model's known quantized checkpoint (model catalog) in place of the 16-bit one, with whether its weights
+    fit."""
     if ctx.model is None or not ctx.model.quantized_variants:
-        return None
+        raise Declined("no quantized variant of this model is known" if ctx.model else "the model is not known")
     variant = ctx.model.quantized_variants[0]
     bits = 8 if re.search(r"fp8|int8|w8a8", variant, re.IGNORECASE) else 4
     from .weights import fits, sixteen_bit_activations
@@ -137,6 +146,7 @@ def quantized_variant(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("bigger-gpu")
 def bigger_gpu(ctx: Context, params: dict) -> Fix | None:
+    """The smallest NVIDIA GPU of the table whose memory holds the weights with room for a KV cache."""
     weights = memory.weights_gib(ctx.model, 1, ctx.arg("--dtype")) if ctx.model else ctx.facts.memory.get("weights_gib")
     if not weights:
         return None
@@ -157,6 +167,8 @@ def bigger_gpu(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("lower-gpu-memory-utilization")
 def lower_utilization(ctx: Context, params: dict) -> Fix | None:
+    """A smaller --gpu-memory-utilization, sized from the failed allocation less what was free, for memory needed
+    outside vLLM's budget."""
     current = ctx.utilization()
     total = ctx.gpu_total_gib()
     figures = ctx.facts.memory

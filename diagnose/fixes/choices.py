@@ -32,7 +32,7 @@ def setting_choice(ctx: Context, params: dict) -> Fix | None:
     shown = ", ".join(choices[:MAX_LISTED]) + (" …" if len(choices) > MAX_LISTED else "")
     return Fix(title=f"Give {flag} a value this vLLM accepts (not {value})",
                step_command=None if choices else f"vllm serve {_help_option(ctx.version)} | grep -A4 -e '{flag}'",
-               why=(f"It accepts: {shown}." if choices else f"The message does not list the values; vLLM's help does."),
+               why=(f"It accepts: {shown}." if choices else "The message does not list the values; vLLM's help does."),
                cost="config", cost_note="none", will_start=None)
 
 

@@ -13,6 +13,7 @@ from .base import Fix, fill, strategy
 
 @strategy("cap-max-model-len-to-derived")
 def cap_to_derived(ctx: Context, params: dict) -> Fix | None:
+    """--max-model-len at the model's own limit (the message's derived length, or max_position_embeddings)."""
     derived = parse_int(ctx.captures.get("derived")) or (ctx.model.max_position_embeddings if ctx.model else None)
     if not derived:
         return None
@@ -32,6 +33,7 @@ def yarn_families() -> dict[str, float]:
 
 @strategy("enable-yarn")
 def enable_yarn(ctx: Context, params: dict) -> Fix | None:
+    """Static YaRN rope scaling for a family whose card enables it, with the factor the asked length needs."""
     name = (ctx.model_name() or "").lower()
     derived = parse_int(ctx.captures.get("derived"))
     wanted = parse_int(ctx.captures.get("requested")) or ctx.max_model_len()
@@ -51,6 +53,8 @@ def enable_yarn(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("batched-tokens-cover-max-len")
 def batched_cover(ctx: Context, params: dict) -> Fix | None:
+    """--max-num-batched-tokens raised to what vLLM's check needs (a chunk or block, or max_model_len without
+    chunked prefill)."""
     need = parse_int(ctx.captures.get("need") or ctx.captures.get("need2"))
     if need:  # another check needs a bigger per-step budget (a block size, a chunk): the next power of two that holds it
         value = 1 << max(0, (need - 1).bit_length())
@@ -70,6 +74,7 @@ def batched_cover(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("trust-remote-code")
 def trust_remote_code(ctx: Context, params: dict) -> Fix | None:
+    """--trust-remote-code, for a model whose code ships with its checkpoint."""
     return Fix(title="Allow the model's own code: --trust-remote-code", changes={"--trust-remote-code": True},
                why="The repository ships its configuration/model code in Python files; transformers runs them only when trusted.",
                cost="config", cost_note="runs code from the model repository: read it first", will_start=True)
@@ -77,6 +82,7 @@ def trust_remote_code(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("hf-token")
 def hf_token(ctx: Context, params: dict) -> Fix | None:
+    """An HF_TOKEN with access to the gated or private repository."""
     return Fix(title="Authenticate to Hugging Face: HF_TOKEN (or huggingface-cli login)",
                changes={"env:HF_TOKEN": "<your-hf-token>"}, step_command="huggingface-cli login",
                why="A 401 means no token or an invalid one was sent; gated repos need a token of an account that was granted access.",
@@ -85,6 +91,7 @@ def hf_token(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("accept-licence")
 def accept_licence(ctx: Context, params: dict) -> Fix | None:
+    """Accept the model's licence on its Hugging Face page, then use a token of that account."""
     model = ctx.model_name() or "<org/model>"
     page = quote_text(f"https://huggingface.co/{model}") if ctx.model_name() else f"https://huggingface.co/{model}"
     return Fix(title=f"Accept the licence on https://huggingface.co/{model}",
@@ -95,6 +102,7 @@ def accept_licence(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("snapshot-path")
 def snapshot_path(ctx: Context, params: dict) -> Fix | None:
+    """--model at the cache's snapshots/<hash> folder, not the models--org--name folder above it."""
     folder = ctx.captures.get("path") or ctx.model_name()
     if not folder or "models--" not in folder:
         return None
@@ -114,6 +122,7 @@ def snapshot_path(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("local-model-path")
 def local_model_path(ctx: Context, params: dict) -> Fix | None:
+    """--model as the local snapshot path, where offline mode still resolves a repo id on the Hub."""
     model = ctx.model_name()
     if not model:
         return None
@@ -126,6 +135,8 @@ def local_model_path(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("matching-quantization")
 def matching_quantization(ctx: Context, params: dict) -> Fix | None:
+    """Drop --quantization so vLLM takes the checkpoint's own method (and its fastest kernel), where this GPU runs
+    it."""
     config_method = ctx.captures.get("config_method")
     given = ctx.arg("--quantization") is not None or bool(ctx.captures.get("flag_method"))  # the message names it
     if ctx.launch is not None and not given:
@@ -185,6 +196,7 @@ def upgrade_for_quantization(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("tokenizer-path")
 def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
+    """--tokenizer from the base model (catalog), else --skip-tokenizer-init, for a folder without tokenizer files."""
     base = None
     if ctx.model and ctx.model.catalog_id:
         base = ctx.model.catalog_id
@@ -246,6 +258,7 @@ def _unset_vllm_port(value: str | None, taken: str) -> Fix:
 
 @strategy("attention-backend")
 def attention_backend(ctx: Context, params: dict) -> Fix | None:
+    """VLLM_ATTENTION_BACKEND set to the rule's value (only for the wording that names what it `needs`)."""
     if params.get("needs") and not ctx.captures.get(params["needs"]):
         return None  # a fix for one wording of the rule (the head size it names), not for the others
     value = params.get("value", "XFORMERS")

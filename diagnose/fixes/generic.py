@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import re
 from typing import Any
 
@@ -14,6 +16,7 @@ from .release_levers import removal_fix, replacement_fix, upgrade_fix, upgrade_f
 
 @strategy("set-flag")
 def set_flag(ctx: Context, params: dict) -> Fix | None:
+    """A flag set to the rule's value (or given bare), with the rule's why and cost."""
     flag = fill(params["flag"], ctx)
     value = fill(params.get("value", True), ctx)
     if isinstance(value, str) and "{" in value:
@@ -28,6 +31,7 @@ def set_flag(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("dtype-half")
 def dtype_half(ctx: Context, params: dict) -> Fix | None:
+    """--dtype half, where the GPU has no bfloat16 (compute capability below 8.0)."""
     return Fix(title="Use float16 instead of bfloat16: --dtype half", changes={"--dtype": "half"},
                why="GPUs below compute capability 8.0 (V100, T4, RTX 20xx) have no bfloat16; float16 runs natively.",
                cost="quality", cost_note="float16 has a smaller exponent range than bfloat16: rare overflow in some models",
@@ -36,6 +40,7 @@ def dtype_half(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("remove-flag")
 def remove_flag(ctx: Context, params: dict) -> Fix | None:
+    """A flag the rule names dropped from the launch."""
     flag = fill(params.get("flag", "{flag}"), ctx)
     if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", flag):
         flag = "--" + flag.replace("_", "-")  # an engine argument named as a Python keyword: disable_log_requests
@@ -124,12 +129,14 @@ def value_spelling(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("upgrade-for-value")
 def upgrade_for_value(ctx: Context, params: dict) -> Fix | None:
+    """An upgrade of vLLM to the first release that accepts this value of the flag (release tables)."""
     flag, value = fill(params.get("flag", "{flag}"), ctx), ctx.captures.get("value")
     return upgrade_for_value_fix(ctx, flag, value) if value and flag.startswith("--") else None
 
 
 @strategy("valid-choice")
 def valid_choice(ctx: Context, params: dict) -> Fix | None:
+    """A value the flag accepts, from the message's own list of choices (auto where it is one)."""
     flag = fill(params.get("flag", "{flag}"), ctx)
     choices = re.findall(r"'([^']*)'", ctx.captures.get("choices", ""))
     if "{" in flag or not choices:
@@ -141,6 +148,7 @@ def valid_choice(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("set-env")
 def set_env(ctx: Context, params: dict) -> Fix | None:
+    """An environment variable set to the rule's value."""
     name, value = params["name"], str(fill(params["value"], ctx))
     if ctx.launch is not None and ctx.launch.env_value(name) == value:
         return None
@@ -152,6 +160,7 @@ def set_env(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("unset-env")
 def unset_env(ctx: Context, params: dict) -> Fix | None:
+    """An environment variable the launch sets, removed."""
     name = params["name"]
     return Fix(title=fill(params.get("title", f"Unset {name}"), ctx), changes={f"env:{name}": None},
                why=fill(params.get("why", f"{name} is shared with another vLLM on this host."), ctx), will_start=True)
@@ -160,12 +169,18 @@ def unset_env(ctx: Context, params: dict) -> Fix | None:
 @strategy("launch-as-read")
 def launch_as_read(ctx: Context, params: dict) -> Fix | None:
     """The user's own docker launch as vdiag reads it, where reading it already undoes the mistake: a `vllm serve`
-    repeated after an image whose entrypoint runs it is dropped, the model put right after the image."""
+    repeated after an image whose entrypoint runs it is dropped, the model put right after the image (or given as
+    --model with `model_flag`)."""
     if ctx.launch is None or ctx.launch.form != "docker":
         return None
     from ..launch.print_policy import printed_command
 
-    printed = printed_command(ctx.launch)
+    launch = replace(ctx.launch, head=ctx.launch.head[:2])  # the command repeated after the image, dropped
+    if params.get("model_flag") and launch.model_positional:
+        from ..launch.launch import Arg
+
+        launch = replace(launch, model_positional=False, args=[Arg("--model", launch.model), *launch.args])
+    printed = printed_command(launch)
     return Fix(title=fill(params.get("title", "Run the container with vLLM's arguments only"), ctx),
                step_command=printed.command, step_not_shown=printed.not_shown, why=fill(params.get("why", ""), ctx),
                cost="config", cost_note="none", will_start=None)
@@ -241,6 +256,7 @@ def _docker_value(ctx: Context, option: str) -> Any:
 
 @strategy("step")
 def step(ctx: Context, params: dict) -> Fix | None:
+    """A command to run or a step to take, written by the rule (no launch change), with its cost and why."""
     return Fix(title=fill(params["title"], ctx), step_command=fill_command(params.get("command"), ctx),
                why=fill(params.get("why", ""), ctx), cost=params.get("cost_class", "downtime"),
                cost_note=fill(params.get("cost", ""), ctx), will_start=params.get("will_start"),

@@ -15,7 +15,7 @@ from ..context.context import Context, kv_capacity_tokens
 from ..launch.shell_words import quote_text
 from ..model import memory
 from ..util.units import parse_float, parse_int
-from .base import Fix, strategy
+from .base import Declined, Fix, strategy
 from .feasibility import weights_verdict
 
 
@@ -60,6 +60,8 @@ def predict_kv(ctx: Context, budget_gib: float) -> dict[str, Any]:
 
 @strategy("cap-max-model-len")
 def cap_max_model_len(ctx: Context, params: dict) -> Fix | None:
+    """--max-model-len at what the KV cache holds: vLLM's estimate, the capacity it logs, or the figures' tokens in
+    whole blocks."""
     figures = ctx.facts.memory
     current = ctx.max_model_len()
     estimate = parse_int(ctx.captures.get("estimate")) or figures.get("estimated_max_len")
@@ -93,6 +95,7 @@ def cap_max_model_len(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("raise-gpu-memory-utilization")
 def raise_utilization(ctx: Context, params: dict) -> Fix | None:
+    """A larger --gpu-memory-utilization: the share the KV shortfall needs, capped by free memory and 0.95."""
     figures = ctx.facts.memory
     total = ctx.gpu_total_gib()
     current = ctx.utilization()
@@ -120,7 +123,7 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
         )
     if not total:
         if params.get("only_computed"):
-            return None
+            raise Declined("the GPU's total memory is unknown, so the share needed cannot be computed")
         return Fix(
             title=f"Raise --gpu-memory-utilization to {ceiling}",
             changes={"--gpu-memory-utilization": f"{ceiling}"},
@@ -133,7 +136,7 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
     else:
         value = memory.ceil2(current + needed_gib / total + 0.01)
     if value <= current:
-        return None
+        raise Declined(f"the share needed is not above the current {current}: raising it is not the lever here")
     starts = value <= ceiling
     shown = min(value, ceiling)
     predicted = {"gpu_memory_utilization": shown, "budget_gib": round(shown * total, 2), **predict_kv(ctx, shown * total)}
@@ -188,6 +191,7 @@ def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("cpu-kvcache-space")
 def cpu_kvcache_space(ctx: Context, params: dict) -> Fix | None:
+    """VLLM_CPU_KVCACHE_SPACE at 60 % of the free RAM the CPU backend's message gives."""
     free = parse_float(ctx.captures.get("free"))
     want = parse_float(ctx.captures.get("want"))
     if free is None or want is None:
@@ -202,6 +206,8 @@ def cpu_kvcache_space(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("fit-utilization-to-free-memory")
 def fit_free(ctx: Context, params: dict) -> Fix | None:
+    """--gpu-memory-utilization within the free share of the GPU (less a margin), where other processes hold the
+    rest."""
     figures = ctx.facts.memory
     total = ctx.gpu_total_gib()
     free = ctx.gpu_free_gib()
@@ -231,6 +237,8 @@ def fit_free(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("free-gpu-processes")
 def free_processes(ctx: Context, params: dict) -> Fix | None:
+    """Stop the processes that hold GPU memory (named when the log or a snapshot lists them), if the weights fit an
+    empty GPU."""
     others = sorted((p for p in ctx.processes if p.used_gib), key=lambda p: -(p.used_gib or 0))
     if not others:
         return Fix(title="Stop the other processes that hold GPU memory",
@@ -256,6 +264,7 @@ def free_processes(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("raise-kv-cache-memory-bytes")
 def raise_kv_bytes(ctx: Context, params: dict) -> Fix | None:
+    """A larger --kv-cache-memory-bytes, sized for one max_model_len sequence from the log's estimate or the model."""
     current = parse_int(ctx.arg("--kv-cache-memory-bytes"))
     if current is None and ctx.facts.memory.get("kv_cache_gib") is not None and "Explicitly set" in ctx.text_hints:
         current = int(ctx.facts.memory["kv_cache_gib"] * memory.GIB)

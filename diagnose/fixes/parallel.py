@@ -50,6 +50,7 @@ def _sizes_that_divide(limit: int, *counts: int | None) -> list[int]:
 
 @strategy("divisible-tensor-parallel")
 def divisible_tp(ctx: Context, params: dict) -> Fix | None:
+    """The largest tensor-parallel size within the GPUs that divides the attention heads, KV heads and experts."""
     requested = plausible_int(ctx.captures.get("tp"), 1, MAX_PARALLEL) or ctx.tp()
     model_heads = plausible_int(ctx.model.attention_heads, 1, MAX_COUNT) if ctx.model else None
     model_kv_heads = plausible_int(ctx.model.kv_heads, 1, MAX_COUNT) if ctx.model else None
@@ -101,6 +102,7 @@ def divisible_parallel_size(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("tensor-parallel-within-gpus")
 def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
+    """A tensor-parallel size within the GPUs vLLM can see (dividing the heads), with whether the model fits them."""
     available = (plausible_int(ctx.captures.get("gpus"), 1, MAX_PARALLEL) or plausible_int(params.get("available"), 1, MAX_PARALLEL)
                  or plausible_int(ctx.gpu_count(), 1, MAX_PARALLEL))
     requested = (plausible_int(ctx.captures.get("tp"), 1, MAX_PARALLEL)
@@ -121,6 +123,7 @@ def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
 
 @strategy("ray-executor")
 def ray_executor(ctx: Context, params: dict) -> Fix | None:
+    """--distributed-executor-backend ray, to place workers across the nodes of a Ray cluster."""
     if ctx.arg("--distributed-executor-backend") == "ray":
         return None
     wanted = parse_int(ctx.captures.get("tp")) or parse_int(ctx.captures.get("world_size"))

@@ -15,6 +15,7 @@ from .feasibility import layout, weights_verdict
 
 FLOAT32 = ("float", "float32", "fp32")  # how --dtype spells 32-bit weights
 ACTIVATION_RESERVE_GIB = 2.0  # activation peak and non-torch memory when the log has no figure (estimated)
+KV_SHARE_KEPT_UNKNOWN = 0.1  # of the budget, kept for the KV cache when what one sequence needs is unknown
 
 
 def _reserve_gib(ctx: Context) -> tuple[float, str]:
@@ -164,12 +165,11 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
         budget = per_gpu * ctx.utilization()
         for t, p in layouts:
             share = weights / (t * p)
-            reserve = _activation_and_one_sequence_gib(ctx, t, p)
+            reserve, reserved_for = _activation_and_one_sequence_gib(ctx, t, p, budget)
             if share + reserve <= budget:
                 choice = (t, p)
                 basis = (f"{weights:.1f} GiB of weights{floor_basis} ÷ {t * p} GPUs = {share:.1f} GiB, plus "
-                         f"{reserve:.1f} GiB for activations and one full-length sequence, fits {per_gpu:.2f} GiB × "
-                         f"{ctx.utilization_text()}")
+                         f"{reserve:.1f} GiB {reserved_for}, fits {per_gpu:.2f} GiB × {ctx.utilization_text()}")
                 break
         if choice is None and gpus:
             return None  # not even all the GPUs the log shows hold the weights: other levers, or bigger GPUs
@@ -232,10 +232,14 @@ def _tp_sizes(ctx: Context, limit: int) -> list[int]:
     return [t for t in sizes if not kv_heads or kv_heads % t == 0 or t % kv_heads == 0]
 
 
-def _activation_and_one_sequence_gib(ctx: Context, tp: int, pp: int = 1) -> float:
-    """Memory besides the weights on one GPU for one full-length request: ~2 GiB activations + its KV share."""
+def _activation_and_one_sequence_gib(ctx: Context, tp: int, pp: int, budget: float) -> tuple[float, str]:
+    """Memory besides the weights on one GPU, and what it is: ~2 GiB activations and one full-length request's KV
+    share; that share unknown (no layers and KV heads, or no length), a tenth of the budget is kept for the KV
+    cache, so a layout that would leave it nothing is not the one proposed."""
     per_token = memory.kv_bytes_per_token(ctx.model, tp, ctx.arg("--kv-cache-dtype")) if ctx.model else None
     length = ctx.max_model_len()
     if per_token and length:
-        return 2.0 + per_token * length / memory.GIB / pp
-    return 4.0
+        return 2.0 + per_token * length / memory.GIB / pp, "for activations and one full-length sequence"
+    kept = max(2.0, KV_SHARE_KEPT_UNKNOWN * budget)
+    return 2.0 + kept, (f"for activations (2.0) and the KV cache ({kept:.1f}, a tenth of the budget: the KV a "
+                        "full-length sequence needs is not known)")

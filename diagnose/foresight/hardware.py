@@ -10,10 +10,11 @@ forced attention backend, and a GPU older than any vLLM CUDA build.
 
 from __future__ import annotations
 
-from ..fixes.backends import backend_entry
+from ..gpu.attention_backends import backend_entry
 from ..launch.quantization_releases import capability_text, min_capability
 from . import assumptions
 from .findings import Finding, check, passed, skipped
+from .quant_method import method_findings
 
 _BF16 = ("bfloat16", "bf16", "torch.bfloat16")
 
@@ -88,6 +89,13 @@ def _generation(target) -> list[Finding]:
 
 @check("quantization")
 def _quantization(target) -> list[Finding]:
+    mismatch = method_findings(target)
+    if any(f.outcome == "fail" for f in mismatch):
+        return mismatch
+    return mismatch + _method_capability(target)
+
+
+def _method_capability(target) -> list[Finding]:
     method = (target.launch.get("--quantization") or (target.model.quantization if target.model else None) or "").lower()
     if not method or method == "none":
         return [passed("quantization", "no quantization method")]

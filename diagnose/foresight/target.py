@@ -38,8 +38,8 @@ class Target:
 
         launch = apply_changes(self.launch, changes)
         model = self.model
-        if launch.model != self.launch.model:
-            model = resolve(launch.model, files=self.host.model_files) if launch.model else None
+        if (launch.model, launch.get("--hf-config-path")) != (self.launch.model, self.launch.get("--hf-config-path")):
+            model = model_of(launch, self.host)
         return replace(self, launch=launch, model=model, notes=[])
 
     def context(self) -> Context:
@@ -77,4 +77,18 @@ def with_base_architecture(model: ModelInfo | None) -> ModelInfo | None:
     return model
 
 
-__all__ = ["Target", "with_base_architecture"]
+def model_of(launch: Launch, host: Host) -> ModelInfo | None:
+    """The architecture vLLM builds: that of the config it reads, `--hf-config-path` where given, else the model's
+    (vLLM's ModelConfig: `get_config(self.hf_config_path or self.model, …)`). The quantization too comes from that
+    config, so a quantized checkpoint given a base model's config is built, and allocated, unquantized."""
+    if not launch.model:
+        return None
+    config_path = launch.get("--hf-config-path")
+    model = with_base_architecture(resolve(config_path or launch.model, files=host.model_files))
+    if config_path and model is not None:
+        model.name = launch.model
+        model.source = f"{model.source}: the config of --hf-config-path {config_path}"
+    return model
+
+
+__all__ = ["Target", "model_of", "with_base_architecture"]

@@ -16,9 +16,8 @@ from typing import Any, Callable
 from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
-from ..util.units import MAX_PLAUSIBLE_GIB
+from ..util.units import GIB, MAX_PLAUSIBLE_GIB
 
-GIB = 2**30
 
 
 @dataclass

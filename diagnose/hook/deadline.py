@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from typing import Any
 
 from ..util.errors import VdiagError
 
@@ -38,7 +39,7 @@ class Deadline:
         self.message = message
         self.ends = time.monotonic() + seconds
         self._armed = False
-        self._previous_handler = None
+        self._previous_handler: Any = None  # signal.signal's previous handler while armed
         self._outer_left_s = 0.0
 
     def left(self) -> float:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..util.errors import InputError
 
-# what each --print-… option prints, and where it is installed (the README's and contrib/systemd/README.md's steps)
+# what each --print-… option prints, and where it is installed (docs/hook.md's and contrib/systemd/README.md's steps)
 WIRING_FILES = {
     "unit": ("vdiag@.service", "/etc/systemd/system/vdiag@.service"),
     "drop-in": ("vllm.service.d/vdiag.conf", "/etc/systemd/system/UNIT.d/vdiag.conf"),

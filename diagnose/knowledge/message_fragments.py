@@ -107,7 +107,7 @@ class FragmentIndex:
         peak: dict[int, float] = {}
         seen: dict[int, set[tuple[str, str]]] = {}
 
-        def count(pair: tuple[str, str], numbers: Sequence[int], positions: tuple[int, int],
+        def count(pair: tuple[str, str], numbers: Sequence[int], positions: tuple[int, ...],
                   rarity: float | None = None) -> None:
             rarity = self._rarity[pair] if rarity is None else rarity
             for number in numbers:
@@ -118,7 +118,7 @@ class FragmentIndex:
                     weight[number] = weight.get(number, 0.0) + rarity
                     peak[number] = max(peak.get(number, 0.0), rarity)
 
-        for at, word in enumerate(found):
+        for word in found:
             rare = self._rare_words.get(word)
             if rare is not None:
                 count((word, ""), rare[0], (), rare[1])  # weight, not coverage: words are counted in pairs

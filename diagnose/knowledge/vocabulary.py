@@ -19,7 +19,8 @@ from typing import Any, Iterable
 from ..util.datafiles import load_yaml
 
 Problem = tuple[list, str]  # (path into the rule document, message)
-_TYPES = {"string": str, "integer": int, "number": (int, float), "boolean": bool, "null": type(None)}
+_TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+                                              "null": type(None)}
 
 
 @lru_cache(maxsize=1)
@@ -31,6 +32,14 @@ def strategy_params() -> dict[str, dict[str, dict]]:
 @lru_cache(maxsize=1)
 def predicate_names() -> frozenset[str]:
     return frozenset(load_yaml("predicates.yaml"))
+
+
+def predicate_meaning(name: str) -> str | None:
+    """What a condition means, `!name` as its negation: "not: the launch is a `docker run`"."""
+    meaning = load_yaml("predicates.yaml").get(name.lstrip("!"))
+    if meaning is None:
+        return None
+    return f"not: {meaning}" if name.startswith("!") else str(meaning)
 
 
 @lru_cache(maxsize=1)

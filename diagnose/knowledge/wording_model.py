@@ -86,7 +86,7 @@ class WordingModel:
         for feature in sorted(set(features(text))):
             counts = [self._counts[c].get(feature, 0) for c in self.categories]
             total = sum(counts)
-            if total >= MIN_FEATURE_COUNT and self._counts.get(category, {}).get(feature, 0) >= TELLING_SHARE * total:
+            if total >= MIN_FEATURE_COUNT and self._counts.get(category, Counter()).get(feature, 0) >= TELLING_SHARE * total:
                 out.append(feature)
         return out
 

@@ -280,6 +280,10 @@ def _parse_docker(tokens: list[Token], env: list[tuple[str, str]]) -> Launch:
         if not _entrypoint_serves(launch.image):  # vllm/vllm-openai runs `vllm serve` itself: the model goes first
             launch.head += [t.raw for t in rest[:2]]
         _parse_vllm_args(rest[2:], launch, positional_model=True)
+    elif len(words) >= 2 and words[0] == "serve" and not _looks_like_option(words[1]):
+        if not _entrypoint_serves(launch.image):  # `IMAGE serve M`: an entrypoint of `vllm`, or `serve` repeated
+            launch.head += [rest[0].raw]
+        _parse_vllm_args(rest[1:], launch, positional_model=True)
     elif len(words) >= 3 and words[0].startswith("python") and words[1] == "-m":
         launch.head += [t.raw for t in rest[:3]]
         _parse_vllm_args(rest[3:], launch, positional_model=False)

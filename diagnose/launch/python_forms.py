@@ -69,11 +69,34 @@ def parse_llm_call(text: str) -> Launch | None:
     return launch
 
 
+_ARITHMETIC = {ast.Mult: lambda a, b: a * b, ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
+               ast.FloorDiv: lambda a, b: a // b if b else None, ast.Pow: lambda a, b: a ** b if 0 <= b <= 64 else None}
+
+
 def _literal(node: ast.AST) -> Any:
+    """A keyword's value: a plain literal, whole-number arithmetic of literals (`4096 * 2`, `32 * 1024`, `2**15`),
+    else the source text as written (a name, a call).
+
+    >>> [_literal(ast.parse(text, mode="eval").body) for text in ("0.9", "4096*2", "2**15", "32 * 1024 - 1", "n * 2")]
+    [0.9, 8192, 32768, 32767, 'n * 2']
+    """
     try:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError):
-        return ast.unparse(node)
+        pass
+    value = _whole_number(node)
+    return value if value is not None else ast.unparse(node)
+
+
+def _whole_number(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _whole_number(node.left), _whole_number(node.right)
+        if left is not None and right is not None:
+            value = _ARITHMETIC[type(node.op)](left, right)
+            return value if value is None or abs(value) < 1 << 64 else None
+    return None
 
 
 def from_engine_args(args: dict[str, Any], origin: str = "non-default args") -> Launch:

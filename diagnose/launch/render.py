@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from typing import Any
@@ -107,6 +108,11 @@ def _python_value(value: Any) -> Any:
         return int(text)
     if re.fullmatch(r"-?\d+\.\d*", text):
         return float(text)
+    if text[:1] in "{[":  # a JSON value (a fix's `{"image": 1}`) is a dict or list keyword, not a string
+        try:
+            return json.loads(text)
+        except ValueError:
+            pass
     return text
 
 

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
-MAX_CONFIG_BYTES = 4 * 2**20
+from ..util.units import MIB
+
+MAX_CONFIG_BYTES = 4 * MIB
 
 
 @dataclass(frozen=True)

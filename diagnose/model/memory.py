@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 
+from ..util.units import GIB
 from .info import ModelInfo
 
 BLOCK_SIZE = 16
-GIB = 2**30
 _DTYPE_BYTES = {"float32": 4, "float": 4, "fp32": 4, "bfloat16": 2, "float16": 2, "half": 2, "auto": 2, "fp8": 1,
                 "fp8_e4m3": 1, "fp8_e5m2": 1, "int8": 1}
 
@@ -43,33 +43,29 @@ def default_gpu_memory_utilization(version: str | None) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.9
 
 
-def parse_version(version: str | None) -> tuple[int, int, int] | None:
-    if not version:
-        return None
-    import re
-
-    match = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", version)
-    if not match:
-        return None
-    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)
-
-
 def kv_bytes_per_token(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None = None,
-                       hybrid_allocator: bool = True) -> int | None:
+                       hybrid_allocator: bool = True, mla_head_size: int | None = None) -> int | None:
     """KV cache bytes one token of context needs on one GPU (the formula in the module docstring).
 
+    `mla_head_size`: an MLA model cached the pre-0.7.1 way, a key and a value of that size per attention head
+    (`mla_cache_head_size`); None: the compressed latent cache.
     >>> from diagnose.model.info import ModelInfo
     >>> kv_bytes_per_token(ModelInfo("llama-3.1-8b", "test", layers=32, kv_heads=8, head_dim=128, dtype="bfloat16"))
     131072
+    >>> lite = ModelInfo("v2-lite", "test", layers=27, kv_heads=16, head_dim=192, mla={"kv_lora_rank": 512})
+    >>> kv_bytes_per_token(lite, 2), kv_bytes_per_token(lite, 2, mla_head_size=256)
+    (31104, 221184)
     """
     if model.layers is None:
         return None
     bytes_per = dtype_bytes(kv_cache_dtype if kv_cache_dtype and kv_cache_dtype != "auto" else model.dtype)
-    if model.mla:
+    if model.mla and mla_head_size is None:
         width = int(model.mla.get("kv_lora_rank", 512)) + int(model.mla.get("qk_rope_head_dim", 64))
         return model.layers * width * bytes_per
     if model.kv_heads is None or model.head_dim is None:
         return None
+    if model.mla and mla_head_size is not None:
+        return 2 * model.layers * math.ceil(model.kv_heads / max(tp, 1)) * mla_head_size * bytes_per
     layers = model.layers
     if model.hybrid and model.hybrid.get("attention_layers"):
         layers = int(model.hybrid["attention_layers"])
@@ -77,6 +73,30 @@ def kv_bytes_per_token(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None
         layers = int(model.sliding_window["full_attention_layers"])
     kv_heads_per_gpu = math.ceil(model.kv_heads / max(tp, 1))
     return 2 * layers * kv_heads_per_gpu * model.head_dim * bytes_per
+
+
+def mla_cache_head_size(model: ModelInfo, version: str | None, mla_disabled: bool = False) -> int | None:
+    """How a release caches an MLA model (vLLM's ModelConfig.get_head_size / use_mla): None for the compressed
+    latent (kv_lora_rank + qk_rope_head_dim, one per token and layer) from 0.7.1 unless VLLM_MLA_DISABLE=1 (and,
+    in 0.7.1–0.7.2, only for unquantized, fp8 or compressed-tensors checkpoints); else a key and a value per head
+    of qk_nope + qk_rope (192 for DeepSeek-V2/V3), padded to 256 for FlashAttention before 0.7.0. An unknown
+    release is taken as a current one (latent).
+
+    >>> v3 = ModelInfo("v3", "test", head_dim=192, mla={"kv_lora_rank": 512}, quantization="fp8")
+    >>> mla_cache_head_size(v3, "0.6.6"), mla_cache_head_size(v3, "0.7.0"), mla_cache_head_size(v3, "0.7.1")
+    (256, 192, None)
+    >>> mla_cache_head_size(v3, "0.9.2", mla_disabled=True), mla_cache_head_size(v3, None)
+    (192, None)
+    """
+    from ..launch.releases import parse_release
+
+    release = parse_release(version)
+    if not model.mla or not model.head_dim or release is None:
+        return None
+    if release < (0, 7, 0):
+        return 256
+    quantized_out = (0, 7, 1) <= release < (0, 7, 3) and (model.quantization or "fp8") not in ("fp8", "compressed-tensors")
+    return model.head_dim if mla_disabled or release < (0, 7, 1) or quantized_out else None
 
 
 def kv_tokens_per_gib(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None = None) -> float | None:
@@ -119,7 +139,9 @@ def tokens_for(kv_gib: float, per_token_bytes: int, version: str | None = None) 
 
 def reserved_blocks(version: str | None) -> int:
     """Blocks vLLM keeps out of the KV check: the null block, from 0.29 (unknown release: none)."""
-    release = parse_version(version)
+    from ..launch.releases import parse_release
+
+    release = parse_release(version)
     return 1 if release is not None and release >= (0, 29, 0) else 0
 
 

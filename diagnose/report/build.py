@@ -1,4 +1,4 @@
-"""The report: one JSON-shaped dict (the contract in the README) that every renderer reads."""
+"""The report: one JSON-shaped dict (the contract in docs/report.md) that every renderer reads."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def build_report(outcome: Outcome, explain: bool = False) -> dict[str, Any]:
         for g in ctx.gpus
     ]
     memory = {k: v for k, v in facts.memory.items() if v is not None}
-    report = {
+    report: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "status": status_of(outcome),
         "facts": {
@@ -47,7 +47,7 @@ def build_report(outcome: Outcome, explain: bool = False) -> dict[str, Any]:
         },
         "diagnoses": [_diagnosis(d, outcome, explain) for d in outcome.diagnoses],
         "unexplained": [_line(outcome, line, text) for line, text in outcome.unexplained],
-        "notes": list(outcome.notes),
+        "notes": list(outcome.notes) + _failed_strategies(outcome),
     }
     if outcome.seen:
         report["seen"] = outcome.seen
@@ -156,3 +156,10 @@ def exit_code_for(report: dict[str, Any]) -> ExitCode:
     if report["unexplained"] or report["diagnoses"] or report["status"] == "errors-unexplained":
         return ExitCode.UNEXPLAINED_ERRORS
     return ExitCode.NOTHING_FOUND
+
+
+def _failed_strategies(outcome) -> list[str]:
+    """A note per fix strategy that raised (a bug in vdiag): the other fixes stand, and the report says one is
+    missing rather than leaving it to `--explain`."""
+    return [f"a fix strategy failed ({entry['strategy']} for {d.rule.id}): a bug in vdiag; the other fixes stand"
+            for d in outcome.diagnoses for entry in d.plan if "a bug in vdiag" in entry.get("outcome", "")]

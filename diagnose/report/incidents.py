@@ -1,6 +1,6 @@
 """Several incidents in one answer: a section per incident headed by its inputs, one JSON document, one exit code.
 
-One incident keeps the single report of the README's contract; several give `{"incidents": [report, ...]}`, each
+One incident keeps the single report of the contract (docs/report.md); several give `{"incidents": [report, ...]}`, each
 report naming its `inputs`.
 """
 

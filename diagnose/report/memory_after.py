@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..util.units import GIB
+
 SEGMENT_KEYS = ("other_processes_gib", "weights_gib", "activation_gib", "non_torch_gib", "cudagraph_gib", "kv_cache_gib")
-GIB = 2**30
 
 
 def memory_after_fix(memory: dict[str, Any], fix: dict[str, Any] | None,

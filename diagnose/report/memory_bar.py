@@ -37,8 +37,8 @@ def memory_bars(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int =
 def memory_bar(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 60, title: str = "GPU memory") -> list[str]:
     """Lines of the bar, or [] when the card's size or every segment is unknown."""
     total = _number(memory.get("total_gpu_gib")) or _number(memory.get("oom_total_gib")) or _smallest_gpu(gpus)
-    parts = [(letter, label, _number(memory.get(key))) for key, letter, label in SEGMENTS]
-    parts = [(letter, label, gib) for letter, label, gib in parts if gib is not None and gib > 0]
+    read = [(letter, label, _number(memory.get(key))) for key, letter, label in SEGMENTS]
+    parts = [(letter, label, gib) for letter, label, gib in read if gib is not None and gib > 0]
     if not total or total <= 0 or not parts:
         return []
     used = sum(gib for _l, _label, gib in parts)

@@ -51,7 +51,7 @@ def _ticket_lines(row: dict[str, Any]) -> list[tuple[str, str | None, int]]:
     """A ticket's block: its heading line, then its fix (or why it could not be read) and what to ask."""
     head = [row["id"], row["kind"] or "", row["language"] or "", row["category"] or row["status"]]
     confidence = f" {row['confidence']:.2f}" if row["confidence"] is not None else ""
-    lines = [(" · ".join(part for part in head if part) + confidence, "bold", 4)]
+    lines: list[tuple[str, str | None, int]] = [(" · ".join(part for part in head if part) + confidence, "bold", 4)]
     if row["fix"] or row["error"]:
         lines.append((f"  {'fix' if row['fix'] else 'error'}: {row['fix'] or row['error']}", None, 7))
     if row["questions"]:

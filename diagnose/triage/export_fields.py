@@ -59,7 +59,7 @@ def field_paths(record: Any) -> list[str]:
 
 
 def _first_records(path: str) -> list[Any]:
-    records = []
+    records: list[Any] = []
     with open_regular(path, ".jsonl file") as handle:
         for raw, cut in _bounded_lines(handle):
             if len(records) >= SAMPLE_RECORDS:

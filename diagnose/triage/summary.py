@@ -53,14 +53,14 @@ class Summary:
             self.unexplained.append(row["id"])
         if row["status"] == "errors-unexplained" and row["unexplained"]:
             for tid in row["unexplained"]["templates"]:
-                entry = self.templates.get(tid)
-                if entry is None:
+                known = self.templates.get(tid)
+                if known is None:
                     template, example_line = result.templates[tid]
-                    entry = self.templates[tid] = {"id": tid, "template": template, "tickets": 0, "examples": [],
+                    known = self.templates[tid] = {"id": tid, "template": template, "tickets": 0, "examples": [],
                                                    "example_line": example_line}
-                entry["tickets"] += 1
-                if len(entry["examples"]) < MAX_EXAMPLES:
-                    entry["examples"].append(row["id"])
+                known["tickets"] += 1
+                if len(known["examples"]) < MAX_EXAMPLES:
+                    known["examples"].append(row["id"])
 
     def template_list(self) -> list[dict[str, Any]]:
         """Templates of unexplained lines, the one a new rule would close most tickets with first."""

@@ -25,6 +25,8 @@ _FACTOR_GIB = {"b": 1 / 2**30, "byte": 1 / 2**30, "bytes": 1 / 2**30, "kb": 1 / 
                "mb": 1 / 2**10, "mib": 1 / 2**10, "gb": 1.0, "gib": 1.0, "tb": 2**10, "tib": 2**10, "pb": 2**20, "pib": 2**20}
 
 
+GIB = 2**30  # bytes in a GiB: the one copy of these two constants
+MIB = 2**20  # bytes in a MiB
 MAX_PLAUSIBLE_GIB = 2.0**30  # an exbibyte: no GPU or host memory figure is larger
 MAX_NUMBER_CHARS = 40  # a number written with more characters than this is not a fact from a log
 
@@ -100,7 +102,7 @@ def _size_gib(text: str, default_unit: str) -> float | None:
 
 
 def gib_to_bytes(gib: float) -> int:
-    return int(gib * 2**30)
+    return int(gib * GIB)
 
 
 def human_bytes(count: int) -> str:

@@ -30,15 +30,15 @@ from ..launch.launch import Launch
 from ..launch.shell_words import tokenize
 from ..launch.render import apply_changes
 from ..util.errors import ExitCode, VdiagError
+from .allowlist import sanitize
 from .environment import filter_env
 from .flags import engine_words
 from .isolation import interpreter_flags, isolated_env
-from .policy import LaunchRefused, policy, sanitize
+from .policy import SHELLS, LaunchRefused, policy
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 DEFAULT_PORT = 8000
 _SHELL_SYNTAX = {";", "&&", "||", "|", "&", ">", ">>", "<", "<<", "&>", "&>>", "2>", "2>&1", "1>", "|&"}
-SHELLS = {"bash", "sh", "zsh", "dash", "ksh", "fish", "eval", "xargs", "su"}
 _FENCE_LABELS = {"bash", "sh", "shell", "console", "zsh"}  # a Markdown code block's language, pasted with the command
 _HARMLESS_PREFIX = {"env", "exec", "nohup", "time", "sudo", "-E", "$", "#", "%"}
 _LOADER_ENV = {"LD_PRELOAD", "LD_AUDIT", "PYTHONSTARTUP", "BASH_ENV", "ENV", "PYTHONINSPECT"}

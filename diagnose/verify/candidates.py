@@ -14,7 +14,7 @@ from typing import Any
 from ..fixes.advice import ADVICE_STRATEGY
 from ..launch.launch import Launch, canonical_flag
 from ..launch.render import apply_changes
-from .policy import allowed_flags
+from .allowlist import allowed_flags
 from .result import Candidate, VerifyOptions
 
 

@@ -245,8 +245,7 @@ def plain_image(image: str | None) -> str:
 
 def _check_after_image(launch: Launch) -> None:
     """Only vLLM may follow the image: no shell, no other program."""
-    from .argv import SHELLS
-    from .policy import policy
+    from .policy import SHELLS, policy
 
     words = launch.head[2:]
     first = words[0] if words else (launch.model if launch.model_positional else "")

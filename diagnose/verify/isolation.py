@@ -24,7 +24,7 @@ ISOLATING_ENV = {"PYTHONSAFEPATH": "1", "PYTHONNOUSERSITE": "1"}
 def interpreter_flags(python_version: str | None) -> list[str]:
     """The flags that keep an interpreter of `python_version` from the current folder and the user site."""
     match = re.match(r"(\d+)\.(\d+)", python_version or "")
-    has_safe_path = bool(match) and (int(match.group(1)), int(match.group(2))) >= (3, 11)
+    has_safe_path = match is not None and (int(match.group(1)), int(match.group(2))) >= (3, 11)
     return ["-s", "-P"] if has_safe_path else ["-s"]
 
 

@@ -40,9 +40,10 @@ from .argv import (
     refusal_reason,
     shown_command,
 )
+from .allowlist import sanitize
 from .candidates import candidates_of, diagnosis_summary, primary_of
 from .isolation import empty_folder
-from .policy import LaunchRefused, machine_failure, sanitize
+from .policy import LaunchRefused, machine_failure
 from .preflight import CPU_KV_ENV, CpuKv, check_model_here, check_vllm, cpu_kv_for, cpu_kv_setting
 from .process import AttemptRun, FatalWatcher, Probe, run_attempt
 from .result import Attempt, Candidate, VerifyOptions, VerifyResult

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from ..util.errors import ExitCode, VdiagError
 from ..util.lazy_pattern import lazy
+from ..util.units import GIB
 from .isolation import empty_folder, isolated_env
 from .policy import policy
 
@@ -159,9 +160,9 @@ def cpu_kv_setting(cpu_kv: CpuKv, running) -> tuple[str, str]:
         max_len = int(running.get("--max-model-len") or cpu_kv.model_max_len or 0) or None
     except ValueError:
         max_len = cpu_kv.model_max_len
-    gib = cpu_kv_cache_gib(cpu_kv.bytes_per_token, max_len, psutil.virtual_memory().available / 2**30)
+    gib = cpu_kv_cache_gib(cpu_kv.bytes_per_token, max_len, psutil.virtual_memory().available / GIB)
     if cpu_kv.bytes_per_token and max_len:
-        need = cpu_kv.bytes_per_token * max_len / 2**30
+        need = cpu_kv.bytes_per_token * max_len / GIB
         why = f"one {max_len:,}-token sequence of {cpu_kv.model} needs {f'{need:.2f}' if need >= 0.01 else 'under 0.01'} GiB"
     else:
         why = f"the KV size of {cpu_kv.model} is unknown here"
@@ -174,7 +175,7 @@ def cpu_kv_cache_gib(kv_bytes_per_token: int | None, max_len_tokens: int | None,
     """GiB of KV cache for a CPU build: one sequence of `max_len_tokens` with headroom, capped by available memory."""
     table = policy()["cpu_kv_cache"]
     if kv_bytes_per_token and max_len_tokens:
-        wanted = kv_bytes_per_token * max_len_tokens * float(table["headroom"]) / 2**30
+        wanted = kv_bytes_per_token * max_len_tokens * float(table["headroom"]) / GIB
     else:
         wanted = float(table["unknown_model_gib"])
     cap = math.floor(available_gib * float(table["max_share_of_available"]))

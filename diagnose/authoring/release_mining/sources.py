@@ -13,6 +13,10 @@ import re
 import tarfile
 from pathlib import Path
 
+from ...util.lazy_pattern import lazy
+
+_SDIST_NAME = lazy(r"vllm-(.+)\.tar\.gz$")
+
 
 class ReleaseSources:
     """`files` maps a path relative to the sdist root (`vllm/envs.py`) to its text."""
@@ -25,7 +29,6 @@ class ReleaseSources:
     @classmethod
     def from_sdist(cls, path: Path) -> "ReleaseSources":
         """Every `vllm/**.py` of a `vllm-X.Y.Z.tar.gz`; vLLM is never imported."""
-        match = re.match(r"vllm-(.+)\.tar\.gz$", path.name)
         files: dict[str, str] = {}
         with tarfile.open(path) as archive:
             for member in archive:
@@ -35,7 +38,7 @@ class ReleaseSources:
                 handle = archive.extractfile(member)
                 if handle is not None:
                     files[rel] = handle.read().decode("utf-8", "replace")
-        return cls(match.group(1) if match else path.name, files)
+        return cls(sdist_version(path), files)
 
     def tree(self, rel: str) -> ast.Module | None:
         """The parsed module, None when the release has no such file or it does not parse."""
@@ -68,13 +71,22 @@ def string_value(node: ast.AST) -> str | None:
     return " ".join(text.split())
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """'0.6.6.post1' → (0, 6, 6): the release order of the sdists read.
+def sdist_version(path: Path) -> str:
+    """`vllm-0.6.6.post1.tar.gz` → `0.6.6.post1` (any other name is returned whole)."""
+    match = _SDIST_NAME.match(path.name)
+    return match.group(1) if match else path.name
 
-    >>> sorted(["0.10.2", "0.9.2", "0.2.7"], key=version_key)
-    ['0.2.7', '0.9.2', '0.10.2']
+
+def version_key(version: str) -> tuple[int, ...]:
+    """The release order of vLLM versions, the one key the miners sort by: numbers compare as numbers and each run
+    of letters (`post`, `rc`, a local tag) counts -1, so a release comes before its post-releases and its 4th parts.
+
+    >>> version_key("0.6.6.post1")
+    (0, 6, 6, -1, 1)
+    >>> sorted(["0.10.2", "0.9.2", "0.10.1.1", "0.6.6.post1", "0.6.6", "0.10.1", "0.2.7"], key=version_key)
+    ['0.2.7', '0.6.6', '0.6.6.post1', '0.9.2', '0.10.1', '0.10.1.1', '0.10.2']
     """
-    return tuple(int(part) for part in re.findall(r"\d+", version)[:3])
+    return tuple(int(part) if part.isdigit() else -1 for part in re.findall(r"\d+|[a-z]+", version))
 
 
 def newest_per_minor(paths: list[Path]) -> list[Path]:
@@ -84,6 +96,6 @@ def newest_per_minor(paths: list[Path]) -> list[Path]:
     ['vllm-0.9.2.tar.gz', 'vllm-0.10.2.tar.gz']
     """
     by_minor: dict[tuple[int, ...], Path] = {}
-    for path in sorted(paths, key=lambda p: version_key(p.name)):
-        by_minor[version_key(path.name)[:2]] = path
+    for path in sorted(paths, key=lambda p: version_key(sdist_version(p))):
+        by_minor[version_key(sdist_version(path))[:2]] = path
     return [by_minor[minor] for minor in sorted(by_minor)]

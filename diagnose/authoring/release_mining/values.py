@@ -23,7 +23,6 @@ number suffixes its pattern allows.
 from __future__ import annotations
 
 import ast
-import re
 
 from ...util.lazy_pattern import lazy
 from .sources import ReleaseSources
