@@ -40,7 +40,7 @@ class ManifestReader:
                 continue
             line_no = first_line + data.count(b"\n", 0, match.start())
             lines = data[match.start():].decode("utf-8", "replace").split("\n")[:MAX_DOCUMENT_LINES]
-            document = []
+            document: list[str] = []
             for line in lines:
                 if document and not _YAML_LINE.match(line):
                     break
@@ -59,6 +59,7 @@ class ManifestReader:
 
         if any(c.line == line_no and c.text == text for c in self.facts.launches):
             return True
+        problem: str | None = None
         try:
             launch = parse_launch(text)
         except Exception as error:  # noqa: BLE001 - a paste is never worth a traceback; the note says what failed

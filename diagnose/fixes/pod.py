@@ -63,7 +63,7 @@ def startup_probe_budget(ctx: Context, params: dict) -> Fix | None:
     budget = pod.probe_budget_s(killer)
     wanted_s = max(int(params.get("min_budget_s", 1800)), int(params.get("factor", 2)) * (budget or 0))
     threshold = math.ceil(wanted_s / period)
-    if budget is not None:
+    if budget is not None and shown is not None:
         delay = f"{shown['delay_s']} s + " if shown["delay_s"] else ""
         allowed = (f"The {killer} probe allowed {delay}{shown['failure_threshold']} × {shown['period_s']} s = {budget} s "
                    f"({'initialDelaySeconds + ' if delay else ''}failureThreshold × periodSeconds, from the paste)")
@@ -95,14 +95,20 @@ def startup_probe_budget(ctx: Context, params: dict) -> Fix | None:
 
 
 def _from_chart(ctx: Context) -> bool:
-    return ctx.launch is not None and ctx.launch.frame == "helm-values"
+    return _values_path(ctx) is not None
+
+
+def _values_path(ctx: Context) -> str | None:
+    """The model's entry in the chart's values (`servingEngineSpec.modelSpec[0]`), when the launch came from them."""
+    launch = ctx.launch
+    return launch.values_path if launch is not None and launch.frame == "helm-values" else None
 
 
 @strategy("chart-shm")
 def chart_shm(ctx: Context, params: dict) -> Fix | None:
     """The production-stack chart mounts /dev/shm only when vllmConfig.tensorParallelSize is set: move tensor
     parallelism there (from extraArgs, or say 1), and size the mount by `shmSize`."""
-    if not _from_chart(ctx):
+    if ctx.launch is None or not _from_chart(ctx):
         return None
     spec = chart()
     typed = any(a.values_key == spec["shm_needs_key"] for a in ctx.launch.args)
@@ -147,7 +153,8 @@ def pod_memory_limit(ctx: Context, params: dict) -> Fix | None:
                        "show the limit. Weights are staged through host RAM while loading.",
                    cost="memory", cost_note="more RAM reserved on the node", will_start=None)
     change = {"resources": {"limits": {"memory": raised}}}
-    command = (values_lines({f"{ctx.launch.values_path}.{chart()['memory_limit_key']}": raised}) if _from_chart(ctx)
+    path = _values_path(ctx)
+    command = (values_lines({f"{path}.{chart()['memory_limit_key']}": raised}) if path
                else deployment_patch(_container(ctx), change, ctx))
     return Fix(title=f"Raise the container's memory limit: resources.limits.memory {limit} → {raised} (host RAM)",
                step_command=command,
@@ -166,7 +173,8 @@ def pod_gpu_request(ctx: Context, params: dict) -> Fix | None:
     asked = pod.gpu_limit
     if asked is not None and ctx.parallel_stated() and asked > used:
         change = {"resources": {"limits": {"nvidia.com/gpu": used}, "requests": {"nvidia.com/gpu": used}}}
-        command = (values_lines({f"{ctx.launch.values_path}.{chart()['gpu_request_key']}": used}) if _from_chart(ctx)
+        path = _values_path(ctx)
+        command = (values_lines({f"{path}.{chart()['gpu_request_key']}": used}) if path
                    else deployment_patch(_container(ctx), change, ctx))
         return Fix(title=f"Ask for the GPUs vLLM uses: nvidia.com/gpu: {used} (tensor × pipeline parallel)",
                    step_command=command,

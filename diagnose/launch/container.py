@@ -23,8 +23,8 @@ def in_container(launch: Launch, image: str) -> Launch:
     """`launch` as a `docker run` of `image` (its env as `-e`); a docker or Python launch is returned unchanged."""
     if launch.form in ("docker", "llm-python"):
         return launch
-    from .parse import _entrypoint_serves
-    head = ["docker", "run"] + ([] if _entrypoint_serves(image) else list(launch.head or ["vllm", "serve"]))
+    from .arguments import entrypoint_serves
+    head = ["docker", "run"] + ([] if entrypoint_serves(image) else list(launch.head or ["vllm", "serve"]))
     options = [Arg(flag, value) for flag, value in DEFAULT_DOCKER_OPTIONS]
     options += [Arg("-e", f"{name}={value}") for name, value in launch.env]
     model_positional = launch.model_positional or launch.form != "api-server"

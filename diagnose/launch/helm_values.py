@@ -15,6 +15,7 @@ that makes the chart mount a memory-backed /dev/shm.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
@@ -56,15 +57,16 @@ def parse_values(text: str) -> Launch | None:
             launch.args.append(Arg(rule["flag"] if value else rule["no_flag"], None, values_key=key))
         else:
             launch.args.append(Arg(rule["flag"], _text(value), values_key=key))
-    from .parse import _parse_vllm_args
+    from .arguments import parse_vllm_args
     from .shell_words import tokenize
 
     extra = (config or {}).get(spec["extra_args_key"]) or []
     if isinstance(extra, list):
         found = Launch(form="vllm-serve")
-        _parse_vllm_args([tokenize(_quoted(str(w)))[0] for w in extra if str(w).strip()], found, positional_model=False)
+        parse_vllm_args([tokenize(_quoted(str(w)))[0] for w in extra if str(w).strip()], found, positional_model=False)
         launch.args += [Arg(a.spelled, a.value, equals=a.equals, values_key=spec["extra_args_key"]) for a in found.args]
-    for item in entry.get("env") if isinstance(entry.get("env"), list) else []:
+    env = entry.get("env")
+    for item in env if isinstance(env, list) else []:
         if isinstance(item, dict) and "name" in item and "value" in item:
             launch.env.append((str(item["name"]), _text(item["value"])))
         elif isinstance(item, dict) and "name" in item:
@@ -89,12 +91,11 @@ def values_problem(text: str) -> str | None:
     return None
 
 
-def render_values(launch: Launch) -> str:
-    """The launch as the chart runs it; a fixed launch as the values keys that change, at their key paths."""
-    from .render import _render_command
-
+def render_values(launch: Launch, render_command: Callable[[Launch], str]) -> str:
+    """The launch as the chart runs it (written by `render_command`); a fixed launch as the values keys that
+    change, at their key paths."""
     if not launch.fixed:
-        return _render_command(_as_command(launch))
+        return render_command(_as_command(launch))
     now, before = _key_values(launch), launch.values_original or {}
     lines = [HEADER]
     for key in [*before, *(k for k in now if k not in before)]:

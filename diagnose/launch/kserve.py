@@ -43,16 +43,18 @@ def parse_inference_service(text: str) -> Launch | None:
         node: Any = document
         for step in spec["args_path"][:-1]:
             node = node.get(step) if isinstance(node, dict) else None
-        args = node.get(spec["args_path"][-1]) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            continue
+        args = node.get(spec["args_path"][-1])
         if not isinstance(args, list) or not all(isinstance(a, (str, int, float)) for a in args):
             continue
-        metadata = document.get("metadata") if isinstance(document.get("metadata"), dict) else {}
-        return _launch(args, node, metadata.get("name"))
+        metadata = document.get("metadata")
+        return _launch(args, node, metadata.get("name") if isinstance(metadata, dict) else None)
     return None
 
 
 def _launch(words: list, model_spec: dict, name: Any) -> Launch:
-    from .parse import _parse_vllm_args
+    from .arguments import parse_vllm_args
     from .shell_words import quote_word, tokenize
 
     spec = runtime()
@@ -60,7 +62,7 @@ def _launch(words: list, model_spec: dict, name: Any) -> Launch:
     launch = Launch(form="vllm-serve", frame="kserve",
                     manifest=("InferenceService", None, name if isinstance(name, str) else None))
     found = Launch(form="vllm-serve")
-    _parse_vllm_args([tokenize(quote_word(str(w)))[0] for w in words], found, positional_model=False)
+    parse_vllm_args([tokenize(quote_word(str(w)))[0] for w in words], found, positional_model=False)
     launch.args = [Arg(a.spelled, a.value, equals=a.equals, values_key=OWN if a.flag in own else None) for a in found.args]
     model = next((a.value for a in launch.args if a.flag == canonical_flag(spec["model_flag"])), None)
     storage = model_spec.get(spec["storage_key"])

@@ -220,13 +220,15 @@ def _spec(container: dict, entrypoint_serves) -> ContainerSpec | None:
 
 
 def render_container(image: str | None, command: list[str] | None, args: list[str], env: list[tuple[str, str]],
-                     env_from_elsewhere: list[dict], fixed: bool, manifest: tuple[str, str, str | None] | None = None) -> str:
+                     env_from_elsewhere: list[dict], fixed: bool,
+                     manifest: tuple[str, str | None, str | None] | None = None) -> str:
     """The container as YAML: one flow line for the launch as found, the block to paste for a fix; for a launch
     read from a whole manifest (`manifest`: its kind, the container's name, the object's), the fix is a patch of it."""
     import yaml
 
     container: dict[str, Any] = {}
-    if image and not (fixed and manifest):
+    patched = manifest if fixed and manifest and manifest[1] else None
+    if image and not patched:
         container["image"] = image
     if command:
         container["command"] = command
@@ -234,8 +236,8 @@ def render_container(image: str | None, command: list[str] | None, args: list[st
     entries = [{"name": k, "value": v} for k, v in env] + env_from_elsewhere
     if entries:
         container["env"] = entries
-    if fixed and manifest:
-        return pod_spec_patch(manifest[0], manifest[1], container, manifest[2])
+    if patched and patched[1]:
+        return pod_spec_patch(patched[0], patched[1], container, patched[2])
     dump = partial(yaml.dump, Dumper=_inert_dumper(), sort_keys=False, width=10**6, allow_unicode=True)
     if not fixed:
         return dump(container, default_flow_style=True).strip()

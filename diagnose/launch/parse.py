@@ -18,12 +18,13 @@ import re
 from dataclasses import replace
 
 from ..util.lazy_pattern import lazy
+from .arguments import entrypoint_serves, looks_like_option, parse_vllm_args
 from .frames import is_unit_text, split_unit
 from .compose import looks_like_compose, parse_compose
 from .helm_values import looks_like_values, parse_values
 from .kserve import looks_like_inference_service, parse_inference_service
 from .kubernetes import container_of, looks_like_container, manifest_object
-from .launch import SHELL_OPERATORS, Arg, Launch, Token, is_switch
+from .launch import Arg, Launch, Token
 from .python_forms import parse_llm_call
 from .shell_words import line_syntax, tokenize
 from .wrapped import shell_string, variable_named
@@ -67,8 +68,8 @@ def parse_launch(text: str) -> Launch | None:
         return parse_values(text)
     if looks_like_inference_service(stripped):
         return parse_inference_service(text)
-    if looks_like_compose(stripped) and (compose := parse_compose(text)) is not None:
-        return compose
+    if looks_like_compose(stripped) and (compose := parse_compose(text, argv_launch)) is not None:
+        return expand_variables(compose)
     if looks_like_container(stripped):
         if "{{" in stripped and "}}" in stripped:
             return None  # a chart template: its `{{ .Values.x }}` are not what ran
@@ -78,18 +79,11 @@ def parse_launch(text: str) -> Launch | None:
 
 def _parse_container(text: str) -> Launch | None:
     """A Kubernetes container: its command (else the image's entrypoint) and args as one launch, env: as env."""
-    import shlex
 
-    spec = container_of(text, _entrypoint_serves)
-    wrapped = shell_string(spec.argv) if spec is not None else None
-    if wrapped is not None:
-        launch = _parse_shell(wrapped[2])
-    else:
-        launch = _parse_shell(shlex.join(spec.argv)) if spec is not None else None
-    if launch is None:
+    spec = container_of(text, entrypoint_serves)
+    launch = argv_launch(spec.argv) if spec is not None else None
+    if launch is None or spec is None:
         return None
-    if wrapped is not None:  # `command: [/bin/sh, -c]`, the launch one string of args (vLLM's Kubernetes guide)
-        launch.shell_wrapper, launch.shell_before, launch.shell_after = wrapped[0], wrapped[1], wrapped[3]
     launch.frame, launch.image = "kubernetes", spec.image
     if spec.name and (owner := manifest_object(text)) is not None:
         launch.manifest, launch.shm_volume = (owner[0], spec.name, owner[1]), spec.shm_volume
@@ -97,6 +91,18 @@ def _parse_container(text: str) -> Launch | None:
     launch.env_from_elsewhere = spec.env_from_elsewhere
     if not spec.command_given:
         launch.head = []  # the image's entrypoint runs `vllm serve`
+    return launch
+
+
+def argv_launch(argv: list[str]) -> Launch | None:
+    """A program's words (a container's command and args) as its launch; `[/bin/sh, -c, "…"]` read as the launch
+    in the string (vLLM's Kubernetes guide), the shell and the words around the launch kept for rendering."""
+    import shlex
+
+    wrapped = shell_string(argv)
+    launch = _parse_shell(wrapped[2] if wrapped is not None else shlex.join(argv)) if argv else None
+    if launch is not None and wrapped is not None:
+        launch.shell_wrapper, launch.shell_before, launch.shell_after = wrapped[0], wrapped[1], wrapped[3]
     return launch
 
 
@@ -110,7 +116,7 @@ def expand_variables(launch: Launch | None) -> Launch | None:
         launch.model_via_raw, launch.model = launch.model, None
         launch.model_positional = False
         found = Launch(form=launch.form)
-        _parse_vllm_args(tokenize(values[name]), found, positional_model=launch.form != "api-server")
+        parse_vllm_args(tokenize(values[name]), found, positional_model=launch.form != "api-server")
         launch.model, launch.model_positional, launch.model_via_env = found.model, found.model_positional, name
         launch.args[:0] = [replace(a, via_env=name, via_raw=launch.model_via_raw) for a in found.args]
     expanded: list[Arg] = []
@@ -120,7 +126,7 @@ def expand_variables(launch: Launch | None) -> Launch | None:
             expanded.append(arg)
             continue
         found = Launch(form=launch.form)
-        _parse_vllm_args(tokenize(values[name]), found, positional_model=False)
+        parse_vllm_args(tokenize(values[name]), found, positional_model=False)
         expanded += [replace(a, via_env=name, via_raw=arg.spelled) for a in found.args]
     launch.args = expanded
     return launch
@@ -192,12 +198,12 @@ def _launch_in(rest: list[Token], env: list[tuple[str, str]]) -> Launch | None:
             return _parse_docker(rest[k:], env)
         if base == "vllm" and k + 1 < len(words) and words[k + 1] == "serve":
             launch = Launch(form="vllm-serve", env=env, head=[t.raw for t in rest[k:k + 2]])
-            _parse_vllm_args(rest[k + 2:], launch, positional_model=True)
+            parse_vllm_args(rest[k + 2:], launch, positional_model=True)
             return None if _is_placeholder(launch.model) else launch
         if word == "-m" and k + 1 < len(words) and words[k + 1].startswith("vllm.entrypoints"):
             start = k - 1 if k > 0 and words[k - 1].rsplit("/", 1)[-1].startswith("python") else k
             launch = Launch(form="api-server", env=env, head=[t.raw for t in rest[start:k + 2]])
-            _parse_vllm_args(rest[k + 2:], launch, positional_model=False)
+            parse_vllm_args(rest[k + 2:], launch, positional_model=False)
             return None if _is_placeholder(launch.model) else launch
     return None
 
@@ -205,52 +211,6 @@ def _launch_in(rest: list[Token], env: list[tuple[str, str]]) -> Launch | None:
 def _is_placeholder(model: str | None) -> bool:
     """`[model_tag]`, `<model>`, `{model}`, `MODEL`: the usage text or a template, never a model someone ran."""
     return bool(model) and bool(_PLACEHOLDER_MODEL.fullmatch(model))
-
-
-def _split_tail(tokens: list[Token]) -> tuple[list[Token], list[str]]:
-    for index, token in enumerate(tokens):
-        if token.raw in SHELL_OPERATORS or token.raw.startswith(("&>", "2>", ">", "|", ";", "#")):
-            return tokens[:index], [t.raw for t in tokens[index:]]
-    return tokens, []
-
-
-def _parse_vllm_args(tokens: list[Token], launch: Launch, positional_model: bool) -> None:
-    tokens, launch.tail = _split_tail(tokens)
-    i = 0
-    while i < len(tokens):
-        token = tokens[i]
-        word = token.value
-        if _looks_like_option(word):
-            if "=" in word and word.startswith("--"):
-                name, value = word.split("=", 1)
-                raw_value = token.raw.split("=", 1)[1] if "=" in token.raw else value
-                arg = Arg(name, value, equals=True, raw_value=raw_value)
-                i += 1
-            elif is_switch(word) or i + 1 >= len(tokens) or _looks_like_option(tokens[i + 1].value):
-                arg = Arg(word, None)
-                i += 1
-            else:
-                arg = Arg(word, tokens[i + 1].value, raw_value=tokens[i + 1].raw)
-                i += 2
-            if arg.flag == "--model" and arg.value is not None:
-                launch.model = arg.value
-            launch.args.append(arg)
-        else:
-            if positional_model and launch.model is None and not launch.model_positional:
-                launch.model = word
-                launch.model_positional = True
-            else:
-                launch.args.append(Arg(word, None))
-            i += 1
-
-
-def _looks_like_option(word: str) -> bool:
-    """As argparse sees it: '-x…' is an option, '-' and negative numbers are values."""
-    return word.startswith("-") and word != "-" and not _is_number(word)
-
-
-def _is_number(word: str) -> bool:
-    return bool(re.fullmatch(r"-?\d+(?:\.\d+)?", word))
 
 
 def _parse_docker(tokens: list[Token], env: list[tuple[str, str]]) -> Launch:
@@ -277,24 +237,16 @@ def _parse_docker(tokens: list[Token], env: list[tuple[str, str]]) -> Launch:
     rest = tokens[i:]
     words = [t.value for t in rest]
     if len(words) >= 2 and words[0] == "vllm" and words[1] == "serve":
-        if not _entrypoint_serves(launch.image):  # vllm/vllm-openai runs `vllm serve` itself: the model goes first
+        if not entrypoint_serves(launch.image):  # vllm/vllm-openai runs `vllm serve` itself: the model goes first
             launch.head += [t.raw for t in rest[:2]]
-        _parse_vllm_args(rest[2:], launch, positional_model=True)
-    elif len(words) >= 2 and words[0] == "serve" and not _looks_like_option(words[1]):
-        if not _entrypoint_serves(launch.image):  # `IMAGE serve M`: an entrypoint of `vllm`, or `serve` repeated
+        parse_vllm_args(rest[2:], launch, positional_model=True)
+    elif len(words) >= 2 and words[0] == "serve" and not looks_like_option(words[1]):
+        if not entrypoint_serves(launch.image):  # `IMAGE serve M`: an entrypoint of `vllm`, or `serve` repeated
             launch.head += [rest[0].raw]
-        _parse_vllm_args(rest[1:], launch, positional_model=True)
+        parse_vllm_args(rest[1:], launch, positional_model=True)
     elif len(words) >= 3 and words[0].startswith("python") and words[1] == "-m":
         launch.head += [t.raw for t in rest[:3]]
-        _parse_vllm_args(rest[3:], launch, positional_model=False)
+        parse_vllm_args(rest[3:], launch, positional_model=False)
     else:
-        _parse_vllm_args(rest, launch, positional_model=True)
+        parse_vllm_args(rest, launch, positional_model=True)
     return launch
-
-
-def _entrypoint_serves(image: str | None) -> bool:
-    """Whether the image's entrypoint already runs the OpenAI server (`entrypoint_images` in flags.yaml)."""
-    from .launch import flag_table
-
-    name = (image or "").strip("'\"").split("@", 1)[0].rsplit(":", 1)[0]
-    return any(name == known or name.endswith("/" + known) for known in flag_table().get("entrypoint_images") or [])

@@ -144,7 +144,7 @@ def render(launch: Launch) -> str:
     if launch.frame == "helm-values":
         from .helm_values import render_values
 
-        return render_values(launch)
+        return render_values(launch, _render_command)
     if launch.frame == "systemd":
         from .frames import render_drop_in  # a unit's or a pod's form is imported only to render one
 
@@ -196,7 +196,8 @@ def _with_variables(launch: Launch) -> Launch:
     env = []
     for key, value in launch.env:
         if key in names:
-            words = [quote_word(launch.model)] if launch.model_via_env == key and launch.model_positional else []
+            positional = launch.model and launch.model_via_env == key and launch.model_positional
+            words = [quote_word(launch.model)] if positional and launch.model else []
             words += [_render_arg(a) for a in launch.args if a.via_env == key]
             value = " ".join(words)
         env.append((key, value))
