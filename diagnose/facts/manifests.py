@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import re
 
+from ..util.lazy_pattern import lazy
 from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
 
 MAX_DOCUMENT_LINES = 2000
 MAX_NOTES = 4
 MAX_CUTS = 4
-_START = re.compile(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:)", re.MULTILINE)
-_YAML_LINE = re.compile(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
+_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:)", re.MULTILINE)
+_YAML_LINE = lazy(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
 
 
 class ManifestReader:

@@ -16,12 +16,12 @@ those launches again with them (the arguments stay in the variable when a fix is
 
 from __future__ import annotations
 
-import re
 
+from ..util.lazy_pattern import lazy
 from .record import Facts
 
 MAX_REMEMBERED = 64
-_ASSIGNMENT = re.compile(r"^\s*(?:\S*[$#]\s+)?(?:export\s+)?(?P<name>[A-Za-z_]\w*)=(?P<rest>\S.*)$")
+_ASSIGNMENT = lazy(r"^\s*(?:\S*[$#]\s+)?(?:export\s+)?(?P<name>[A-Za-z_]\w*)=(?P<rest>\S.*)$")
 
 
 class ShellVariables:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
+from ..util.lazy_pattern import lazy
 from ..context.context import Context
 from ..facts.phases import phase_order
 from ..launch.helm_values import chart, values_lines
@@ -31,7 +31,7 @@ from .base import Fix, strategy
 
 DEFAULT_CONTAINER = "vllm"
 DEFAULT_PORT = 8000  # vLLM's default --port
-_QUANTITY = re.compile(r"(?P<number>\d+(?:\.\d+)?)(?P<suffix>[KMGTPE]i?|[kmM]?)$")
+_QUANTITY = lazy(r"(?P<number>\d+(?:\.\d+)?)(?P<suffix>[KMGTPE]i?|[kmM]?)$")
 
 
 def deployment_patch(container: str, changes: dict[str, Any], ctx: Context | None = None) -> str:
