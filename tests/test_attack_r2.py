@@ -1,0 +1,63 @@
+"""Reproducers of the second attack campaign (tests/attack_campaign_r2.md), each run through the CLI as an outsider.
+
+Every test is one finding that broke before its fix: the input is what a hostile log, ticket or launch gives, the
+assertion is what must never come out of vdiag (a pasted command that loads code, an exit 70, a secret, a control
+character on a terminal).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from diagnose.cli.main import main
+
+KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (262144), (24.0 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (3.18 GiB). Based on the available memory, "
+            "the estimated maximum model length is 34736.\n")
+
+
+def _report(tmp_path, log_text: str, *extra: str) -> dict:
+    path = tmp_path / "crash.log"
+    path.write_text(log_text)
+    result = CliRunner().invoke(main, ["--no-gpu", "--format", "json", *extra, str(path)], catch_exceptions=False)
+    return json.loads(result.stdout)
+
+
+# Variables that make vLLM, CUDA, NCCL, OpenSSL, Ray or Python load code from the path or name they give. verify never
+# passes them (its allowlist); a printed command kept them, so pasting the hook's or a ticket's fix loaded the library
+# a service user planted.
+CODE_LOADING_ENV = [
+    "VLLM_NCCL_SO_PATH=/home/svc/evil.so",
+    "VLLM_CUDART_SO_PATH=/home/svc/evil.so",
+    "CUDA_INJECTION64_PATH=/home/svc/evil.so",
+    "NCCL_NET_PLUGIN=/home/svc/evil.so",
+    "NCCL_TUNER_PLUGIN=/home/svc/evil.so",
+    "NCCL_PROFILER_PLUGIN=/home/svc/evil.so",
+    "RAY_RUNTIME_ENV_HOOK=evilmod.hook",
+    "PYTHONPYCACHEPREFIX=/home/svc/pyc",
+    "TORCHINDUCTOR_CACHE_DIR=/home/svc/inductor",
+    "TRITON_CACHE_DIR=/home/svc/triton",
+    "TORCH_EXTENSIONS_DIR=/home/svc/ext",
+    "VLLM_CACHE_ROOT=/home/svc/vllm-cache",
+    "VLLM_ALLOW_INSECURE_SERIALIZATION=1",
+    "OPENSSL_CONF=/home/svc/openssl.cnf",
+    "OPENSSL_ENGINES=/home/svc/engines",
+    "OPENSSL_MODULES=/home/svc/providers",
+]
+
+
+@pytest.mark.parametrize("assignment", CODE_LOADING_ENV)
+def test_a_printed_command_never_keeps_a_variable_that_loads_code(assignment, tmp_path):
+    report = _report(tmp_path, f"{assignment} vllm serve m --max-model-len 262144\n{KV_ERROR}")
+    name = assignment.split("=")[0]
+    commands = [report["facts"]["launch"]["command"]] + [f["command"] for d in report["diagnoses"] for f in d["fixes"]]
+    assert not [c for c in commands if c and name in c]
+    assert name in report["facts"]["launch"]["command_not_shown"]
+
+
+def test_a_printed_command_still_keeps_data_variables(tmp_path):
+    report = _report(tmp_path, f"CUDA_VISIBLE_DEVICES=0 HF_HUB_OFFLINE=1 vllm serve m --max-model-len 262144\n{KV_ERROR}")
+    assert report["diagnoses"][0]["fixes"][0]["command"].startswith("CUDA_VISIBLE_DEVICES=0 HF_HUB_OFFLINE=1 vllm serve m")
