@@ -8,11 +8,15 @@ character on a terminal).
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from diagnose.cli.main import main
+
+FAKE_VLLM = Path(__file__).resolve().parent / "fake_vllm"
 
 KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (262144), (24.0 GiB KV cache is "
             "needed, which is larger than the available KV cache memory (3.18 GiB). Based on the available memory, "
@@ -61,3 +65,27 @@ def test_a_printed_command_never_keeps_a_variable_that_loads_code(assignment, tm
 def test_a_printed_command_still_keeps_data_variables(tmp_path):
     report = _report(tmp_path, f"CUDA_VISIBLE_DEVICES=0 HF_HUB_OFFLINE=1 vllm serve m --max-model-len 262144\n{KV_ERROR}")
     assert report["diagnoses"][0]["fixes"][0]["command"].startswith("CUDA_VISIBLE_DEVICES=0 HF_HUB_OFFLINE=1 vllm serve m")
+
+
+MAX_LEN_ERROR = ("Traceback (most recent call last):\n"
+                 "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
+                 "  Value error, User-specified max_model_len (4096) is greater than the derived max_model_len "
+                 "(max_position_embeddings=512.0 or model_max_length=None in model's config.json). To allow overriding "
+                 "this maximum, set the env var VLLM_ALLOW_LONG_MAX_MODEL_LEN=1.\n")
+
+
+@pytest.mark.parametrize("port", ["-1", "99999", "65536"])
+def test_verify_of_a_launch_whose_port_is_no_port_runs_on_a_free_one(port, tmp_path, monkeypatch):
+    """`--port -1` in the log was an int of its kind, then socket.bind raised OverflowError: exit 70."""
+    monkeypatch.setenv("PYTHONPATH", str(FAKE_VLLM))
+    dump = tmp_path / "reached.json"
+    monkeypatch.setenv("FAKE_VLLM_DUMP", str(dump))
+    log = tmp_path / "crash.log"
+    log.write_text(f"vllm serve M --max-model-len 4096 --port {port}\n{MAX_LEN_ERROR}")
+    result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--max-attempts", "1", "--vllm-python",
+                                       sys.executable, "--format", "json", str(log)], catch_exceptions=False)
+    assert result.exit_code != 70, result.output
+    report = json.loads(result.stdout)
+    assert any(f"port {port} is no TCP port" in note for a in report["attempts"] for note in a["notes"])
+    reached_port = next(w for w in json.loads(dump.read_text())["argv"] if w.startswith("--port="))
+    assert 0 < int(reached_port.split("=")[1]) < 65536
