@@ -89,3 +89,29 @@ def test_verify_of_a_launch_whose_port_is_no_port_runs_on_a_free_one(port, tmp_p
     assert any(f"port {port} is no TCP port" in note for a in report["attempts"] for note in a["notes"])
     reached_port = next(w for w in json.loads(dump.read_text())["argv"] if w.startswith("--port="))
     assert 0 < int(reached_port.split("=")[1]) < 65536
+
+
+def _outputs(tmp_path, log_text: str) -> dict[str, str]:
+    path = tmp_path / "ticket.log"
+    path.write_text(log_text)
+    runner = CliRunner()
+    said = {fmt: runner.invoke(main, ["--no-gpu", "--format", fmt, str(path)], catch_exceptions=False).output
+            for fmt in ("text", "json", "md")}
+    said["triage json"] = runner.invoke(main, ["triage", "--format", "json", str(path)], catch_exceptions=False).output
+    return said
+
+
+@pytest.mark.parametrize("launch, secret", [
+    ("vllm serve m --api-k 9f8e7d6c5b4a39281706f5e4d3c2b1a0 --max-model-len 262144", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ("vllm serve m --hf-tok plainsecretvalue123 --max-model-len 262144", "plainsecretvalue123"),
+    ("vllm serve m --ssl-keyfile-pass plainsecretvalue123 --max-model-len 262144", "plainsecretvalue123"),
+])
+def test_an_abbreviated_secret_flag_is_masked_as_the_flag_vllm_reads(launch, secret, tmp_path):
+    leaked = [where for where, text in _outputs(tmp_path, f"{launch}\n{KV_ERROR}").items() if secret in text]
+    assert not leaked
+
+
+def test_a_prefix_that_is_a_flag_of_its_own_is_not_masked(tmp_path):
+    report = _report(tmp_path, f"vllm serve m --ssl-keyfile /etc/k.pem --max-model-len 262144\n{KV_ERROR}")
+    assert "--ssl-keyfile /etc/k.pem" in report["diagnoses"][0]["fixes"][0]["command"]
+
