@@ -115,3 +115,12 @@ def test_a_prefix_that_is_a_flag_of_its_own_is_not_masked(tmp_path):
     report = _report(tmp_path, f"vllm serve m --ssl-keyfile /etc/k.pem --max-model-len 262144\n{KV_ERROR}")
     assert "--ssl-keyfile /etc/k.pem" in report["diagnoses"][0]["fixes"][0]["command"]
 
+
+@pytest.mark.parametrize("secret, shown", [
+    ("SG.abcdefghijklmnopqrstuv.ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopq", "ABCDEFGHIJKLMNOPQRSTUVWXYZ"),
+    ("AC0123456789abcdef0123456789abcdef:fedcba9876543210fedcba9876543210", "fedcba9876543210fedcba9876543210"),
+])
+def test_sendgrid_keys_and_twilio_auth_tokens_are_masked(secret, shown, tmp_path):
+    line = f"RuntimeError: CUDA error: an illegal memory access was encountered while talking to {secret}\n"
+    leaked = [where for where, text in _outputs(tmp_path, f"vllm serve m\n{line}").items() if shown in text]
+    assert not leaked
