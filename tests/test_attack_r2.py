@@ -124,3 +124,22 @@ def test_sendgrid_keys_and_twilio_auth_tokens_are_masked(secret, shown, tmp_path
     line = f"RuntimeError: CUDA error: an illegal memory access was encountered while talking to {secret}\n"
     leaked = [where for where, text in _outputs(tmp_path, f"vllm serve m\n{line}").items() if shown in text]
     assert not leaked
+
+
+# Characters no one sees that the first sanitiser kept: the line and paragraph separators (an editor, a browser or a
+# JavaScript reader of the JSON breaks the line there) and Unicode's other default-ignorable characters.
+UNSEEN = "\u2028\u2029\u3164\u115f\u1160\uffa0\u034f\u17b4\ufe0f\u180b\U000e0100\U0001d173"
+
+
+@pytest.mark.parametrize("char", list(UNSEEN), ids=[f"U+{ord(c):04X}" for c in UNSEEN])
+def test_a_character_no_one_sees_never_reaches_a_terminal_json_or_markdown(char, tmp_path):
+    from .test_terminal import on_pty
+
+    log = tmp_path / "crash.log"
+    log.write_text("vllm serve m --max-model-len 262144\n" + KV_ERROR.replace("To serve", f"To{char}serve") +
+                   f"(EngineCore_DP0 pid=1) RuntimeError: odd{char}thing\n")
+    _code, screen = on_pty(["--no-gpu", str(log)], columns=200)
+    assert "Toserve" in screen.replace(" ", "") and char not in screen
+    for fmt in ("json", "md"):
+        said = CliRunner().invoke(main, ["--no-gpu", "--format", fmt, str(log)], catch_exceptions=False).output
+        assert char not in said
