@@ -143,3 +143,11 @@ def test_a_character_no_one_sees_never_reaches_a_terminal_json_or_markdown(char,
     for fmt in ("json", "md"):
         said = CliRunner().invoke(main, ["--no-gpu", "--format", fmt, str(log)], catch_exceptions=False).output
         assert char not in said
+
+
+@pytest.mark.parametrize("args", [["rules", "show"], ["rules", "lint"]])
+def test_an_unknown_rule_id_is_echoed_without_its_escape_sequences(args):
+    from .test_terminal import on_pty
+
+    code, screen = on_pty([*args, "x\x1b]52;c;ZXZpbA==\x07y\x1b]8;;https://evil.example\x1b\\"], columns=120)
+    assert code == 2 and "no rule 'xy'" in screen and "\x1b" not in screen and "\x07" not in screen
