@@ -151,3 +151,16 @@ def test_an_unknown_rule_id_is_echoed_without_its_escape_sequences(args):
 
     code, screen = on_pty([*args, "x\x1b]52;c;ZXZpbA==\x07y\x1b]8;;https://evil.example\x1b\\"], columns=120)
     assert code == 2 and "no rule 'xy'" in screen and "\x1b" not in screen and "\x07" not in screen
+
+
+@pytest.mark.parametrize("text, secret", [
+    ("GET https://maps.example/api?key=plainsecretvalue123&x=1 401", "plainsecretvalue123"),
+    ("GET https://blob.example/c/x?sv=2021&signature=plainsecretvalue123 403", "plainsecretvalue123"),
+    ("mysql -u root -pplainsecretvalue123 db", "plainsecretvalue123"),
+    ("sshpass -p plainsecretvalue123 ssh host", "plainsecretvalue123"),
+    ("admin:$apr1$ruca84Hq$mbjdMZBAG.KWn7vTYMGPB.", "mbjdMZBAG.KWn7vTYMGPB"),
+])
+def test_query_keys_command_line_passwords_and_password_hashes_are_masked(text, secret, tmp_path):
+    line = f"RuntimeError: CUDA error: an illegal memory access was encountered after {text}\n"
+    leaked = [where for where, said in _outputs(tmp_path, f"vllm serve m\n{line}").items() if secret in said]
+    assert not leaked

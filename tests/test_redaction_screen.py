@@ -31,6 +31,8 @@ SHAPE_SAMPLES = [
     "AKIAIOSFODNN7EXAMPLE", "ASIAIOSFODNN7EXAMPLE",
     "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",
     "AC0123456789abcdef0123456789abcdef:fedcba9876543210fedcba9876543210",
+    "https://maps.example/api?key=Zq9XvB7kLm2Np4Rt", "https://blob.example/x?sv=1&sig=Zq9XvB7kLm2Np4Rt",
+    "mysql -u root -pZq9XvB7kLm2Np4Rt db", "sshpass -p Zq9XvB7kLm2Np4Rt ssh host", "$6$Zq9XvB7k$Lm2Np4RtWy8Ac1Ed3Fg5",
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU\n-----END OPENSSH PRIVATE KEY-----",
     "-----END EC PRIVATE KEY-----",
