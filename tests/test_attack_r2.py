@@ -164,3 +164,23 @@ def test_query_keys_command_line_passwords_and_password_hashes_are_masked(text, 
     line = f"RuntimeError: CUDA error: an illegal memory access was encountered after {text}\n"
     leaked = [where for where, said in _outputs(tmp_path, f"vllm serve m\n{line}").items() if secret in said]
     assert not leaked
+
+
+@pytest.mark.parametrize("text, encoded", [
+    ("callback https://x.example/cb?t=QmVhcmVyIGhmX1F3RXJUeVVpT3BBc0RmR2hKa0x6WGNWYk5tMTIzNDU2Nzg= failed",
+     "QmVhcmVyIGhmX1F3RXJUeVVpT3BBc0RmR2hKa0x6WGNWYk5tMTIzNDU2Nzg"),  # base64 of "Bearer hf_…" in a URL
+    ("HF_TOKEN_B64=aGZfUXdFclR5VWlPcEFzRGZHaEprTHpYY1ZiTm0xMjM0NTY3OA== set", "aGZfUXdFclR5VWlPcEFzRGZHaEprTHpY"),
+    ("header cGFzc3dvcmQ9aHVudGVyMmh1bnRlcjI sent", "cGFzc3dvcmQ9aHVudGVyMmh1bnRlcjI"),  # URL-safe, unpadded
+])
+def test_a_secret_encoded_in_base64_is_masked(text, encoded, tmp_path):
+    line = f"RuntimeError: CUDA error: an illegal memory access was encountered after {text}\n"
+    leaked = [where for where, said in _outputs(tmp_path, f"vllm serve m\n{line}").items() if encoded in said]
+    assert not leaked
+
+
+def test_paths_and_model_ids_that_read_as_base64_stay_as_they_are():
+    from diagnose.util.redact import redact
+
+    for text in ("/work/vllm/tests/fake_vllm/vllm/entrypoints/openai", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8",
+                 "meta-llama/Llama-3.1-8B-Instruct", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"):
+        assert redact(text) == text
