@@ -184,3 +184,16 @@ def test_paths_and_model_ids_that_read_as_base64_stay_as_they_are():
     for text in ("/work/vllm/tests/fake_vllm/vllm/entrypoints/openai", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8",
                  "meta-llama/Llama-3.1-8B-Instruct", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"):
         assert redact(text) == text
+
+
+@pytest.mark.parametrize("line", [
+    "non-default args: {'model': 'm', 'max_model_len': " + "9" * 5000 + "}",
+    "vllm serve m --max-model-len " + "9" * 400,
+    "vllm serve m --max-num-batched-tokens " + "9" * 400 + "k --max-num-seqs " + "9" * 400,
+])
+def test_a_token_count_of_thousands_of_digits_is_no_internal_error(line, tmp_path):
+    log = tmp_path / "crash.log"
+    log.write_text(line + "\n")
+    for fmt in ("text", "json"):
+        result = CliRunner().invoke(main, ["--no-gpu", "--format", fmt, str(log)], catch_exceptions=False)
+        assert result.exit_code != 70 and "internal error" not in result.output
