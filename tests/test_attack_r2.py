@@ -197,3 +197,27 @@ def test_a_token_count_of_thousands_of_digits_is_no_internal_error(line, tmp_pat
     for fmt in ("text", "json"):
         result = CliRunner().invoke(main, ["--no-gpu", "--format", fmt, str(log)], catch_exceptions=False)
         assert result.exit_code != 70 and "internal error" not in result.output
+
+
+@pytest.fixture
+def planted_state(tmp_path):
+    """A state folder with files named as reports but not written by vdiag: JSON thousands deep, fields of the
+    wrong types, keys missing."""
+    state = tmp_path / "state"
+    state.mkdir()
+    bodies = {"2b": "[" * 100_000, "3c": json.dumps({"schema": 1, "systemd": {"unit": 5, "invocation_id": [1]},
+                                                      "diagnoses": "x"}),
+              "4d": json.dumps({"schema": 1, "diagnoses": [{"title": "t"}], "systemd": {"unit": "vllm.service"}})}
+    for second, (prefix, body) in enumerate(bodies.items()):
+        (state / f"vllm.service-20241129T08464{second}Z-{prefix * 16}.json").write_text(body)
+    return state
+
+
+def test_reports_list_and_show_survive_report_files_vdiag_did_not_write(planted_state):
+    runner = CliRunner()
+    listed = runner.invoke(main, ["reports", "list", "--state-dir", str(planted_state)], catch_exceptions=False)
+    assert listed.exit_code == 0 and listed.output.count("vllm.service") == 3
+    for prefix in ("2b2b", "3c3c", "4d4d"):
+        shown = runner.invoke(main, ["reports", "show", prefix, "--format", "text", "--state-dir", str(planted_state)],
+                              catch_exceptions=False)
+        assert shown.exit_code == 3 and "not a report vdiag wrote" in shown.output  # an input error

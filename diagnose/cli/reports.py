@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ..util.errors import ExitCode
+from ..util.errors import ExitCode, InputError
 from .common import run_guarded
 
 _STATE_HELP = "The hook's state folder (default: $STATE_DIRECTORY, else /var/lib/vdiag)."
@@ -100,6 +100,8 @@ def _print_stored(stored) -> None:
     from ..report.terminal import Printer
 
     report = stored.load()
+    if not report:
+        raise InputError(f"{stored.path}: not a report vdiag wrote (unreadable, or not of the report's shape)")
     row = row_of_report(report)
     runs = f"{row['count']} failed runs, last {row['last']}" if row["count"] and row["count"] > 1 else \
         f"failed {row['last']}" if row["last"] else "failed"

@@ -19,6 +19,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
@@ -127,14 +128,24 @@ def stored_reports(state_dir: Path, unit: str | None = None) -> list[StoredRepor
 
 
 def read_report(path: Path) -> dict:
-    """A report's JSON, or {} when it is unreadable or not a regular file (a symlink is not followed, a FIFO not
-    waited on); a report is never executed, only parsed as JSON."""
+    """A report's JSON, or {} when it is unreadable, not a regular file (a symlink is not followed, a FIFO not
+    waited on) or not of the report contract's shape (data/report.schema.json: a planted or damaged file must not
+    stop `vdiag reports` or the hook); a report is never executed, only parsed as JSON."""
     try:
         with open_regular(str(path), "report", follow_symlinks=False) as handle:
             data = json.loads(handle.read(MAX_REPORT_BYTES))
-    except (InputError, OSError, ValueError):
+    except (InputError, OSError, ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         return {}
-    return data if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) and _report_validator().is_valid(data) else {}
+
+
+@lru_cache(maxsize=1)
+def _report_validator():
+    import jsonschema  # a tenth of a second: only where a stored report is read
+
+    from ..util.datafiles import load_json
+
+    return jsonschema.Draft202012Validator(load_json("report.schema.json"))
 
 
 def find_diagnosed(candidates: list[Path], unit: str | None, invocation_id: str) -> Path | None:
