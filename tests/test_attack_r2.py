@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,19 @@ def test_reports_list_and_show_survive_report_files_vdiag_did_not_write(planted_
         shown = runner.invoke(main, ["reports", "show", prefix, "--format", "text", "--state-dir", str(planted_state)],
                               catch_exceptions=False)
         assert shown.exit_code == 3 and "not a report vdiag wrote" in shown.output  # an input error
+
+
+def _triage_seconds(path) -> float:
+    started = time.monotonic()
+    result = CliRunner().invoke(main, ["triage", "--format", "json", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return time.monotonic() - started
+
+
+def test_a_ticket_of_tens_of_thousands_of_empty_lines_is_triaged_in_seconds(tmp_path):
+    """The prose's command pattern began `^\\s*` (MULTILINE): from every line start it ran over all the line
+    breaks after it, quadratic; a 100 KB uuencoded .eml kept triage busy past 60 s (diagnose took 0.4 s)."""
+    ticket = tmp_path / "uu.eml"
+    ticket.write_text("From: a@b\nSubject: uu\n\nbegin 644 x.log\nM" + "A" * 60 + "\n" * 100_000 + "end\n")
+    assert _triage_seconds(ticket) < 15
+
