@@ -51,6 +51,12 @@ CODE_LOADING_ENV = [
     "OPENSSL_CONF=/home/svc/openssl.cnf",
     "OPENSSL_ENGINES=/home/svc/engines",
     "OPENSSL_MODULES=/home/svc/providers",
+    "TRITON_LIBCUDA_PATH=/home/svc/lib",
+    "TRITON_HOME=/home/svc",
+    "CUDA_CACHE_PATH=/home/svc/nv",
+    "PYTORCH_KERNEL_CACHE_PATH=/home/svc/kernels",
+    "XDG_CACHE_HOME=/home/svc/.cache",
+    "HOME=/home/svc",
 ]
 
 
