@@ -214,7 +214,10 @@ def planted_state(tmp_path):
     state.mkdir()
     bodies = {"2b": "[" * 100_000, "3c": json.dumps({"schema": 1, "systemd": {"unit": 5, "invocation_id": [1]},
                                                       "diagnoses": "x"}),
-              "4d": json.dumps({"schema": 1, "diagnoses": [{"title": "t"}], "systemd": {"unit": "vllm.service"}})}
+              "4d": json.dumps({"schema": 1, "diagnoses": [{"title": "t"}], "systemd": {"unit": "vllm.service"}}),
+              "5e": json.dumps({"status": ["x"], "diagnoses": [{"rule": {"a": 1}, "category": [2]}],
+                                "systemd": {"service_result": {"a": 1},
+                                            "repeats": {"last": [1], "count": {"b": 2}, "invocations": [7]}}})}
     for second, (prefix, body) in enumerate(bodies.items()):
         (state / f"vllm.service-20241129T08464{second}Z-{prefix * 16}.json").write_text(body)
     return state
@@ -223,11 +226,12 @@ def planted_state(tmp_path):
 def test_reports_list_and_show_survive_report_files_vdiag_did_not_write(planted_state):
     runner = CliRunner()
     listed = runner.invoke(main, ["reports", "list", "--state-dir", str(planted_state)], catch_exceptions=False)
-    assert listed.exit_code == 0 and listed.output.count("vllm.service") == 3
-    for prefix in ("2b2b", "3c3c", "4d4d"):
+    assert listed.exit_code == 0 and listed.output.count("vllm.service") == 4
+    for prefix in ("2b2b", "3c3c", "4d4d", "5e5e", "7"):  # "7": the ill-typed crash-loop invocation list
         shown = runner.invoke(main, ["reports", "show", prefix, "--format", "text", "--state-dir", str(planted_state)],
                               catch_exceptions=False)
-        assert shown.exit_code == 3 and "not a report vdiag wrote" in shown.output  # an input error
+        assert shown.exit_code == 3 and "internal error" not in shown.output  # an input error
+        assert prefix == "7" or "not a whole report" in shown.output
 
 
 def _triage_seconds(path) -> float:
