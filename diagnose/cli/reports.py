@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from ..util.errors import ExitCode
+from ..util.errors import ExitCode, InputError
 from .common import run_guarded
 
 _STATE_HELP = "The hook's state folder (default: $STATE_DIRECTORY, else /var/lib/vdiag)."
@@ -99,7 +99,12 @@ def _print_stored(stored) -> None:
     from ..report.render import print_text
     from ..report.terminal import Printer
 
+    from ..hook.state import is_full_report
+
     report = stored.load()
+    if not is_full_report(report):
+        raise InputError(f"{stored.path}: not a whole report of this vdiag (unreadable, damaged or of another "
+                         "version): `--format md` or `--format json` shows the file as it is")
     row = row_of_report(report)
     runs = f"{row['count']} failed runs, last {row['last']}" if row["count"] and row["count"] > 1 else \
         f"failed {row['last']}" if row["last"] else "failed"

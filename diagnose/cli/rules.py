@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from ..util.errors import ExitCode
+from ..util.errors import ExitCode, VdiagError
+from .common import fail
 
 
 def _load(rules_dirs, checked: bool = True):
@@ -72,9 +73,8 @@ def show_rule(rule_id, rules_dirs):
     rule = ruleset.by_id().get(rule_id)
     if rule is None:
         near = nearest_name(rule_id, ruleset.by_id())
-        click.echo(f"vdiag: no rule '{rule_id}' ({f'did you mean {near!r}? ' if near else ''}see `vdiag rules list`)",
-                   err=True)
-        sys.exit(int(ExitCode.USAGE))
+        fail(VdiagError(f"no rule '{rule_id}' ({f'did you mean {near!r}? ' if near else ''}see `vdiag rules list`)",
+                        ExitCode.USAGE))  # the id is pasted text: fail() sanitises it
     say = Printer().say
     for text, style, hang in _rule_document(rule):
         say(text, style, hang=hang)
@@ -227,9 +227,8 @@ def _refuse_unknown_ids(ids: tuple[str, ...], ruleset) -> None:
     for rule_id in ids:
         if rule_id not in known:
             near = nearest_name(rule_id, known)
-            click.echo(f"vdiag: no rule '{rule_id}' and no such rule file ({f'did you mean {near!r}? ' if near else ''}"
-                       "see `vdiag rules list`)", err=True)
-            sys.exit(int(ExitCode.USAGE))
+            fail(VdiagError(f"no rule '{rule_id}' and no such rule file ({f'did you mean {near!r}? ' if near else ''}"
+                            "see `vdiag rules list`)", ExitCode.USAGE))
 
 
 @rules.command("export-patterns")

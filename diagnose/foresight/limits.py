@@ -16,12 +16,13 @@ from ..context.predicates import PREDICATES
 from ..util.lazy_pattern import lazy
 from .findings import Finding, check, passed, skipped
 
-_HUMAN = lazy(r"(\d+(?:\.\d+)?)([kKmMgG]?)")
+_HUMAN = lazy(r"(\d{1,19}(?:\.\d{1,12})?)([kKmMgG]?)")  # past 19 digits no int64 holds it: text, not a count
 _SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "K": 2**10, "M": 2**20, "G": 2**30}  # vLLM's human_readable_int
 
 
 def human_tokens(value: str | None) -> int | None:
-    """A token count as vLLM's parser reads it (`32k` = 32,000, `32K` = 32,768); None for `auto`, -1 or text."""
+    """A token count as vLLM's parser reads it (`32k` = 32,000, `32K` = 32,768); None for `auto`, -1, text, or a
+    number of more digits than any count has (a log's 5000 nines)."""
     match = _HUMAN.fullmatch((value or "").strip())
     return int(float(match.group(1)) * _SCALE[match.group(2)]) if match else None
 

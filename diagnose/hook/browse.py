@@ -26,12 +26,19 @@ def report_rows(state_dir: Path, unit: str | None = None) -> list[dict]:
 
 
 def row_of_report(report: dict) -> dict:
+    """The row's fields, each a string (or the run count a whole number) or None: a stored report is input."""
     systemd = report.get("systemd") or {}
     repeats = repeats_of(report)
     top = (report.get("diagnoses") or [{}])[0]
-    return {"last": repeats.get("last"), "count": repeats.get("count", 1), "result": systemd.get("service_result"),
-            "category": top.get("category") or ("unexplained" if report.get("unexplained") else None),
-            "rule": top.get("rule"), "status": report.get("status")}
+    count = repeats.get("count", 1)
+    return {"last": _text(repeats.get("last")), "count": count if type(count) is int else 1,
+            "result": _text(systemd.get("service_result")),
+            "category": _text(top.get("category")) or ("unexplained" if report.get("unexplained") else None),
+            "rule": _text(top.get("rule")), "status": _text(report.get("status"))}
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def find_stored(state_dir: Path, reference: str) -> StoredReport:

@@ -19,6 +19,7 @@ import re
 import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 from pathlib import Path
 from typing import Mapping
 
@@ -127,14 +128,43 @@ def stored_reports(state_dir: Path, unit: str | None = None) -> list[StoredRepor
 
 
 def read_report(path: Path) -> dict:
-    """A report's JSON, or {} when it is unreadable or not a regular file (a symlink is not followed, a FIFO not
-    waited on); a report is never executed, only parsed as JSON."""
+    """A report's JSON, or {} when it is unreadable, not a regular file (a symlink is not followed, a FIFO not
+    waited on), nested too deeply, or holds the fields vdiag reads back with other types (a planted or damaged file
+    must not stop `vdiag reports` or the hook); a report is never executed, only parsed as JSON. A report of an
+    older version, with fewer fields, is read as it is."""
     try:
         with open_regular(str(path), "report", follow_symlinks=False) as handle:
             data = json.loads(handle.read(MAX_REPORT_BYTES))
-    except (InputError, OSError, ValueError):
+    except (InputError, OSError, ValueError, RecursionError):  # RecursionError: JSON nested thousands deep
         return {}
-    return data if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) and _fields_read_back_are_typed(data) else {}
+
+
+def _fields_read_back_are_typed(report: dict) -> bool:
+    """`systemd` an object, its `repeats` an object with a list of `invocations` (strings), `diagnoses` a list of
+    objects."""
+    systemd = report.get("systemd", {})
+    diagnoses = report.get("diagnoses", [])
+    if not isinstance(systemd, dict) or not isinstance(diagnoses, list):
+        return False
+    repeats = systemd.get("repeats", {})
+    invocations = repeats.get("invocations", []) if isinstance(repeats, dict) else None
+    return (isinstance(invocations, list) and all(isinstance(i, str) for i in invocations)
+            and all(isinstance(d, dict) for d in diagnoses))
+
+
+def is_full_report(report: dict) -> bool:
+    """Whether `report` has the whole shape of the report contract (data/report.schema.json), as a renderer needs."""
+    return _report_validator().is_valid(report)
+
+
+@lru_cache(maxsize=1)
+def _report_validator():
+    import jsonschema  # a tenth of a second: only where a stored report is rendered
+
+    from ..util.datafiles import load_json
+
+    return jsonschema.Draft202012Validator(load_json("report.schema.json"))
 
 
 def find_diagnosed(candidates: list[Path], unit: str | None, invocation_id: str) -> Path | None:

@@ -152,7 +152,7 @@ def plain_number(value: str) -> int | None:
     >>> plain_number("32k"), plain_number("1K"), plain_number("25.6k"), plain_number("1.5K"), plain_number("auto")
     (32000, 1024, 25600, None, None)
     """
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kmgtKMGT])", str(value).strip())
+    match = re.fullmatch(r"(\d{1,19}(?:\.\d{1,12})?)([kmgtKMGT])", str(value).strip())  # longer: no count
     if not match:
         return None
     number, suffix = match.groups()

@@ -21,6 +21,8 @@ strings (its keys, above all) are redacted once per tree.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import replace
 from typing import Any
@@ -36,13 +38,21 @@ _HIGH_ENTROPY = lazy(r"(?<![\w\-./+=@%])[A-Za-z0-9+/]{16,4096}={0,2}(?![\w\-./+=
 _EMAIL = lazy(r"(?<![\w.%+\-])[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\w\-])")
 _WRAPPED = lazy(r"(\[REDACTED\]\\?[ \t]{0,2}\n)([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
 _LINE_START = lazy(r"^()([A-Za-z0-9+/=_\-]{1,512})(?=\s|$)")
+# base64 (standard or URL-safe) long enough to hold a token: `?t=<base64 of "Bearer hf_…">`, HF_TOKEN_B64=…
+_BASE64_RUN = lazy(r"(?<![A-Za-z0-9+/_\-])[A-Za-z0-9+/_\-]{24,4096}={0,2}(?![A-Za-z0-9+/=_\-])")
+_URL_SAFE = str.maketrans("-_", "+/")
 
 
-def redact(text: str, emails: bool = True, screen: bool = True) -> str:
+def redact(text: str, emails: bool = True, screen: bool = True, encoded: bool = True) -> str:
     """Mask tokens, keys, passwords and e-mail addresses in one string (`emails=False` keeps addresses).
 
     Each pattern runs only on a text holding what it needs to match (`://` for a URL's password, a word every
-    secret name holds for `name=value`); `screen=False` runs every pattern on every text, the slow reference."""
+    secret name holds for `name=value`); `screen=False` runs every pattern on every text, the slow reference.
+    A base64 word whose decoded text holds a secret is masked whole (`encoded=False`: not looked into).
+
+    >>> redact("https://x.example/cb?t=QmVhcmVyIGhmX1F3RXJUeVVpT3BBc0RmR2hKa0x6WGNWYk5tMTIzNDU2Nzg=")
+    'https://x.example/cb?t=[REDACTED]'
+    """
     if not text or not isinstance(text, str):
         return text
     table = secret_table()
@@ -61,6 +71,8 @@ def redact(text: str, emails: bool = True, screen: bool = True) -> str:
     if not screen or "bearer" in lower:
         text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
     text = _HIGH_ENTROPY.sub(_mask_high_entropy, text)
+    if encoded:
+        text = _BASE64_RUN.sub(_mask_encoded_secret, text)
     if "\n" in text and (not screen or MASK in text):
         text = _WRAPPED.sub(_mask_wrapped_rest, text)
     if emails and (not screen or "@" in text):
@@ -89,6 +101,20 @@ def _mask_high_entropy(match: re.Match) -> str:
     lower = sum(c.islower() for c in word)
     digits = sum(c.isdigit() for c in word)
     return MASK if upper >= 2 and lower >= 2 and digits >= 2 else word
+
+
+def _mask_encoded_secret(match: re.Match) -> str:
+    """A base64 word that decodes to printable text holding a secret (found by `redact` itself, one level deep)."""
+    word = match.group(0)
+    core = word.rstrip("=").translate(_URL_SAFE)
+    try:
+        decoded = base64.b64decode(core + "=" * (-len(core) % 4), validate=True)
+        text = decoded.decode("ascii")
+    except (binascii.Error, ValueError):  # not base64, or not text (a hash, a path read as base64)
+        return word
+    if not text.isprintable():
+        return word
+    return MASK if redact(text, emails=False, encoded=False) != text else word
 
 
 def _mask_wrapped_rest(match: re.Match) -> str:

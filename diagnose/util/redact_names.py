@@ -40,6 +40,7 @@ _MORE_IN_WORD = lazy(r"\n|\s(?:-|[A-Za-z_][A-Za-z0-9_]*=)")
 _PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
 _TRAILING = ",;:.)]}"
 _ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
+_SHORTEST_ABBREVIATION = 4  # characters of a secret flag's name (`--hf-t`) read as that flag; shorter ones are not
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,9 @@ def secret_table() -> SecretTable:
                        frozenset(data["not_secret"]), flags, shapes,
                        tuple(shape for shape, held in zip(shapes, literals) if held is None),
                        literal_search(found) if found else None,
-                       name_words((*data["name_endings"], *flags), data["name_parts"], data["env_endings"]))
+                       name_words((*data["name_endings"], *flags), data["name_parts"], data["env_endings"],
+                                  [f"--{flag[:_SHORTEST_ABBREVIATION]}".replace("_", dash) for flag in flags
+                                   for dash in "-_"]))
 
 
 def _normal(name: str) -> str:
@@ -99,10 +102,24 @@ def _is_secret_name(name: str) -> bool:
         return False
     if normal in table.flags or any(normal == e or normal.endswith("_" + e) for e in table.endings):
         return True
+    if bare.startswith("--") and _abbreviates_a_secret_flag(normal, table.flags):
+        return True
     parts = normal.split("_")
     if table.parts.intersection(parts):
         return True
     return bool(_ENV_NAME.fullmatch(bare.lstrip("-"))) and parts[-1].upper() in table.env_endings
+
+
+def _abbreviates_a_secret_flag(normal: str, flags: frozenset[str]) -> bool:
+    """`--api-k`, `--hf-tok`: vLLM's argparse reads a unique prefix as the whole flag, so its value is the secret.
+
+    A prefix that is itself a flag of some release (`--ssl-keyfile`) is that flag, not an abbreviation.
+    """
+    if len(normal) < _SHORTEST_ABBREVIATION or not any(flag.startswith(normal) for flag in flags):
+        return False
+    from .datafiles import load_yaml
+
+    return normal not in {_normal(flag) for flag in (load_yaml("engine_args.yaml") or {}).get("flags") or {}}
 
 
 def is_placeholder(value: str) -> bool:

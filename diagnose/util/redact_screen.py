@@ -60,12 +60,14 @@ def _trie(words: list[str]) -> str:
     return branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
 
 
-def name_words(names: Iterable[str], parts: Iterable[str], env_endings: Iterable[str]) -> LazyPattern | None:
+def name_words(names: Iterable[str], parts: Iterable[str], env_endings: Iterable[str],
+               literals: Iterable[str] = ()) -> LazyPattern | None:
     """A search, over a text in lower case, that finds something wherever `is_secret_name` holds for a name in it.
 
     A normal name's pieces between underscores are runs of the name as written, lower-cased (`apiKey` holds
-    `api` and `key`), so one piece of each secret ending or flag is enough, and each part and env ending is one."""
-    words = {w.lower() for w in (*parts, *env_endings) if w and "_" not in w}
+    `api` and `key`), so one piece of each secret ending or flag is enough, and each part and env ending is one.
+    `literals` are found as they are (the shortest abbreviation of a secret flag, `--api-`)."""
+    words = {w.lower() for w in (*parts, *env_endings) if w and "_" not in w} | {w.lower() for w in literals if w}
     for name in names:
         pieces = [p.lower() for p in name.split("_") if p]
         if not pieces:

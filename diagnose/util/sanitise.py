@@ -14,7 +14,11 @@ redaction. Removed:
   first), DEL, C1 (U+0080-U+009F);
 - invisible format characters: bidi controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), zero-width
   and invisible ones (U+00AD, U+180E, U+200B-U+200D, U+2060-U+2064, U+FEFF), the deprecated format characters
-  U+206A-U+206F, interlinear annotations (U+FFF9-U+FFFB) and tags (U+E0000-U+E007F).
+  U+206A-U+206F, interlinear annotations (U+FFF9-U+FFFB) and tags (U+E0000-U+E007F); the rest of Unicode's
+  default-ignorable characters, which no one sees either (U+034F, the Hangul fillers U+115F, U+1160, U+3164,
+  U+FFA0, U+17B4-U+17B5, variation selectors U+180B-U+180F, U+FE00-U+FE0F, U+E0100-U+E01EF,
+  U+1BCA0-U+1BCA3, U+1D173-U+1D17A, U+E0080-U+E0FFF); and the line and paragraph separators U+2028, U+2029, a
+  line break that a terminal does not show but an editor, a browser or a JavaScript reader of the JSON makes.
 
 Log text is sanitised once, at ingest (`sanitise_bytes`, on the hot path: a clean block costs a few dozen
 memchr calls); every renderer sanitises what it shows again (`sanitise_tree`, `sanitise`), since not all of it
@@ -33,8 +37,9 @@ from typing import Any
 from .lazy_pattern import lazy
 
 # Removed one by one, after the sequences: invisible format characters, DEL and C1; and C0 but tab and newline.
-_INVISIBLE_CLASS = (r"\x7f-\x9f\xad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
-                    r"\U000e0000-\U000e007f")
+_INVISIBLE_CLASS = (r"\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e"
+                    r"\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb\U0001bca0-\U0001bca3"
+                    r"\U0001d173-\U0001d17a\U000e0000-\U000e0fff")
 _LONE = lazy(r"[\x00-\x08\x0b-\x1f" + _INVISIBLE_CLASS + "]")  # also the screen: every sequence starts with one
 _UNSAFE_IN_JSON = lazy(r"[\x00-\x08\x0b-\x1f" + _INVISIBLE_CLASS + "]")
 # ECMA-48 forms. A string's body ends at its terminator or at the end of the line, never past it: an unterminated
@@ -52,11 +57,14 @@ _C0_SINGLES = tuple(bytes([b]) for b in _C0 if b != 0x1b)  # no ESC is left once
 # that every such form holds. Single bytes: `in` is a memchr, a longer needle is a hundred times slower.
 _UTF8_SCREEN = (
     (b"\xc2", ()),                                               # C1 controls, U+00AD
+    (b"\xcd", (b"\x8f",)),                                       # U+034F: cd 8f
     (b"\xd8", (b"\x9c",)),                                       # U+061C
-    (b"\xe1", (b"\xa0",)),                                       # U+180E: e1 a0 8e
-    (b"\xe2", tuple(bytes([b]) for b in (0x81, *range(0x8b, 0x90), *range(0xaa, 0xaf)))),  # U+200B-F, 202A-E, 206x
-    (b"\xef", (b"\xbb", b"\xb9", b"\xba")),                      # U+FEFF: ef bb bf; U+FFF9-B: ef bf b9-bb
-    (b"\xf3", (b"\xa0",)),                                       # tags U+E0000-E007F: f3 a0 80/81 xx
+    (b"\xe1", (b"\xa0", b"\xe1\x85", b"\xe1\x9e")),              # U+180B-F: e1 a0; U+115F/60: e1 85; U+17B4/5
+    (b"\xe2", tuple(bytes([b]) for b in (0x81, *range(0x8b, 0x90), *range(0xa8, 0xaf)))),  # U+200B-F, 2028-E, 206x
+    (b"\xe3", (b"\xe3\x85\xa4",)),                               # U+3164 (a kana is e3 81-83 xx: no single mark)
+    (b"\xef", (b"\xbb", b"\xb9", b"\xba", b"\xef\xb8", b"\xef\xbe\xa0")),  # FEFF; FFF9-B: ef bf b9-bb; FE0x; FFA0
+    (b"\xf0", (b"\x9b", b"\x9d")),                               # U+1BCA0-3: f0 9b b2 a0; U+1D173-A: f0 9d 85
+    (b"\xf3", (b"\xa0",)),                                       # tags and variation selectors: f3 a0 xx xx
 )
 
 

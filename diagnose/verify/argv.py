@@ -241,6 +241,9 @@ def host_port(launch: Launch, port: int) -> int:
 
 
 def port_is_free(port: int) -> bool:
+    """Whether vLLM could listen on `port` here; a number outside 1-65535 (from the log) is no port at all."""
+    if not 0 < port < 65536:
+        return False
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a port in TIME_WAIT is free
         try:
@@ -268,7 +271,8 @@ def local_changes(launch: Launch, changes: dict[str, Any]) -> tuple[dict[str, An
         port = port_of(fixed)
         if not port_is_free(port):
             extra["--port"] = str(free_port())
-            notes.append(f"port {port} is busy here; this attempt uses port {extra['--port']}")
+            why = "is busy here" if 0 < port < 65536 else "is no TCP port"
+            notes.append(f"port {port} {why}; this attempt uses port {extra['--port']}")
     return extra, notes
 
 
