@@ -74,6 +74,28 @@ def test_a_printed_command_still_keeps_data_variables(tmp_path):
     assert report["diagnoses"][0]["fixes"][0]["command"].startswith("CUDA_VISIBLE_DEVICES=0 HF_HUB_OFFLINE=1 vllm serve m")
 
 
+# Flags that make vLLM import code the input chose, and abbreviations (argparse reads a unique prefix as the flag):
+# the four findings left open by the campaign. A printed command keeping them ran the planted file when pasted.
+@pytest.mark.parametrize("flags, named", [
+    ("--tool-parser-plugin /home/svc/x.py", "--tool-parser-plugin, which imports the Python file"),
+    ("--tool-parser-plug /home/svc/x.py", "vLLM reads `--tool-parser-plug` as --tool-parser-plugin"),
+    ("--trust-remote", "vLLM reads `--trust-remote` as --trust-remote-code"),
+    ("--worker-cls evilmod.Worker", "--worker-cls, which imports the worker class"),
+    ("--middleware evilmod.app", "--middleware, which imports the ASGI middleware"),
+])
+def test_a_printed_command_never_keeps_a_flag_that_loads_code_or_hides_behind_a_prefix(flags, named, tmp_path):
+    report = _report(tmp_path, f"vllm serve m {flags} --max-model-len 262144\n{KV_ERROR}")
+    commands = [report["facts"]["launch"]["command"]] + [f["command"] for d in report["diagnoses"] for f in d["fixes"]]
+    assert commands[1:] and not any(commands)
+    assert named in report["facts"]["launch"]["command_not_shown"]
+    assert set(report["diagnoses"][0]["fixes"][0]["changes"]) == {"--max-model-len"}  # the fix, as a change: line
+
+
+def test_trust_remote_code_in_full_stays_printed_as_what_it_is(tmp_path):
+    report = _report(tmp_path, f"vllm serve m --trust-remote-code --max-model-len 262144\n{KV_ERROR}")
+    assert report["diagnoses"][0]["fixes"][0]["command"].startswith("vllm serve m --trust-remote-code")
+
+
 MAX_LEN_ERROR = ("Traceback (most recent call last):\n"
                  "pydantic_core._pydantic_core.ValidationError: 1 validation error for ModelConfig\n"
                  "  Value error, User-specified max_model_len (4096) is greater than the derived max_model_len "

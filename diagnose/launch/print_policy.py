@@ -67,7 +67,26 @@ def not_shown_reason(launch: Launch, fixed: Launch | None = None) -> str | None:
             return reason
     if launch.form == "docker" and (reason := _docker_escape(launch)):
         return reason
-    return _frame_reason(fixed)
+    return _code_flag_reason(fixed) or _frame_reason(fixed)
+
+
+def _code_flag_reason(launch: Launch) -> str | None:
+    """A flag that loads code the input chose (print_policy.yaml `code_flags`), or an abbreviated flag: argparse
+    reads `--tool-parser-plug` as `--tool-parser-plugin`, and a prefix hides what the flag is."""
+    from .launch import canonical_flag
+    from .releases import engine_args
+
+    code: dict[str, str] = load_yaml("print_policy.yaml")["code_flags"]
+    known = (engine_args().get("flags") or {}).keys()
+    for arg in launch.args:
+        if not arg.spelled.startswith("--"):
+            continue
+        name = canonical_flag(arg.spelled).split(".", 1)[0]
+        if name in code:
+            return f"the launch passes {name}, which {code[name]}"
+        if known and name not in known and (longer := sorted(f for f in known if f.startswith(name))):
+            return f"the launch abbreviates a flag: vLLM reads `{arg.spelled[:60]}` as {longer[0]}"
+    return None
 
 
 def _values(launch: Launch) -> Iterator[str]:
