@@ -8,7 +8,7 @@ from ..launch.releases import release_default
 from ..model import memory
 from ..util.units import parse_float
 from .context import Context, kv_capacity_tokens
-from .predicates import PREDICATES, predicate
+from .predicate_registry import PREDICATES, predicate
 
 
 @predicate("kv-tokens-below-max-len")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 
 from ..facts.phases import parse_phase_condition, phase_order
 from ..launch.releases import parse_release
@@ -11,16 +10,7 @@ from ..util.lazy_pattern import lazy
 from ..util.units import parse_int
 from .context import Context
 
-Predicate = Callable[[Context], bool]
-PREDICATES: dict[str, Predicate] = {}
-
-
-def predicate(name: str):
-    def register(fn: Predicate) -> Predicate:
-        PREDICATES[name] = fn
-        return fn
-
-    return register
+from .predicate_registry import PREDICATES, Predicate, predicate  # noqa: F401  (the names callers import from here)
 
 
 def evaluate(names: tuple[str, ...] | list[str], ctx: Context) -> bool:

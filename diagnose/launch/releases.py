@@ -18,15 +18,13 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from .launch import flag_table
+from ..util.datafiles import load_yaml
 
 Version = tuple[int, int, int]
 
 
 @lru_cache(maxsize=1)
 def engine_args() -> dict:
-    from ..util.datafiles import load_yaml
-
     try:
         return load_yaml("engine_args.yaml") or {}
     except (OSError, ValueError):
@@ -191,7 +189,7 @@ def spelling_for(flag: str, value: Any, version: str | None) -> tuple[str, Any, 
     Renames are data (`renames` in flags.yaml): `--rope-scaling X` is `--hf-overrides '{"rope_scaling": X}'` from
     0.11. With the release unknown, the spelling accepted by more releases is chosen and the note says so.
     """
-    renames = flag_table().get("renames") or {}
+    renames = load_yaml("flags.yaml").get("renames") or {}  # flags.yaml, as launch.flag_table reads it
     pairs = [(flag, value)]
     for old, spec in renames.items():
         if flag == old:

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from ..util.safeio import open_regular
-from .tickets import _bounded_lines, _strings, dotted_get
+from .jsonl_records import bounded_lines, dotted_get, strings_of
 
 SAMPLE_RECORDS = 50  # records read to decide: an export whose first 50 records hold no text is read wrongly
 MAX_LISTED = 30
@@ -26,7 +26,7 @@ def missing_text_fields(path: str, text_fields: tuple[str, ...]) -> str | None:
     """Why the export is read with the wrong text fields: none of its first records has text at any of
     `text_fields`; the sentence lists the fields they have. None when one has."""
     records = _first_records(path)
-    if not records or any(_strings(dotted_get(r, f), 1) for r in records for f in text_fields):
+    if not records or any(strings_of(dotted_get(r, f), 1) for r in records for f in text_fields):
         return None
     return f"no record has the text field {', '.join(repr(f) for f in text_fields)}; {text_fields_of(records)}"
 
@@ -61,7 +61,7 @@ def field_paths(record: Any) -> list[str]:
 def _first_records(path: str) -> list[Any]:
     records: list[Any] = []
     with open_regular(path, ".jsonl file") as handle:
-        for raw, cut in _bounded_lines(handle):
+        for raw, cut in bounded_lines(handle):
             if len(records) >= SAMPLE_RECORDS:
                 break
             if cut or not raw.strip():

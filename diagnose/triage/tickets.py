@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
+from .jsonl_records import MAX_RECORD_BYTES, bounded_lines as _bounded_lines, dotted_get, strings_of
 from ..ingest.budget import InputBudget
 from ..ingest.source import Source, TextSource
 from ..util.errors import ExitCode, InputError, VdiagError
@@ -29,10 +30,8 @@ from .mail import clean_subject, read_eml
 
 TICKET_SUFFIXES = (".txt", ".md", ".eml", ".log", ".gz")
 EXPORT_SUFFIX = ".jsonl"
-MAX_RECORD_BYTES = 32 << 20  # a longer JSONL record is a ticket with an error: JSON cut short cannot be read
 MAX_RECORD_OBJECTS = 10_000  # JSON objects read per record (comments, fields); the rest are parsed and dropped
 MAX_RECORD_TEXTS = 10_000  # texts taken from one record's text fields (a comment's body each); the rest are left
-_END = object()
 
 
 @dataclass(frozen=True)
@@ -128,23 +127,7 @@ def _ticket_files(folder: str) -> list[str]:
 
 def _count_records(path: str) -> int:
     with open_regular(path, ".jsonl file") as handle:
-        return sum(1 for line, _ in _bounded_lines(handle) if line.strip())
-
-
-def _bounded_lines(handle) -> Iterator[tuple[bytes, bool]]:
-    """Each line of a file, at most MAX_RECORD_BYTES of it, and whether it was longer (the rest is read in pieces
-    and dropped: one huge record never sits in memory whole)."""
-    while True:
-        line = handle.readline(MAX_RECORD_BYTES + 1)
-        if not line:
-            return
-        if len(line) <= MAX_RECORD_BYTES or line.endswith(b"\n"):
-            yield line, False
-            continue
-        rest = line
-        while rest and not rest.endswith(b"\n"):
-            rest = handle.readline(1 << 20)
-        yield line[:MAX_RECORD_BYTES], True
+        return sum(1 for line, _ in _bounded_lines(handle, MAX_RECORD_BYTES) if line.strip())
 
 
 class _BoundedObjects:
@@ -182,7 +165,7 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> It
     name = name or Path(path).name
     hint = None  # the text fields a record without the given ones has
     with open_regular(path, ".jsonl file") as handle:
-        for line_no, (raw, cut) in enumerate(_bounded_lines(handle), start=1):
+        for line_no, (raw, cut) in enumerate(_bounded_lines(handle, MAX_RECORD_BYTES), start=1):
             if not raw.strip():
                 continue
             fallback_id = f"{name}:{line_no}"
@@ -209,7 +192,7 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> It
                     ticket_id = str(found).strip()
             texts: list[str] = []
             for dotted in fields.text:
-                texts += _strings(dotted_get(record, dotted), MAX_RECORD_TEXTS + 1 - len(texts))
+                texts += strings_of(dotted_get(record, dotted), MAX_RECORD_TEXTS + 1 - len(texts))
             if len(texts) > MAX_RECORD_TEXTS:
                 texts = texts[:MAX_RECORD_TEXTS]
                 notes.append(f"the record on line {line_no} holds more than {MAX_RECORD_TEXTS:,} texts in its text "
@@ -222,48 +205,6 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> It
                 wanted = ", ".join(repr(f) for f in fields.text)
                 yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted} ({hint})")
                 continue
-            title = _strings(dotted_get(record, fields.title), 1) if fields.title else []
+            title = strings_of(dotted_get(record, fields.title), 1) if fields.title else []
             yield Ticket(id=ticket_id, text="\n".join(texts), title=clean_subject(title[0]) if title else None,
                          notes=tuple(notes))
-
-
-def _strings(found: Any, most: int) -> list[str]:
-    """The text a field holds: a string, or the strings of a list (nested lists from a path over lists), in order;
-    the first `most` of them.
-
-    >>> _strings(["a", ["b", " ", ["c"]], 5, "d"], 3)
-    ['a', 'b', 'c']
-    """
-    texts: list[str] = []
-    pending = [iter((found,))]  # a stack of lists being read, not recursion: a list may be nested deeply
-    while pending and len(texts) < most:
-        item = next(pending[-1], _END)
-        if item is _END:
-            pending.pop()
-        elif isinstance(item, str):
-            if item.strip():
-                texts.append(item)
-        elif isinstance(item, list):
-            pending.append(iter(item))
-    return texts
-
-
-def dotted_get(record: Any, dotted: str) -> Any:
-    """`a.b.0.c` into nested objects and lists; over a list, a name is looked up in each element.
-
-    None where the path does not exist.
-    """
-    node = record
-    parts = dotted.split(".")
-    for at, part in enumerate(parts):
-        if isinstance(node, dict):
-            node = node.get(part)
-        elif isinstance(node, list) and part.isdigit():
-            node = node[int(part)] if int(part) < len(node) else None
-        elif isinstance(node, list):
-            rest = ".".join(parts[at:])
-            found = [dotted_get(item, rest) for item in node]
-            return [item for item in found if item is not None] or None
-        else:
-            return None
-    return node

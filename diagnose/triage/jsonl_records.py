@@ -1,0 +1,66 @@
+"""JSONL export records read within bounds: lines cut at a size, the strings a field holds, dotted field paths."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+MAX_RECORD_BYTES = 32 << 20  # a longer JSONL record is a ticket with an error: JSON cut short cannot be read
+_END = object()
+
+
+def bounded_lines(handle, most: int = MAX_RECORD_BYTES) -> Iterator[tuple[bytes, bool]]:
+    """Each line of a file, at most `most` bytes of it, and whether it was longer (the rest is read in pieces
+    and dropped: one huge record never sits in memory whole)."""
+    while True:
+        line = handle.readline(most + 1)
+        if not line:
+            return
+        if len(line) <= most or line.endswith(b"\n"):
+            yield line, False
+            continue
+        rest = line
+        while rest and not rest.endswith(b"\n"):
+            rest = handle.readline(1 << 20)
+        yield line[:most], True
+
+
+def strings_of(found: Any, most: int) -> list[str]:
+    """The text a field holds: a string, or the strings of a list (nested lists from a path over lists), in order;
+    the first `most` of them.
+
+    >>> strings_of(["a", ["b", " ", ["c"]], 5, "d"], 3)
+    ['a', 'b', 'c']
+    """
+    texts: list[str] = []
+    pending = [iter((found,))]  # a stack of lists being read, not recursion: a list may be nested deeply
+    while pending and len(texts) < most:
+        item = next(pending[-1], _END)
+        if item is _END:
+            pending.pop()
+        elif isinstance(item, str):
+            if item.strip():
+                texts.append(item)
+        elif isinstance(item, list):
+            pending.append(iter(item))
+    return texts
+
+
+def dotted_get(record: Any, dotted: str) -> Any:
+    """`a.b.0.c` into nested objects and lists; over a list, a name is looked up in each element.
+
+    None where the path does not exist.
+    """
+    node = record
+    parts = dotted.split(".")
+    for at, part in enumerate(parts):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit():
+            node = node[int(part)] if int(part) < len(node) else None
+        elif isinstance(node, list):
+            rest = ".".join(parts[at:])
+            found = [dotted_get(item, rest) for item in node]
+            return [item for item in found if item is not None] or None
+        else:
+            return None
+    return node
