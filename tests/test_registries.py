@@ -12,6 +12,8 @@ from diagnose.knowledge.loader import load_rule_files
 from diagnose.knowledge.rules import taxonomy
 from diagnose.knowledge.vocabulary import predicate_names, strategy_params
 
+from .conftest import ROOT
+
 RULE = textwrap.dedent("""\
     id: my-rule
     category: port-in-use
@@ -42,15 +44,20 @@ def test_every_registered_strategy_declares_its_parameters_and_every_declared_on
     assert sorted(set(STRATEGIES) ^ set(strategy_params())) == []
 
 
-def test_every_strategy_is_found_in_the_module_that_registers_it():
-    """A run imports a strategy's module when a rule first names it (fixes.base.STRATEGY_MODULES)."""
+def test_the_generated_strategy_table_is_the_code_s_declarations():
+    """A strategy is declared once (`@strategy(name, params=…)`); the table rule loading reads is made from the code
+    (scripts/build_strategy_table.py), and names the module a run imports for it."""
     import inspect
+    import subprocess
+    import sys
 
-    from diagnose.fixes.base import STRATEGY_MODULES
+    from diagnose.fixes.base import strategy_table
 
     registered_in = {name: inspect.getclosurevars(wrapper).nonlocals["fn"].__module__ for name, wrapper in STRATEGIES.items()}
-    listed_in = {name: f"diagnose.fixes.{module}" for module, names in STRATEGY_MODULES.items() for name in names}
-    assert listed_in == registered_in
+    assert {name: f"diagnose.fixes.{entry['module']}" for name, entry in strategy_table().items()} == registered_in
+    proc = subprocess.run([sys.executable, "scripts/build_strategy_table.py", "--check"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_every_implemented_predicate_is_listed_and_every_listed_one_is_implemented():
@@ -161,10 +168,10 @@ def test_every_strategy_documents_itself_and_the_vocabulary_lists_every_name():
     from click.testing import CliRunner
 
     from diagnose.cli.main import main as cli
-    from diagnose.fixes.base import STRATEGY_MODULES, strategy_doc
+    from diagnose.fixes.base import strategy_doc, strategy_table
     from diagnose.knowledge.vocabulary import predicate_names
 
-    names = [name for names in STRATEGY_MODULES.values() for name in names]
+    names = sorted(strategy_table())
     undocumented = [name for name in names if not (strategy_doc(name) or ("",))[0]]
     assert not undocumented, f"strategies without a docstring: {undocumented}"
     listing = CliRunner().invoke(cli, ["rules", "vocabulary"]).output

@@ -135,13 +135,13 @@ def _plain(value, key: str = "") -> str:
 @rules.command("vocabulary")
 def vocabulary():
     """Every name a rule may use: fix strategies (their doc, module, parameters) and `when:` conditions."""
-    from ..fixes.base import STRATEGY_MODULES, strategy_doc
+    from ..fixes.base import strategy_doc, strategy_table
     from ..knowledge.vocabulary import predicate_meaning, predicate_names, strategy_params
     from ..report.terminal import Printer
 
     say = Printer().say
     say("Fix strategies", "bold", hang=2)
-    for name in sorted(n for names in STRATEGY_MODULES.values() for n in names):
+    for name in sorted(strategy_table()):
         doc, module = strategy_doc(name) or ("", "?")
         params = ", ".join(sorted(strategy_params().get(name) or {})) or "none"
         say(f"  {name} [{module}; parameters: {params}]", None, hang=4)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from ..context.context import Context
 from ..gpu.attention_backends import backend_entry, portable_table
-from .base import Declined, Fix, fill, strategy
+from .base import Declined, Fix, TEXT, fill, strategy
 
 
-@strategy("named-attention-backend")
+@strategy("named-attention-backend", params={"why": TEXT})
 def named_attention_backend(ctx: Context, params: dict) -> Fix | None:
     """`FP8 KV cache with sliding window is only supported with FlashInfer` → VLLM_ATTENTION_BACKEND=FLASHINFER.
 
@@ -35,7 +35,7 @@ def named_attention_backend(ctx: Context, params: dict) -> Fix | None:
                cost="throughput", cost_note="another backend can be slower for other shapes", will_start=None)
 
 
-@strategy("portable-attention-backend")
+@strategy("portable-attention-backend", params={"why": TEXT})
 def portable_attention_backend(ctx: Context, params: dict) -> Fix | None:
     """The backend vLLM's selector runs where FlashAttention cannot (XFormers on V0, Triton on V1), set outright.
 

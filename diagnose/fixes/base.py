@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from importlib import import_module
 from typing import Any, Callable
 
@@ -37,34 +38,32 @@ class Fix:
 
 Strategy = Callable[[Context, dict], "Fix | None"]
 STRATEGIES: dict[str, Strategy] = {}
+STRATEGY_PARAMS: dict[str, dict[str, dict]] = {}  # name → {parameter → {type, required, enum}}, as declared below
+STRATEGY_MODULE: dict[str, str] = {}  # name → the module of diagnose/fixes that defines it
 
-# The module that registers each strategy, imported when a rule first names one of its strategies: a run loads
-# the modules its rules use, not all eight (tests/test_registries.py checks this table against the registrations).
-STRATEGY_MODULES = {
-    "backends": ("named-attention-backend", "portable-attention-backend"),
-    "capacity": ("lower-max-num-seqs", "enforce-eager", "max-num-batched-tokens-down", "kv-cache-dtype-fp8",
-                 "quantized-variant", "bigger-gpu", "lower-gpu-memory-utilization"),
-    "choices": ("setting-choice",),
-    "config": ("cap-max-model-len-to-derived", "enable-yarn", "batched-tokens-cover-max-len", "trust-remote-code",
-               "hf-token", "accept-licence", "snapshot-path", "local-model-path", "matching-quantization",
-               "tokenizer-path", "change-port", "attention-backend", "upgrade-for-quantization"),
-    "host_memory": ("swap-space-within-ram",),
-    "attention_reasons": ("attention-reasons",),
-    "generic": ("set-flag", "dtype-half", "remove-flag", "correct-or-remove-flag", "valid-choice", "set-env",
-                "unset-env", "launch-as-read", "docker-option", "step", "upgrade-for-flag",
-                "value-spelling", "upgrade-for-value"),
-    "memory": ("cap-max-model-len", "raise-gpu-memory-utilization", "more-budget-shorter-context",
-               "cpu-kvcache-space", "fit-utilization-to-free-memory", "free-gpu-processes",
-               "raise-kv-cache-memory-bytes"),
-    "platform_reasons": ("platform-probe-reason",),
-    "multimodal": ("fewer-multimodal-items",),
-    "pod": ("startup-probe-budget", "pod-memory-limit", "pod-gpu-request", "container-command", "pod-logs-previous",
-            "chart-shm"),
-    "parallel": ("divisible-tensor-parallel", "divisible-parallel-size", "tensor-parallel-within-gpus",
-                 "ray-executor"),
-    "weights": ("weights-narrower-dtype", "online-fp8", "bitsandbytes", "cpu-offload", "tensor-parallel-to-fit"),
-}
-_MODULE_OF = {name: module for module, names in STRATEGY_MODULES.items() for name in names}
+# Shapes of parameters many strategies take (a parameter's `type`: string | integer | number | boolean | null, or a
+# list of them; `required: true`; `enum`). Text parameters may hold {placeholders} filled from the log's facts.
+TEXT = {"type": "string"}
+COST_CLASS = {"type": "string", "enum": list(COST_ORDER)}
+WILL_START = {"type": ["boolean", "null"]}
+
+
+@lru_cache(maxsize=1)
+def strategy_table() -> dict[str, dict]:
+    """name → {module, params} of every strategy, as `scripts/build_strategy_table.py` wrote it from the code
+    (data/generated/strategies.json): rule loading checks names and parameters against it without importing the
+    strategies, and a run imports a strategy's module when a rule first names it."""
+    from ..util.datafiles import load_json
+
+    return load_json("generated/strategies.json")["strategies"]
+
+
+def strategy_modules() -> dict[str, tuple[str, ...]]:
+    """module → the strategies it registers (from the generated table)."""
+    modules: dict[str, tuple[str, ...]] = {}
+    for name, entry in sorted(strategy_table().items()):
+        modules[entry["module"]] = (*modules.get(entry["module"], ()), name)
+    return modules
 
 
 class Declined(Exception):
@@ -72,11 +71,14 @@ class Declined(Exception):
     --explain` and the JSON plan show it where a bare None would say only that nothing was proposed."""
 
 
-def strategy(name: str):
-    """Register a strategy; what it proposes is put in the user's release's terms (`for_release`). A strategy
-    returns None, or raises Declined with its reason, when it has nothing to propose."""
+def strategy(name: str, params: dict[str, dict] | None = None):
+    """Register a strategy and the parameters a rule may give it (its one declaration: the generated table is made
+    from it); what it proposes is put in the user's release's terms (`for_release`). A strategy returns None, or
+    raises Declined with its reason, when it has nothing to propose."""
 
     def register(fn: Strategy) -> Strategy:
+        STRATEGY_PARAMS[name] = dict(params or {})
+        STRATEGY_MODULE[name] = fn.__module__.rsplit(".", 1)[-1]
         def release_valid(ctx: Context, params: dict) -> Fix | None:
             fix = fn(ctx, params)
             return for_release(fix, ctx) if fix is not None else None
@@ -90,8 +92,8 @@ def strategy(name: str):
 
 def strategy_for(name: str) -> Strategy | None:
     """The strategy registered as `name`, its module imported on first use; None for a name no module registers."""
-    if name not in STRATEGIES and name in _MODULE_OF:
-        import_module(f"{__package__}.{_MODULE_OF[name]}")
+    if name not in STRATEGIES and name in strategy_table():
+        import_module(f"{__package__}.{strategy_table()[name]['module']}")
     return STRATEGIES.get(name)
 
 
@@ -101,7 +103,7 @@ def strategy_doc(name: str) -> tuple[str, str] | None:
     if fn is None:
         return None
     doc = (fn.__doc__ or "").strip().split("\n\n")[0]
-    return " ".join(doc.split()), f"diagnose/fixes/{_MODULE_OF[name]}.py"
+    return " ".join(doc.split()), f"diagnose/fixes/{strategy_table()[name]['module']}.py"
 
 
 def for_release(fix: Fix, ctx: Context) -> Fix | None:

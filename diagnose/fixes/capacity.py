@@ -8,11 +8,11 @@ import re
 from ..context.context import Context, kv_capacity_tokens
 from ..model import memory
 from ..util.units import parse_int
-from .base import Declined, Fix, strategy
+from .base import Declined, Fix, TEXT, strategy
 from .memory import predict_kv
 
 
-@strategy("lower-max-num-seqs")
+@strategy("lower-max-num-seqs", params={"divide_by": {"type": "integer"}, "floor": {"type": "integer"}})
 def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
     """Fewer sequences at once (a quarter of the assumed or given max_num_seqs, or the message's own count): the
     profile and warm-up batches shrink with them."""
@@ -165,7 +165,7 @@ def bigger_gpu(ctx: Context, params: dict) -> Fix | None:
                cost="hardware", cost_note="different hardware", will_start=None)
 
 
-@strategy("lower-gpu-memory-utilization")
+@strategy("lower-gpu-memory-utilization", params={"by": {"type": "number"}, "unknown": TEXT})
 def lower_utilization(ctx: Context, params: dict) -> Fix | None:
     """A smaller --gpu-memory-utilization, sized from the failed allocation less what was free, for memory needed
     outside vLLM's budget."""

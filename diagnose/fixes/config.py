@@ -8,7 +8,7 @@ from pathlib import Path
 from ..context.context import Context
 from ..launch.shell_words import quote_text
 from ..util.units import parse_int
-from .base import Fix, fill, strategy
+from .base import Fix, TEXT, fill, strategy
 
 
 @strategy("cap-max-model-len-to-derived")
@@ -256,7 +256,7 @@ def _unset_vllm_port(value: str | None, taken: str) -> Fix:
                cost="config", cost_note="none for clients: the HTTP port stays", will_start=True)
 
 
-@strategy("attention-backend")
+@strategy("attention-backend", params={"value": TEXT, "why": TEXT, "needs": TEXT})
 def attention_backend(ctx: Context, params: dict) -> Fix | None:
     """VLLM_ATTENTION_BACKEND set to the rule's value (only for the wording that names what it `needs`)."""
     if params.get("needs") and not ctx.captures.get(params["needs"]):

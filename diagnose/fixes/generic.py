@@ -8,13 +8,21 @@ import re
 from typing import Any
 
 from ..context.context import Context
-from .base import Fix, fill, fill_command, strategy
+from .base import COST_CLASS, Fix, TEXT, WILL_START, fill, fill_command, strategy
 from .release_levers import removal_fix, replacement_fix, upgrade_fix, upgrade_for_value_fix, value_spelling_fix
 
 # ---------------------------------------------------------------- generic flag and environment changes
 
 
-@strategy("set-flag")
+@strategy("set-flag", params={
+    "flag": {"type": "string", "required": True},
+    "value": {"type": ["string", "number", "boolean"]},
+    "title": TEXT,
+    "why": TEXT,
+    "cost": TEXT,
+    "cost_class": COST_CLASS,
+    "will_start": WILL_START,
+})
 def set_flag(ctx: Context, params: dict) -> Fix | None:
     """A flag set to the rule's value (or given bare), with the rule's why and cost."""
     flag = fill(params["flag"], ctx)
@@ -38,7 +46,7 @@ def dtype_half(ctx: Context, params: dict) -> Fix | None:
                will_start=True)
 
 
-@strategy("remove-flag")
+@strategy("remove-flag", params={"flag": TEXT, "why": TEXT, "cost": TEXT, "will_start": WILL_START})
 def remove_flag(ctx: Context, params: dict) -> Fix | None:
     """A flag the rule names dropped from the launch."""
     flag = fill(params.get("flag", "{flag}"), ctx)
@@ -55,7 +63,7 @@ def remove_flag(ctx: Context, params: dict) -> Fix | None:
                cost="config", cost_note=fill(params.get("cost", "none"), ctx), will_start=params.get("will_start", True))
 
 
-@strategy("correct-or-remove-flag")
+@strategy("correct-or-remove-flag", params={"flag": TEXT, "why": TEXT, "cost": TEXT})
 def correct_or_remove_flag(ctx: Context, params: dict) -> Fix | None:
     """A misspelled flag (`--gpu-memory-utilisation 0.5`) is respelled with the user's value kept; a flag another
     release has is put in the setting the user's release reads instead (`VLLM_ALL2ALL_BACKEND=X` for
@@ -72,7 +80,7 @@ def correct_or_remove_flag(ctx: Context, params: dict) -> Fix | None:
     return replacement_fix(ctx, flag, value) or removal_fix(ctx, flag, value) or remove_flag(ctx, params)
 
 
-@strategy("upgrade-for-flag")
+@strategy("upgrade-for-flag", params={"flag": TEXT})
 def upgrade_for_flag(ctx: Context, params: dict) -> Fix | None:
     """Upgrading keeps a flag that came after the user's release as written."""
     from ..launch.setting_history import fate
@@ -119,7 +127,7 @@ def _given_value(ctx: Context, flag: str) -> str | None:
     return value if value and not re.match(r"-(?!\d)", value) else None
 
 
-@strategy("value-spelling")
+@strategy("value-spelling", params={"flag": TEXT})
 def value_spelling(ctx: Context, params: dict) -> Fix | None:
     """A value the release's parser refuses in a spelling a later release reads (`--max-model-len 32k` before 0.8.5,
     `auto` before 0.14.1), from data/generated/value_forms.json."""
@@ -127,14 +135,14 @@ def value_spelling(ctx: Context, params: dict) -> Fix | None:
     return value_spelling_fix(ctx, flag, value) if value and flag.startswith("--") else None
 
 
-@strategy("upgrade-for-value")
+@strategy("upgrade-for-value", params={"flag": TEXT})
 def upgrade_for_value(ctx: Context, params: dict) -> Fix | None:
     """An upgrade of vLLM to the first release that accepts this value of the flag (release tables)."""
     flag, value = fill(params.get("flag", "{flag}"), ctx), ctx.captures.get("value")
     return upgrade_for_value_fix(ctx, flag, value) if value and flag.startswith("--") else None
 
 
-@strategy("valid-choice")
+@strategy("valid-choice", params={"flag": TEXT})
 def valid_choice(ctx: Context, params: dict) -> Fix | None:
     """A value the flag accepts, from the message's own list of choices (auto where it is one)."""
     flag = fill(params.get("flag", "{flag}"), ctx)
@@ -146,7 +154,16 @@ def valid_choice(ctx: Context, params: dict) -> Fix | None:
                why=f"{ctx.captures.get('value', 'The value')!s} is not one of {', '.join(choices)}.", will_start=True)
 
 
-@strategy("set-env")
+@strategy("set-env", params={
+    "name": {"type": "string", "required": True},
+    "value": {"type": ["string", "number", "boolean"], "required": True},
+    "title": TEXT,
+    "why": TEXT,
+    "cost": TEXT,
+    "cost_class": COST_CLASS,
+    "will_start": WILL_START,
+    "workaround": {"type": "boolean"},
+})
 def set_env(ctx: Context, params: dict) -> Fix | None:
     """An environment variable set to the rule's value."""
     name, value = params["name"], str(fill(params["value"], ctx))
@@ -158,7 +175,7 @@ def set_env(ctx: Context, params: dict) -> Fix | None:
                will_start=params.get("will_start", True))
 
 
-@strategy("unset-env")
+@strategy("unset-env", params={"name": {"type": "string", "required": True}, "title": TEXT, "why": TEXT})
 def unset_env(ctx: Context, params: dict) -> Fix | None:
     """An environment variable the launch sets, removed."""
     name = params["name"]
@@ -166,7 +183,7 @@ def unset_env(ctx: Context, params: dict) -> Fix | None:
                why=fill(params.get("why", f"{name} is shared with another vLLM on this host."), ctx), will_start=True)
 
 
-@strategy("launch-as-read")
+@strategy("launch-as-read", params={"title": TEXT, "why": TEXT, "model_flag": {"type": "boolean"}})
 def launch_as_read(ctx: Context, params: dict) -> Fix | None:
     """The user's own docker launch as vdiag reads it, where reading it already undoes the mistake: a `vllm serve`
     repeated after an image whose entrypoint runs it is dropped, the model put right after the image (or given as
@@ -186,7 +203,15 @@ def launch_as_read(ctx: Context, params: dict) -> Fix | None:
                cost="config", cost_note="none", will_start=None)
 
 
-@strategy("docker-option")
+@strategy("docker-option", params={
+    "option": {"type": "string", "required": True},
+    "value": {"type": ["string", "number", "boolean"]},
+    "title": TEXT,
+    "why": TEXT,
+    "cost": TEXT,
+    "per_gpu_gib": {"type": "number"},
+    "min_gib": {"type": "number"},
+})
 def docker_option(ctx: Context, params: dict) -> Fix | None:
     """A `docker run` option. Not proposed when the launch already has it with that value; `--shm-size` is sized
     by the GPUs it serves (`per_gpu_gib`) and, since Docker ignores it under `--ipc host`, drops that option."""
@@ -254,7 +279,15 @@ def _docker_value(ctx: Context, option: str) -> Any:
     return None
 
 
-@strategy("step")
+@strategy("step", params={
+    "title": {"type": "string", "required": True},
+    "command": TEXT,
+    "why": TEXT,
+    "cost": TEXT,
+    "cost_class": COST_CLASS,
+    "will_start": WILL_START,
+    "workaround": {"type": "boolean"},
+})
 def step(ctx: Context, params: dict) -> Fix | None:
     """A command to run or a step to take, written by the rule (no launch change), with its cost and why."""
     return Fix(title=fill(params["title"], ctx), step_command=fill_command(params.get("command"), ctx),

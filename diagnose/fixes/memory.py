@@ -93,7 +93,10 @@ def cap_max_model_len(ctx: Context, params: dict) -> Fix | None:
     )
 
 
-@strategy("raise-gpu-memory-utilization")
+@strategy("raise-gpu-memory-utilization", params={
+    "ceiling": {"type": "number"},
+    "only_computed": {"type": "boolean"},
+})
 def raise_utilization(ctx: Context, params: dict) -> Fix | None:
     """A larger --gpu-memory-utilization: the share the KV shortfall needs, capped by free memory and 0.95."""
     figures = ctx.facts.memory
@@ -204,7 +207,7 @@ def cpu_kvcache_space(ctx: Context, params: dict) -> Fix | None:
                cost="throughput", cost_note=f"KV cache of {value} GiB", will_start=True)
 
 
-@strategy("fit-utilization-to-free-memory")
+@strategy("fit-utilization-to-free-memory", params={"margin_gib": {"type": "number"}})
 def fit_free(ctx: Context, params: dict) -> Fix | None:
     """--gpu-memory-utilization within the free share of the GPU (less a margin), where other processes hold the
     rest."""
@@ -262,7 +265,7 @@ def free_processes(ctx: Context, params: dict) -> Fix | None:
     )
 
 
-@strategy("raise-kv-cache-memory-bytes")
+@strategy("raise-kv-cache-memory-bytes", params={"always": {"type": "boolean"}})
 def raise_kv_bytes(ctx: Context, params: dict) -> Fix | None:
     """A larger --kv-cache-memory-bytes, sized for one max_model_len sequence from the log's estimate or the model."""
     current = parse_int(ctx.arg("--kv-cache-memory-bytes"))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..context.context import Context
 from ..util.units import parse_int, plausible_int
-from .base import Fix, strategy
+from .base import Fix, TEXT, strategy
 
 MAX_PARALLEL = 1 << 16  # no tensor/pipeline size, GPU count or model dimension a log reports is larger
 MAX_COUNT = 1 << 24
@@ -48,7 +48,7 @@ def _sizes_that_divide(limit: int, *counts: int | None) -> list[int]:
     return divisors(math.gcd(*known), limit)
 
 
-@strategy("divisible-tensor-parallel")
+@strategy("divisible-tensor-parallel", params={"choose": {"type": "string", "enum": ["one"]}})
 def divisible_tp(ctx: Context, params: dict) -> Fix | None:
     """The largest tensor-parallel size within the GPUs that divides the attention heads, KV heads and experts."""
     requested = plausible_int(ctx.captures.get("tp"), 1, MAX_PARALLEL) or ctx.tp()
@@ -83,7 +83,12 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
                not_evaluable=None if gpus else "number of GPUs not in the log", predicted={"tensor_parallel_size": choice})
 
 
-@strategy("divisible-parallel-size")
+@strategy("divisible-parallel-size", params={
+    "flag": {"type": "string", "required": True},
+    "count": {"type": "string", "required": True},
+    "size": {"type": "string", "required": True},
+    "what": TEXT,
+})
 def divisible_parallel_size(ctx: Context, params: dict) -> Fix | None:
     """The largest size ≤ the requested one that divides a count: e.g. `--pipeline-parallel-size` for the layers."""
     count = plausible_int(ctx.captures.get(params["count"]), 1, MAX_COUNT)
@@ -100,7 +105,7 @@ def divisible_parallel_size(ctx: Context, params: dict) -> Fix | None:
                cost="throughput", cost_note=f"{requested - choice} fewer parallel workers", will_start=True)
 
 
-@strategy("tensor-parallel-within-gpus")
+@strategy("tensor-parallel-within-gpus", params={"available": {"type": "integer"}})
 def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
     """A tensor-parallel size within the GPUs vLLM can see (dividing the heads), with whether the model fits them."""
     available = (plausible_int(ctx.captures.get("gpus"), 1, MAX_PARALLEL) or plausible_int(params.get("available"), 1, MAX_PARALLEL)

@@ -27,7 +27,7 @@ from ..context.context import Context
 from ..facts.phases import phase_order
 from ..launch.helm_values import chart, values_lines
 from ..launch.kubernetes import pod_spec_patch
-from .base import Fix, strategy
+from .base import Fix, TEXT, strategy
 
 DEFAULT_CONTAINER = "vllm"
 DEFAULT_PORT = 8000  # vLLM's default --port
@@ -45,7 +45,11 @@ def _container(ctx: Context) -> str:
     return (manifest[1] if manifest else None) or ctx.facts.pod.container or DEFAULT_CONTAINER
 
 
-@strategy("startup-probe-budget")
+@strategy("startup-probe-budget", params={
+    "min_budget_s": {"type": "integer"},
+    "factor": {"type": "integer"},
+    "period_s": {"type": "integer"},
+})
 def startup_probe_budget(ctx: Context, params: dict) -> Fix | None:
     """Raise the startup probe's failureThreshold (or add a startupProbe) so the probe waits out the start-up.
 
@@ -104,7 +108,7 @@ def _values_path(ctx: Context) -> str | None:
     return launch.values_path if launch is not None and launch.frame == "helm-values" else None
 
 
-@strategy("chart-shm")
+@strategy("chart-shm", params={"per_gpu_gib": {"type": "integer"}, "min_gib": {"type": "integer"}})
 def chart_shm(ctx: Context, params: dict) -> Fix | None:
     """The production-stack chart mounts /dev/shm only when vllmConfig.tensorParallelSize is set: move tensor
     parallelism there (from extraArgs, or say 1), and size the mount by `shmSize`."""
@@ -218,7 +222,7 @@ def container_command(ctx: Context, params: dict) -> Fix | None:
                    "a vLLM image.", cost="config", cost_note="none", will_start=None)
 
 
-@strategy("pod-logs-previous")
+@strategy("pod-logs-previous", params={"why": TEXT})
 def pod_logs_previous(ctx: Context, params: dict) -> Fix | None:
     """The crash behind a restart loop is in the log of the run before the restart."""
     pod = ctx.captures.get("pod") or ctx.facts.pod.name or "<pod>"

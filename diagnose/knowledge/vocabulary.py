@@ -1,6 +1,7 @@
 """What a rule may name: the fix strategies with their parameters, the predicates, the start-up phases.
 
-The names live in data files (strategy_params.yaml, predicates.yaml, phases.yaml), so the rules can be checked at
+The names live in data files (generated/strategies.json, made from the strategies' own declarations by
+scripts/build_strategy_table.py; predicates.yaml; phases.yaml), so the rules can be checked at
 load, beneath the code that implements them; tests/test_registries.py keeps the files and the registries equal.
 A misspelled name is refused, never silently false or a fix that is never offered.
 
@@ -26,7 +27,10 @@ _TYPES: dict[str, type | tuple[type, ...]] = {"string": str, "integer": int, "nu
 @lru_cache(maxsize=1)
 def strategy_params() -> dict[str, dict[str, dict]]:
     """Strategy name → {parameter → {type, required, enum}}."""
-    return {name: dict(params or {}) for name, params in load_yaml("strategy_params.yaml")["strategies"].items()}
+    from ..util.datafiles import load_json
+
+    table = load_json("generated/strategies.json")["strategies"]
+    return {name: dict(entry.get("params") or {}) for name, entry in table.items()}
 
 
 @lru_cache(maxsize=1)
