@@ -46,7 +46,7 @@ def test_every_registered_strategy_declares_its_parameters_and_every_declared_on
 
 def test_the_generated_strategy_table_is_the_code_s_declarations():
     """A strategy is declared once (`@strategy(name, params=…)`); the table rule loading reads is made from the code
-    (scripts/build_strategy_table.py), and names the module a run imports for it."""
+    (scripts/build_vocabulary.py), and names the module a run imports for it."""
     import inspect
     import subprocess
     import sys
@@ -55,7 +55,7 @@ def test_the_generated_strategy_table_is_the_code_s_declarations():
 
     registered_in = {name: inspect.getclosurevars(wrapper).nonlocals["fn"].__module__ for name, wrapper in STRATEGIES.items()}
     assert {name: f"diagnose.fixes.{entry['module']}" for name, entry in strategy_table().items()} == registered_in
-    proc = subprocess.run([sys.executable, "scripts/build_strategy_table.py", "--check"], cwd=ROOT, capture_output=True,
+    proc = subprocess.run([sys.executable, "scripts/build_vocabulary.py", "--check"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -1,5 +1,6 @@
-"""The registry of named predicates: `@predicate("name")` registers one; predicates.py and the modules beside it
-(memory_predicates.py) register theirs, and predicates.py imports each such module so every name is registered."""
+"""The registry of named predicates: `@predicate("name", means="…")` registers one with what it means (its one
+declaration: rule loading reads the table made from these, data/generated/predicates.json); predicates.py and the
+modules beside it (memory_predicates.py) register theirs, and predicates.py imports each such module."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ if TYPE_CHECKING:
 
 Predicate = Callable[["Context"], bool]
 PREDICATES: dict[str, Predicate] = {}
+PREDICATE_MEANINGS: dict[str, str] = {}
 
 
-def predicate(name: str):
+def predicate(name: str, means: str):
     def register(fn: Predicate) -> Predicate:
         PREDICATES[name] = fn
+        PREDICATE_MEANINGS[name] = means
         return fn
 
     return register

@@ -10,7 +10,7 @@ from ..util.lazy_pattern import lazy
 from ..util.units import parse_int
 from .context import Context
 
-from .predicate_registry import PREDICATES, Predicate, predicate  # noqa: F401  (the names callers import from here)
+from .predicate_registry import PREDICATE_MEANINGS, PREDICATES, Predicate, predicate  # noqa: F401  (the names callers import from here)
 
 
 def evaluate(names: tuple[str, ...] | list[str], ctx: Context) -> bool:
@@ -49,13 +49,13 @@ def phase_condition(expression: str, ctx: Context) -> bool:
     return phase_order(current) >= wanted if operator == ">=" else phase_order(current) < wanted
 
 
-@predicate("low-utilization")
+@predicate("low-utilization", means="--gpu-memory-utilization was given below 0.5")
 def _low_util(ctx: Context) -> bool:
     given = ctx.utilization_given()
     return given is not None and given < 0.5
 
 
-@predicate("other-gpu-processes")
+@predicate("other-gpu-processes", means="other processes hold over a tenth of the GPU's memory")
 def _others(ctx: Context) -> bool:
     procs = [p for p in ctx.processes if p.used_gib]
     used = sorted((p.used_gib for p in procs), reverse=True)
@@ -67,7 +67,7 @@ def _others(ctx: Context) -> bool:
     return sum(used) > 0.1 * total
 
 
-@predicate("v1-engine")
+@predicate("v1-engine", means="the V1 engine ran (from the log, VLLM_USE_V1, or the release)")
 def _v1(ctx: Context) -> bool:
     if ctx.facts.engine_v1 is not None:
         return ctx.facts.engine_v1
@@ -77,7 +77,7 @@ def _v1(ctx: Context) -> bool:
     return bool(parsed and parsed >= (0, 8, 0))
 
 
-@predicate("max-num-seqs-unset")
+@predicate("max-num-seqs-unset", means="--max-num-seqs was not given")
 def _seqs_unset(ctx: Context) -> bool:
     return ctx.arg("--max-num-seqs") is None
 
@@ -91,13 +91,13 @@ def _rejected_tokens(ctx: Context) -> str:
     return (ctx.captures.get("rejected") or "").strip()
 
 
-@predicate("rejected-tokens-run-python")
+@predicate("rejected-tokens-run-python", means="the refused arguments are a Python program's command line")
 def _rejected_python(ctx: Context) -> bool:
     """The refused arguments are a Python program's command line: the image's entrypoint already runs the server."""
     return bool(_PYTHON_COMMAND.search(_rejected_tokens(ctx)))
 
 
-@predicate("rejected-tokens-repeat-serve")
+@predicate("rejected-tokens-repeat-serve", means="the refused arguments start with `vllm serve`/`serve` again")
 def _rejected_serve(ctx: Context) -> bool:
     """The refused arguments start with `vllm serve`/`serve`: the image already runs it, so it came twice; or the
     model after `IMAGE serve` was refused: the server took `serve` for its model and refused the real one."""
@@ -109,12 +109,14 @@ def _rejected_serve(ctx: Context) -> bool:
                 and rejected.split()[:1] == [launch.model])
 
 
-@predicate("rejected-tokens-are-a-command")
+@predicate("rejected-tokens-are-a-command", means="the refused arguments are a command, not engine arguments")
 def _rejected_command(ctx: Context) -> bool:
     return _rejected_python(ctx) or _rejected_serve(ctx)
 
 
-@predicate("flash-attention-cannot-run")
+@predicate("flash-attention-cannot-run", means=(
+    "the error says FlashAttention cannot run on this GPU (it needs Ampere, or the feature is only in "
+    "FlashAttention 3 and the GPU is not known to be Hopper)"))
 def _flash_attention_cannot_run(ctx: Context) -> bool:
     """The error says FlashAttention cannot run here: it needs Ampere, or the feature is only in a FlashAttention
     this GPU (or an unknown one) lacks, such as 3 on anything but Hopper."""
@@ -130,17 +132,20 @@ def _flash_attention_cannot_run(ctx: Context) -> bool:
     return capability is None or capability < float(entry["min_cc"])
 
 
-@predicate("api-server-parser")
+@predicate("api-server-parser", means=(
+    "the refusing parser is the one of `python -m vllm.entrypoints.openai.api_server` (its usage line "
+    "names api_server.py), which ignores a positional model"))
 def _api_server_parser(ctx: Context) -> bool:
     return "api-server-parser" in ctx.text_hints
 
 
-@predicate("docker-launch")
+@predicate("docker-launch", means="the launch is a `docker run`")
 def _docker(ctx: Context) -> bool:
     return ctx.launch is not None and ctx.launch.form == "docker"
 
 
-@predicate("docker-launch-or-unseen")
+@predicate("docker-launch-or-unseen", means=(
+    "a docker launch, or no command line seen (none, or rebuilt from vLLM's args lines)"))
 def _docker_or_unseen(ctx: Context) -> bool:
     """A docker launch, or no command line in the input at all (none, or one rebuilt from vLLM's args lines): for
     an error that itself says the container is the cause (Docker's 64 MB /dev/shm), the container cure stands
@@ -148,13 +153,13 @@ def _docker_or_unseen(ctx: Context) -> bool:
     return _docker(ctx) or ctx.launch is None or ctx.launch.form == "reconstructed"
 
 
-@predicate("cuda-version-known")
+@predicate("cuda-version-known", means="the error line named the CUDA version the build needs")
 def _cuda_known(ctx: Context) -> bool:
     """The error line named the CUDA version the build needs (captured as `cuda`)."""
     return bool(ctx.captures.get("cuda", "").strip())
 
 
-@predicate("setting-names-a-flag")
+@predicate("setting-names-a-flag", means="the setting vLLM refused a value for is a flag of the user's release")
 def _setting_flag(ctx: Context) -> bool:
     """The setting vLLM refused a value for (captured as `setting`) is a flag of the user's release, and the value
     is the operator's: given on the command line, or, for a setting only the command line sets, with no command
@@ -165,7 +170,8 @@ def _setting_flag(ctx: Context) -> bool:
     return ctx.arg(flag) is not None or (ctx.launch is None and not also_from_checkpoint(flag))
 
 
-@predicate("quantized-checkpoint-read-unquantized")
+@predicate("quantized-checkpoint-read-unquantized", means=(
+    "the model is quantized but the engine config line vLLM logged shows no quantization"))
 def _quant_hidden(ctx: Context) -> bool:
     """The model is quantized (its name or config says AWQ, GPTQ, int4…) but vLLM's engine config says
     quantization=None: what vLLM read as the config is not the checkpoint's own (--hf-config-path, a config format)."""
@@ -173,81 +179,85 @@ def _quant_hidden(ctx: Context) -> bool:
     return bool(ctx.model and ctx.model.quantization) and engine in ("None", "none")
 
 
-@predicate("hf-config-path-given")
+@predicate("hf-config-path-given", means="the launch names a config with --hf-config-path")
 def _hf_config_path(ctx: Context) -> bool:
     return ctx.arg("--hf-config-path") is not None
 
 
-@predicate("container-evidence")
+@predicate("container-evidence", means="a docker launch, or signs in the log of a container")
 def _container(ctx: Context) -> bool:
     """A docker launch, or signs in the log that vLLM ran in a container (the official image's paths, docker commands)."""
     return _docker(ctx) or "container" in ctx.text_hints or "kubernetes" in ctx.text_hints
 
 
-@predicate("systemd-unit")
+@predicate("systemd-unit", means="systemd's own lines named the unit")
 def _systemd_unit(ctx: Context) -> bool:
     """systemd's own lines named the unit (captured as `unit`), so a fix can be a drop-in for it."""
     return ctx.captures.get("unit", "").endswith(".service")
 
 
-@predicate("pod-evidence")
+@predicate("pod-evidence", means=(
+    "kubectl's pod or event lines (describe pod, get events), or a launch read from a pod spec"))
 def _pod(ctx: Context) -> bool:
     """kubectl's pod or event lines, or the launch read from a pod spec: a fix is a change to the pod's spec."""
     return ctx.facts.pod.seen or (ctx.launch is not None and ctx.launch.frame == "kubernetes")
 
 
-@predicate("helm-values-launch")
+@predicate("helm-values-launch", means="the launch was read from Helm values of the vLLM production-stack chart")
 def _helm_values(ctx: Context) -> bool:
     return ctx.launch is not None and ctx.launch.frame == "helm-values"
 
 
-@predicate("startup-progressed")
+@predicate("startup-progressed", means="the start-up had got as far as loading the weights")
 def _startup_progressed(ctx: Context) -> bool:
     """The start-up had got as far as loading the weights (a slow start-up rather than one stuck at its beginning)."""
     current = ctx.phase()
     return current is not None and phase_order(current) >= phase_order("weights-loading")
 
 
-@predicate("multi-node-evidence")
+@predicate("multi-node-evidence", means="signs of a Ray cluster, Kubernetes or several nodes")
 def _multi_node(ctx: Context) -> bool:
     return bool(ctx.text_hints & {"ray-cluster", "kubernetes", "nnodes"})
 
 
-@predicate("gpu-pre-ampere")
+@predicate("gpu-pre-ampere", means="the GPU's compute capability is below 8.0")
 def _pre_ampere(ctx: Context) -> bool:
     cc = ctx.compute_capability()
     return cc is not None and cc < 8.0
 
 
-@predicate("gpu-ampere-or-newer")
+@predicate("gpu-ampere-or-newer", means="the GPU's compute capability is known and 8.0 or above")
 def _ampere_or_newer(ctx: Context) -> bool:
     cc = ctx.compute_capability()
     return cc is not None and cc >= 8.0
 
 
-@predicate("dev-shm-small")
+@predicate("dev-shm-small", means="/dev/shm is under 1 GiB")
 def _shm(ctx: Context) -> bool:
     return ctx.facts.dev_shm_bytes is not None and ctx.facts.dev_shm_bytes < 2**30
 
 
-@predicate("platform-cpu")
+@predicate("platform-cpu", means="vLLM ran on its CPU platform")
 def _cpu(ctx: Context) -> bool:
     return ctx.facts.platform == "cpu"
 
 
-@predicate("error-on-ray-node")
+@predicate("error-on-ray-node", means=(
+    "the error lines came from a Ray worker that names its node (RayWorkerWrapper … ip=X)"))
 def _ray_node(ctx: Context) -> bool:
     """The error lines came from a Ray worker on a node of its own (`(RayWorkerWrapper pid=…, ip=X) ERROR`)."""
     return bool(ctx.facts.error_node_ips)
 
 
-@predicate("image-known")
+@predicate("image-known", means="the container image is known (a docker launch, or named in the input)")
 def _image_known(ctx: Context) -> bool:
     """The container image vLLM ran in: a docker launch's image, or one the input names."""
     return bool((ctx.launch is not None and ctx.launch.image) or ctx.facts.container_image)
 
 
-@predicate("layout-multiple-of-gpus")
+@predicate("layout-multiple-of-gpus", means=(
+    "the refused tensor-parallel or world size is a whole multiple of the GPUs found (a layout for "
+    "several nodes)"))
 def _multiple(ctx: Context) -> bool:
     """The parallel size the message refuses is a whole multiple (2× or more) of the GPUs it found, two or more: a
     layout meant for several nodes, started where only one node's GPUs are visible (TP 2 on one GPU is a mistake,
@@ -260,18 +270,20 @@ def _multiple(ctx: Context) -> bool:
 NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron"})
 
 
-@predicate("platform-not-gpu")
+@predicate("platform-not-gpu", means=(
+    "vLLM ran on a platform that is not an NVIDIA or AMD GPU (CPU, TPU, NPU, HPU, XPU, Neuron), by its "
+    "own line or the log's paths"))
 def _not_gpu(ctx: Context) -> bool:
     """vLLM ran on a platform that is not an NVIDIA or AMD GPU: its own platform line, else the log's paths."""
     return (ctx.facts.platform or ctx.facts.platform_hint or "").lower() in NOT_GPU_PLATFORMS
 
 
-@predicate("vllm-port-set")
+@predicate("vllm-port-set", means="VLLM_PORT is set")
 def _vllm_port(ctx: Context) -> bool:
     return (ctx.launch is not None and ctx.launch.env_value("VLLM_PORT") is not None) or "VLLM_PORT" in ctx.text_hints
 
 
-@predicate("served")
+@predicate("served", means="the server had started serving")
 def _served(ctx: Context) -> bool:
     return ctx.facts.served
 

@@ -50,7 +50,7 @@ WILL_START = {"type": ["boolean", "null"]}
 
 @lru_cache(maxsize=1)
 def strategy_table() -> dict[str, dict]:
-    """name → {module, params} of every strategy, as `scripts/build_strategy_table.py` wrote it from the code
+    """name → {module, params} of every strategy, as `scripts/build_vocabulary.py` wrote it from the code
     (data/generated/strategies.json): rule loading checks names and parameters against it without importing the
     strategies, and a run imports a strategy's module when a rule first names it."""
     from ..util.datafiles import load_json

@@ -1,7 +1,7 @@
 """What a rule may name: the fix strategies with their parameters, the predicates, the start-up phases.
 
 The names live in data files (generated/strategies.json, made from the strategies' own declarations by
-scripts/build_strategy_table.py; predicates.yaml; phases.yaml), so the rules can be checked at
+scripts/build_vocabulary.py; generated/predicates.json, likewise; phases.yaml), so the rules can be checked at
 load, beneath the code that implements them; tests/test_registries.py keeps the files and the registries equal.
 A misspelled name is refused, never silently false or a fix that is never offered.
 
@@ -35,12 +35,20 @@ def strategy_params() -> dict[str, dict[str, dict]]:
 
 @lru_cache(maxsize=1)
 def predicate_names() -> frozenset[str]:
-    return frozenset(load_yaml("predicates.yaml"))
+    return frozenset(_predicate_table())
+
+
+@lru_cache(maxsize=1)
+def _predicate_table() -> dict[str, str]:
+    """name → meaning of every predicate, as `@predicate(name, means=…)` declares it (the generated table)."""
+    from ..util.datafiles import load_json
+
+    return load_json("generated/predicates.json")["predicates"]
 
 
 def predicate_meaning(name: str) -> str | None:
     """What a condition means, `!name` as its negation: "not: the launch is a `docker run`"."""
-    meaning = load_yaml("predicates.yaml").get(name.lstrip("!"))
+    meaning = _predicate_table().get(name.lstrip("!"))
     if meaning is None:
         return None
     return f"not: {meaning}" if name.startswith("!") else str(meaning)
