@@ -1,4 +1,4 @@
-"""An error in a wording no rule knows is placed by the vLLM file that raised it (diagnose/diagnosis/frames.py)."""
+"""An error in a wording no rule knows is placed by the vLLM file that raised it (diagnose/diagnosis/frame_placement.py)."""
 
 from __future__ import annotations
 

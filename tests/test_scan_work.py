@@ -266,7 +266,7 @@ def test_gpu_facts_from_the_lines_that_hold_a_gpu_literal_are_those_from_every_l
 
 
 def _frames_line_by_line(text):
-    from diagnose.facts.frames import FramesExtractor
+    from diagnose.facts.traceback_frames import FramesExtractor
     from diagnose.ingest.lineformat import MAX_EXTRACTOR_LINE_CHARS, message_of
 
     frames = FramesExtractor()
@@ -282,7 +282,7 @@ FRAME = '  File "/usr/lib/python3.12/site-packages/vllm/{name}.py", line {n}, in
 def test_frames_read_from_the_end_of_each_block_are_the_frames_of_every_line(block_lines):
     """More frames than are kept, across blocks, among lines that mention `File "` without being frames, one frame
     line holding `File "` twice, headers before frames, a last line without its newline."""
-    from diagnose.facts.frames import MAX_FRAMES, FramesExtractor
+    from diagnose.facts.traceback_frames import MAX_FRAMES, FramesExtractor
 
     rng = random.Random(block_lines or 0)
     pieces = ["INFO 11-29 10:00:00 [core.py:1] starting\n"]
@@ -311,7 +311,7 @@ def test_frames_read_from_the_end_of_each_block_are_the_frames_of_every_line(blo
                                        for p in (FIXTURES / "corpus").glob("*/*.log")
                                        if 'File "' in p.read_text(errors="replace"))[:40])
 def test_the_frames_of_every_corpus_traceback_are_those_a_line_by_line_reading_finds(log):
-    from diagnose.facts.frames import FramesExtractor
+    from diagnose.facts.traceback_frames import FramesExtractor
 
     text = (FIXTURES / "corpus" / log).read_text(errors="replace")
     lines = text.splitlines(True)

@@ -60,7 +60,7 @@ def test_a_warm_diagnosis_imports_no_schema_yaml_or_terminal_library(tmp_path, f
 PLAIN = ROOT / "tests" / "fixtures" / "corpus" / "reproduced" / "cpu-kv-cache-too-small-for-max-len.log"
 ONLY_WHEN_READ = {"gzip": "a compressed input", "diagnose.gpu.snapshot": "a GPU snapshot",
                   "diagnose.launch.parse": "a command line", "diagnose.launch.kubernetes": "a pod spec",
-                  "diagnose.launch.frames": "a systemd unit", "diagnose.knowledge.vocabulary": "rules loaded without the cache",
+                  "diagnose.launch.service_units": "a systemd unit", "diagnose.knowledge.vocabulary": "rules loaded without the cache",
                   "diagnose.knowledge.rule_safety": "rules loaded without the cache"}
 
 

@@ -15,7 +15,7 @@ from fnmatch import fnmatchcase
 from functools import lru_cache
 
 from ..context.context import Context
-from ..facts.frames import FramesExtractor
+from ..facts.traceback_frames import FramesExtractor
 from ..facts.phases import phase_order
 from ..ingest.lineformat import below_error_level
 from ..knowledge.rules import Rule

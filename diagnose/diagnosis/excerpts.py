@@ -23,7 +23,7 @@ from ..knowledge.rules import Rule
 from ..scan.hits import Match, named_captures
 from ..util.lazy_pattern import lazy
 from .diagnoses import Diagnosis
-from .frames import frame_category
+from .frame_placement import frame_category
 
 JOINED_LINES = 3  # a message split over lines is read over this many consecutive lines
 TIE_SHARE = 0.8  # a template of another category this close to the best makes the piece ambiguous

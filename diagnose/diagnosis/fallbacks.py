@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from ..context.context import Context
 from ..facts.excerpt_lines import ExcerptLines
-from ..facts.frames import FramesExtractor
+from ..facts.traceback_frames import FramesExtractor
 from ..knowledge.rules import Rule
 from .cut_traceback import last_traceback, stage_diagnoses, stage_note
 from .diagnoses import Diagnosis
 from .excerpts import excerpt_diagnosis, excerpt_note
 from .fix_plan import plan_fixes, ranked_as_given
-from .frames import frame_diagnosis
+from .frame_placement import frame_diagnosis
 from .wording import wording_diagnoses, wording_note
 
 

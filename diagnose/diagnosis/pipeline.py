@@ -12,7 +12,7 @@ from ..facts.advice_lines import AdviceLines
 from ..facts.args import ArgsExtractor
 from ..facts.era import EraExtractor
 from ..facts.excerpt_lines import ExcerptLines
-from ..facts.frames import FramesExtractor
+from ..facts.traceback_frames import FramesExtractor
 from ..facts.gpu_csv import GpuCsvExtractor
 from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hints import HintExtractor

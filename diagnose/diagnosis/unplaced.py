@@ -9,7 +9,7 @@ line, the whole log, the command.
 from __future__ import annotations
 
 from ..context.context import Context
-from ..facts.frames import FramesExtractor
+from ..facts.traceback_frames import FramesExtractor
 from ..ingest.lineformat import message_of
 from ..util.lazy_pattern import lazy
 from .cut_traceback import last_traceback

@@ -130,7 +130,7 @@ def drop_in(unit: str | None, fix: dict, launch_from_unit: bool) -> str | None:
     command = fix.get("command")
     if not (command and launch_from_unit):
         return None
-    if command.startswith("# systemctl edit <unit>\n"):  # the fix is already the drop-in (launch.frames), unit unnamed
+    if command.startswith("# systemctl edit <unit>\n"):  # the fix is already the drop-in (launch.service_units), unit unnamed
         return command.replace("<unit>", unit or "the unit", 1) + "\n"
     return (f"# systemctl edit {unit or 'the unit'}\n[Service]\nExecStart=\nExecStart={command}\n")
 

@@ -76,7 +76,7 @@ class Launch:
     tail: list[str] = field(default_factory=list)
     python_kwargs: dict[str, Any] = field(default_factory=dict)
     origin: str = "log"
-    frame: str | None = None  # "systemd": a unit's ExecStart= (launch.frames); "kubernetes": a container (launch.kubernetes)
+    frame: str | None = None  # "systemd": a unit's ExecStart= (launch.service_units); "kubernetes": a container (launch.kubernetes)
     unit: str | None = None
     env_from_elsewhere: list[dict] = field(default_factory=list)  # a container's `valueFrom:` env entries, kept as written
     unset_env: list[str] = field(default_factory=list)  # UnsetEnvironment= of a unit

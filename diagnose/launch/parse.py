@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from ..util.lazy_pattern import lazy
 from .arguments import entrypoint_serves, looks_like_option, parse_vllm_args
-from .frames import is_unit_text, split_unit
+from .service_units import is_unit_text, split_unit
 from .compose import looks_like_compose, parse_compose
 from .helm_values import looks_like_values, parse_values
 from .kserve import looks_like_inference_service, parse_inference_service

@@ -192,7 +192,7 @@ def _protected(source: str, host_paths: dict[str, list[str]]) -> bool:
 def _frame_reason(launch: Launch) -> str | None:
     """A value that the launch's frame cannot quote so that a shell pasted the text reads it as text too."""
     if launch.frame == "systemd" and launch.fixed:
-        from .frames import environment_quoting
+        from .service_units import environment_quoting
 
         if any(environment_quoting(f"{k}={v}") is None for k, v in launch.env):
             return "an Environment= value holds a quote or backslash and `$`, a backtick or `!`"

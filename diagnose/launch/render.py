@@ -146,7 +146,7 @@ def render(launch: Launch) -> str:
 
         return render_values(launch, _render_command)
     if launch.frame == "systemd":
-        from .frames import render_drop_in  # a unit's or a pod's form is imported only to render one
+        from .service_units import render_drop_in  # a unit's or a pod's form is imported only to render one
 
         command = _render_command(replace(launch, env=[]))
         return render_drop_in(command, launch.env, launch.unset_env, launch.unit) if launch.fixed else command

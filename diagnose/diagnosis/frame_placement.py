@@ -12,7 +12,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ..context.context import Context
-from ..facts.frames import FramesExtractor
+from ..facts.traceback_frames import FramesExtractor
 from ..knowledge.rules import Rule
 from ..scan.hits import Match
 from .diagnoses import Diagnosis

@@ -1,5 +1,5 @@
 """The vLLM source files a traceback passes through, so an error in an unknown wording can be placed by where
-vLLM raised it (diagnose/diagnosis/frames.py).
+vLLM raised it (diagnose/diagnosis/frame_placement.py).
 
 >>> frames = FramesExtractor()
 >>> frames.feed(9, 'File "/usr/local/lib/python3.12/dist-packages/vllm/model_executor/layers/quantization/gptq.py", line 88, in __init__', [])
