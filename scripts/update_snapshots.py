@@ -5,7 +5,7 @@
     scripts/update_snapshots.py --update   # rewrite the snapshots (review `git diff tests/snapshots` before committing)
 
 Each snapshot is the normalised `vdiag --format json --no-gpu` report of one rule
-case or fixture log (see `diagnose/authoring/snapshots.py`); `tests/test_snapshots.py`
+case or fixture log (see `diagnose/authoring/report_snapshots.py`); `tests/test_snapshots.py`
 compares every one and validates it against `diagnose/data/report.schema.json`.
 """
 
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 os.environ["VDIAG_NO_ACCEL"] = "1"  # the pure-Python prefilter, as in the tests
 
-from diagnose.authoring.snapshots import report_json, snapshot_inputs  # noqa: E402
+from diagnose.authoring.report_snapshots import report_json, snapshot_inputs  # noqa: E402
 from diagnose.knowledge.loader import load_rules  # noqa: E402
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from diagnose.authoring.harness import discover_cases
-from diagnose.authoring.snapshots import report_json, snapshot_inputs
+from diagnose.authoring.report_snapshots import report_json, snapshot_inputs
 from diagnose.context.host import LiveHost, SealedHost
 from diagnose.diagnosis.pipeline import Options, diagnose
 from diagnose.ingest.source import TextSource

@@ -9,7 +9,7 @@ import json
 import jsonschema
 import pytest
 
-from diagnose.authoring.snapshots import report_json, snapshot_inputs
+from diagnose.authoring.report_snapshots import report_json, snapshot_inputs
 
 from .conftest import FIXTURES, ROOT
 
