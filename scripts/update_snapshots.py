@@ -6,7 +6,7 @@
 
 Each snapshot is the normalised `vdiag --format json --no-gpu` report of one rule
 case or fixture log (see `diagnose/authoring/report_snapshots.py`); `tests/test_snapshots.py`
-compares every one and validates it against `diagnose/data/report.schema.json`.
+compares every one and validates it against `diagnose/data/schemas/report.schema.json`.
 """
 
 from __future__ import annotations

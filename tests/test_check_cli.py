@@ -13,7 +13,7 @@ from diagnose.cli.main import main
 from diagnose.util.datafiles import DATA_DIR
 from diagnose.util.errors import ExitCode
 
-SCHEMA = json.loads((DATA_DIR / "report.schema.json").read_text())
+SCHEMA = json.loads((DATA_DIR / "schemas" / "report.schema.json").read_text())
 BF16_ON_T4 = ["--gpu", "T4", "--vllm-version", "0.6.3", "--", "vllm", "serve", "Qwen/Qwen2.5-3B-Instruct", "--dtype",
               "bfloat16"]
 

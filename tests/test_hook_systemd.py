@@ -288,7 +288,7 @@ def test_reports_written_under_a_timeout_keep_to_the_report_contract(tmp_path):
     from diagnose.hook.run import bare_report
     from diagnose.hook.trigger import read_trigger
 
-    schema = json.loads((Path(__file__).resolve().parent.parent / "diagnose" / "data" / "report.schema.json").read_text())
+    schema = json.loads((Path(__file__).resolve().parent.parent / "diagnose" / "data" / "schemas" / "report.schema.json").read_text())
     trigger = read_trigger(hook_env(tmp_path, invocation_id(1), "core-dump", "dumped", "ABRT"), unit="vllm.service")
     report = bare_report(trigger, "gave up after 1 s (--timeout)")
     jsonschema.validate(report, schema)

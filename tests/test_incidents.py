@@ -23,7 +23,7 @@ KV_LOG = CORPUS / "reproduced" / "cpu-kv-cache-too-small-for-max-len.log"
 PORT_LOG = CORPUS / "reproduced" / "cpu-port-in-use.log"
 PROFILER_LOG = CORPUS / "memory" / "gh-mswift-3241.log"
 HEALTHY_LOG = CORPUS / "healthy" / "cpu-ok-startup.log"
-SCHEMA = json.loads((ROOT / "diagnose" / "data" / "report.schema.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads((ROOT / "diagnose" / "data" / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
 ALL_LOGS = sorted(CORPUS.glob("*/*.log"))
 
 

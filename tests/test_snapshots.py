@@ -15,7 +15,7 @@ from .conftest import FIXTURES, ROOT
 
 SNAPSHOTS = ROOT / "tests" / "snapshots"
 INPUTS = snapshot_inputs(FIXTURES)
-SCHEMA = json.loads((ROOT / "diagnose" / "data" / "report.schema.json").read_text(encoding="utf-8"))
+SCHEMA = json.loads((ROOT / "diagnose" / "data" / "schemas" / "report.schema.json").read_text(encoding="utf-8"))
 
 
 @pytest.fixture(scope="module")

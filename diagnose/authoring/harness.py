@@ -49,7 +49,7 @@ def bundled_cases_dir() -> Path:
 
 def discover_cases(root: Path) -> list[Case]:
     """Every case under `root`; a malformed file or case becomes a case whose problems say what is wrong, with
-    file:line (`data/cases.schema.json`: a misspelled key fails, so a case cannot pass by checking nothing).
+    file:line (`data/schemas/cases.schema.json`: a misspelled key fails, so a case cannot pass by checking nothing).
 
     >>> import tempfile; folder = Path(tempfile.mkdtemp())
     >>> _ = (folder / "r.cases.yaml").write_text("rule: r\\ncases:\\n  - name: one\\n    log: x\\n    expect: {categroy: y}\\n")
@@ -106,7 +106,7 @@ def _cases_of_file(path: Path) -> list[Case]:
 
 
 def _schema_problems(data: Any) -> list[tuple[list, str]]:
-    """(path, message) for each way a cases document breaks data/cases.schema.json, an unknown key named by itself."""
+    """(path, message) for each way a cases document breaks data/schemas/cases.schema.json, an unknown key named by itself."""
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(_cases_schema())
@@ -128,7 +128,7 @@ def _schema_problems(data: Any) -> list[tuple[list, str]]:
 def _cases_schema() -> dict:
     import json
 
-    return json.loads((DATA_DIR / "cases.schema.json").read_text(encoding="utf-8"))
+    return json.loads((DATA_DIR / "schemas" / "cases.schema.json").read_text(encoding="utf-8"))
 
 
 def _broken(path: Path, rule: str, name: str, problem: str) -> Case:

@@ -1,4 +1,4 @@
-"""A check's answer in the report contract (docs/report.md, `data/report.schema.json`): the same facts, a diagnosis per
+"""A check's answer in the report contract (docs/report.md, `data/schemas/report.schema.json`): the same facts, a diagnosis per
 predicted failure with its ranked fixes and exact corrected launch, and a `check` key with every finding, the
 memory estimate, the drift and the dry run.
 

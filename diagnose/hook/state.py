@@ -154,7 +154,7 @@ def _fields_read_back_are_typed(report: dict) -> bool:
 
 
 def is_full_report(report: dict) -> bool:
-    """Whether `report` has the whole shape of the report contract (data/report.schema.json), as a renderer needs."""
+    """Whether `report` has the whole shape of the report contract (data/schemas/report.schema.json), as a renderer needs."""
     return _report_validator().is_valid(report)
 
 
@@ -164,7 +164,7 @@ def _report_validator():
 
     from ..util.datafiles import load_json
 
-    return jsonschema.Draft202012Validator(load_json("report.schema.json"))
+    return jsonschema.Draft202012Validator(load_json("schemas/report.schema.json"))
 
 
 def find_diagnosed(candidates: list[Path], unit: str | None, invocation_id: str) -> Path | None:

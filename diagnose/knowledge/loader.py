@@ -16,7 +16,7 @@ from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bun
 # the cached layout, the checks and the expansion; the tables that expand into signatures and the names rules may use
 _KEYED_MODULES = ("rules.py", "loader.py", "document_checks.py", "signatures.py", "rule_safety.py", "error_tables.py",
                   "vocabulary.py")
-_KEYED_DATA = ("rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.json",
+_KEYED_DATA = ("schemas/rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.json",
                "wrapper_messages.json", "generated/strategies.json", "generated/predicates.json", "phases.yaml")
 
 
@@ -183,7 +183,7 @@ class _Schema:
         if self._validator is None:
             import jsonschema
 
-            self._validator = jsonschema.Draft202012Validator(json.loads((DATA_DIR / "rule.schema.json").read_text(encoding="utf-8")))
+            self._validator = jsonschema.Draft202012Validator(json.loads((DATA_DIR / "schemas" / "rule.schema.json").read_text(encoding="utf-8")))
         errors = sorted(self._validator.iter_errors(document), key=lambda e: list(e.absolute_path))
         return [LoadProblem(shown, line_of(node, list(error.absolute_path)),
                             f"{'/'.join(str(p) for p in error.absolute_path) or '(top level)'}: {error.message}")
