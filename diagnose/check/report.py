@@ -16,6 +16,7 @@ from ..foresight.findings import Finding, Remedy
 from ..knowledge.rules import RuleSet
 from ..launch.print_policy import printed_command
 from ..launch.releases import accepts_value
+from ..report.build import fix_json
 from ..util.errors import ExitCode
 from .estimate import MemoryPicture, Span, fitting_len
 from .run import NOT_FORESEEN, CheckResult
@@ -112,19 +113,7 @@ def _own_fix(remedy: Remedy, target) -> dict[str, Any]:
 
 
 def _rule_fix(ranked: RankedFix) -> dict[str, Any]:
-    fix = ranked.fix
-    out = {"rank": 0, "title": fix.title, "changes": dict(fix.changes), "command": ranked.command,
-           "predicted": {"starts": fix.will_start, **fix.predicted}, "cost": fix.cost_note or fix.cost, "why": fix.why,
-           "rank_reason": ranked.reason}
-    if ranked.command_not_shown:
-        out["command_not_shown"] = ranked.command_not_shown
-    if fix.step_command:
-        out["step"] = fix.step_command
-    if fix.not_evaluable:
-        out["not_evaluable"] = fix.not_evaluable
-    if fix.workaround:
-        out["workaround"] = True
-    return out
+    return {**fix_json(ranked), "rank": 0}  # ranked again among the check's own fixes
 
 
 def memory_json(pic: MemoryPicture | None, target) -> dict[str, Any]:

@@ -85,12 +85,13 @@ def _diagnosis(diagnosis, outcome: Outcome, explain: bool = False) -> dict[str, 
         "basis": diagnosis.basis,
         "evidence": [_line(outcome, m.line, m.text) for m in diagnosis.evidence],
         "captures": diagnosis.captures,
-        "fixes": [_fix(r) for r in diagnosis.fixes],
+        "fixes": [fix_json(r) for r in diagnosis.fixes],
         "verify": list(rule.verify),
     }
 
 
-def _fix(ranked) -> dict[str, Any]:
+def fix_json(ranked) -> dict[str, Any]:
+    """A ranked fix as the report contract writes it (also `vdiag check`'s rule fixes)."""
     fix = ranked.fix
     out: dict[str, Any] = {
         "rank": ranked.rank,
