@@ -30,7 +30,7 @@ b'abcdefghijklmnopqrstuvw\\n\\nend\\n'
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ..util.lazy_pattern import lazy
 
@@ -108,23 +108,13 @@ def _continues(line: str) -> bool:
 def unwrap_block(block: bytes, width: int) -> bytes:
     """Join each line of exactly `width` characters with the next one; keeps the number of lines."""
     lines = block.split(b"\n")
-    out: list[bytes] = []
-    pending: list[bytes] = []
-    for index, line in enumerate(lines):
-        pending.append(line)
+
+    def wrapped(index: int, line: bytes) -> bool:
         text = line.decode("utf-8", "replace").rstrip("\r")
         nxt = lines[index + 1].decode("utf-8", "replace") if index + 1 < len(lines) else ""
-        if len(text) == width and not text.endswith(_TABLE_EDGE) and _continues(nxt) and not _same_columns(text, nxt):
-            if pending[-1].endswith(b"\r"):
-                pending[-1] = pending[-1][:-1]
-            continue
-        out.append(b"".join(pending))
-        out.extend(b"" for _ in range(len(pending) - 1))
-        pending = []
-    if pending:
-        out.append(b"".join(pending))
-        out.extend(b"" for _ in range(len(pending) - 1))
-    return b"\n".join(out)
+        return len(text) == width and not text.endswith(_TABLE_EDGE) and _continues(nxt) and not _same_columns(text, nxt)
+
+    return _rejoined(lines, wrapped)
 
 
 def soft_unwrap_block(block: bytes) -> bytes:
@@ -140,16 +130,26 @@ def soft_unwrap_block(block: bytes) -> bytes:
     if b" \n" not in block:
         return block
     lines = block.split(b"\n")
+
+    def wrapped(index: int, line: bytes) -> bool:
+        body = line[:-1] if line.endswith(b"\r") else line
+        following = lines[index + 1] if index + 1 < len(lines) else b""
+        return (len(body) >= SOFT_WRAP_MIN_CHARS and body.endswith(b" ") and not body.endswith(b"  ")
+                and bool(_SOFT_CONTINUATION.match(following)))
+
+    return _rejoined(lines, wrapped)
+
+
+def _rejoined(lines: list[bytes], wrapped: Callable[[int, bytes], bool]) -> bytes:
+    """`lines` with each one `wrapped` says goes on in the next joined to it (its CR dropped), an empty line left in
+    the place of each joined one so the number of lines stays."""
     out: list[bytes] = []
     pending: list[bytes] = []
     for index, line in enumerate(lines):
-        pending.append(line)
-        following = lines[index + 1] if index + 1 < len(lines) else b""
-        body = line[:-1] if line.endswith(b"\r") else line
-        if (len(body) >= SOFT_WRAP_MIN_CHARS and body.endswith(b" ") and not body.endswith(b"  ")
-                and _SOFT_CONTINUATION.match(following)):
-            pending[-1] = body
+        if wrapped(index, line):
+            pending.append(line[:-1] if line.endswith(b"\r") else line)
             continue
+        pending.append(line)
         out.append(b"".join(pending))
         out.extend(b"" for _ in range(len(pending) - 1))
         pending = []
