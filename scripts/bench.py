@@ -111,12 +111,10 @@ def _corpus_lines() -> list[str]:
 
 def write_dense(path: Path, size: int) -> None:
     """Lines drawn at random from the real corpus: start-ups, tracebacks, OOMs, as dense as real crash logs."""
-    lines, rng, written = _corpus_lines(), random.Random(7), 0
-    with open(path, "w", encoding="utf-8") as out:
-        while written < size:
-            chunk = "".join(rng.choice(lines) for _ in range(4000))
-            out.write(chunk)
-            written += len(chunk)
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_inputs
+
+    bench_inputs.write_drawn(path, _corpus_lines(), size)
 
 
 def write_sparse(path: Path, size: int) -> None:

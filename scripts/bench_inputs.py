@@ -125,13 +125,18 @@ def error_lines() -> list[str]:
             or "Error" in line]
 
 
-def write_errors(path: Path, size: int) -> None:
-    lines, rng, written = error_lines(), random.Random(7), 0
+def write_drawn(path: Path, lines: list[str], size: int) -> None:
+    """`size` characters of lines drawn at random (a fixed seed) from `lines`."""
+    rng, written = random.Random(7), 0
     with open(path, "w", encoding="utf-8") as out:
         while written < size:
             chunk = "".join(rng.choice(lines) for _ in range(4000))
             out.write(chunk)
             written += len(chunk)
+
+
+def write_errors(path: Path, size: int) -> None:
+    write_drawn(path, error_lines(), size)
 
 
 def write_journal_text(source: Path, path: Path) -> None:
