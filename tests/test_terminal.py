@@ -21,6 +21,7 @@ import sys
 import termios
 import time
 from pathlib import Path
+from typing import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -38,8 +39,10 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 ISOLATED = " ".join(interpreter_flags(platform.python_version()))  # verify's interpreter flags for this Python
 
 
-def on_pty(args: list[str], columns: int, env: dict[str, str] | None = None, timeout_s: float = 120) -> tuple[int, str]:
-    """Run vdiag with stdin, stdout and stderr on one pseudo-terminal of `columns` columns; its exit code and screen bytes."""
+def on_pty(args: list[str], columns: int, env: dict[str, str] | None = None, timeout_s: float = 120,
+           respond: Callable[[bytes], bytes | None] | None = None) -> tuple[int, str]:
+    """Run vdiag with stdin, stdout and stderr on one pseudo-terminal of `columns` columns; its exit code and screen
+    bytes. `respond` sees each piece of output as it comes and may return what to type in answer."""
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
     full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR")}
@@ -57,6 +60,8 @@ def on_pty(args: list[str], columns: int, env: dict[str, str] | None = None, tim
             if not data:
                 break
             chunks.append(data)
+            if respond is not None and (typed := respond(data)) is not None:
+                os.write(master, typed)
         elif proc.poll() is not None:
             break
     os.close(master)

@@ -15,10 +15,8 @@ import base64
 import json
 import os
 import re
-import select
 import subprocess
 import sys
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -27,7 +25,7 @@ from diagnose.cli.main import main
 
 from .conftest import ROOT
 from .terminal_payloads import PAYLOADS, raw_leaks
-from .test_terminal import FAKE_VLLM, VDIAG, on_pty
+from .test_terminal import FAKE_VLLM, on_pty
 from .test_verify import free_port
 
 LINE_PAYLOAD = "".join(p for _, p in PAYLOADS if "\r" not in p)  # in a log a carriage return is a line end
@@ -141,34 +139,16 @@ def test_the_triage_table_on_a_terminal_gets_none_of_a_payload(tickets):
 
 def on_pty_answering(args: list[str], answer: bytes, env: dict[str, str], timeout_s: float = 120) -> tuple[int, str]:
     """Like on_pty, answering verify's consent prompt with `answer` when it appears."""
-    import fcntl
-    import pty
-    import struct
-    import termios
+    seen, answered = [b""], [False]
 
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 160, 0, 0))
-    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR")}
-    proc = subprocess.Popen([VDIAG, *args], stdin=slave, stdout=slave, stderr=slave, close_fds=True,
-                            env={**full_env, "TERM": "xterm-256color", **env})
-    os.close(slave)
-    chunks, answered, deadline = [], False, time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if select.select([master], [], [], 0.2)[0]:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
-            if not answered and b"Run it?" in b"".join(chunks):
-                os.write(master, answer)
-                answered = True
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    return proc.wait(timeout=30), b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    def respond(data: bytes) -> bytes | None:
+        seen[0] += data
+        if not answered[0] and b"Run it?" in seen[0]:
+            answered[0] = True
+            return answer
+        return None
+
+    return on_pty(args, 160, env, timeout_s, respond)
 
 
 def test_verify_prompt_and_live_status_line_get_none_of_a_payload(tmp_path):

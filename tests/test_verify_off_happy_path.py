@@ -6,16 +6,9 @@ The attempts run against the fake vLLM of tests/fake_vllm, a real child process.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
-import select
-import struct
 import subprocess
 import sys
-import termios
-import time
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -24,6 +17,7 @@ from diagnose.cli.main import main
 from diagnose.util.errors import ExitCode
 
 from .conftest import FIXTURES
+from .test_terminal import on_pty
 from .test_verify import (FAKE_VLLM, MAX_LEN_LOG, _no_popen, fake_launch, fake_servers, free_port, max_len_log,  # noqa: F401
                           operator_env, run_verify, short_stop_grace)
 
@@ -138,33 +132,18 @@ def test_a_start_up_cut_by_the_attempt_timeout_suggests_a_longer_one(max_len_log
 def converse_on_pty(args: list[str], replies: dict[str, str], env: dict[str, str], timeout_s: float = 120) -> tuple[int, str, int]:
     """Run vdiag on a pseudo-terminal, answering each prompt that ends with one of `replies`' keys; the exit code,
     the screen, and how many prompts were answered."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
-    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR")}
-    proc = subprocess.Popen([VDIAG, *args], stdin=slave, stdout=slave, stderr=slave, close_fds=True,
-                            env={**full_env, "TERM": "xterm-256color", "NO_COLOR": "1", **env})
-    os.close(slave)
-    screen, answered, pending = b"", 0, b""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.2)
-        if not ready:
-            if proc.poll() is not None:
-                break
-            continue
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        screen, pending = screen + data, pending + data
+    pending, answered = [b""], [0]
+
+    def respond(data: bytes) -> bytes | None:
+        pending[0] += data
         for prompt, reply in replies.items():
-            if pending.rstrip().endswith(prompt.encode()):
-                os.write(master, reply.encode() + b"\n")
-                answered, pending = answered + 1, b""
-    os.close(master)
-    return proc.wait(timeout=30), screen.decode("utf-8", "replace").replace("\r\n", "\n"), answered
+            if pending[0].rstrip().endswith(prompt.encode()):
+                answered[0], pending[0] = answered[0] + 1, b""
+                return reply.encode() + b"\n"
+        return None
+
+    code, screen = on_pty(args, 120, {"NO_COLOR": "1", **env}, timeout_s, respond)
+    return code, screen, answered[0]
 
 
 def test_yes_to_all_at_the_prompt_runs_every_next_attempt_without_asking_again(max_len_log):
