@@ -58,14 +58,6 @@ def strategy_table() -> dict[str, dict]:
     return load_json("generated/strategies.json")["strategies"]
 
 
-def strategy_modules() -> dict[str, tuple[str, ...]]:
-    """module → the strategies it registers (from the generated table)."""
-    modules: dict[str, tuple[str, ...]] = {}
-    for name, entry in sorted(strategy_table().items()):
-        modules[entry["module"]] = (*modules.get(entry["module"], ()), name)
-    return modules
-
-
 class Declined(Exception):
     """A strategy's reason for proposing nothing here ("the launch sets no --limit-mm-per-prompt"): `vdiag
     --explain` and the JSON plan show it where a bare None would say only that nothing was proposed."""
