@@ -7,7 +7,6 @@ from ..facts.phases import parse_phase_condition, phase_order
 from ..launch.releases import parse_release
 from ..launch.settings import also_from_checkpoint, flag_for_setting
 from ..util.lazy_pattern import lazy
-from ..util.units import parse_int
 from .context import Context
 
 from .predicate_registry import PREDICATE_MEANINGS, PREDICATES, Predicate, predicate  # noqa: F401  (the names callers import from here)
@@ -255,18 +254,6 @@ def _image_known(ctx: Context) -> bool:
     return bool((ctx.launch is not None and ctx.launch.image) or ctx.facts.container_image)
 
 
-@predicate("layout-multiple-of-gpus", means=(
-    "the refused tensor-parallel or world size is a whole multiple of the GPUs found (a layout for "
-    "several nodes)"))
-def _multiple(ctx: Context) -> bool:
-    """The parallel size the message refuses is a whole multiple (2× or more) of the GPUs it found, two or more: a
-    layout meant for several nodes, started where only one node's GPUs are visible (TP 2 on one GPU is a mistake,
-    not two nodes)."""
-    wanted = parse_int(ctx.captures.get("tp")) or parse_int(ctx.captures.get("world_size"))
-    found = parse_int(ctx.captures.get("gpus"))
-    return bool(wanted and found and found >= 2 and wanted > found and wanted % found == 0)
-
-
 NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron"})
 
 
@@ -289,3 +276,4 @@ def _served(ctx: Context) -> bool:
 
 
 from . import memory_predicates  # noqa: F401  (registers the predicates on memory figures)
+from . import layout_predicates  # noqa: F401  (registers the predicates on parallel layouts)

@@ -1,0 +1,29 @@
+"""Predicates on the parallel layout a message refused: whether it was planned for several nodes."""
+
+from __future__ import annotations
+
+from ..util.units import parse_int
+from .context import Context
+from .predicate_registry import predicate
+
+
+@predicate("layout-multiple-of-gpus", means=(
+    "the refused tensor-parallel or world size is a whole multiple of the GPUs found (a layout for "
+    "several nodes)"))
+def _multiple(ctx: Context) -> bool:
+    """The parallel size the message refuses is a whole multiple (2× or more) of the GPUs it found, two or more: a
+    layout meant for several nodes, started where only one node's GPUs are visible (TP 2 on one GPU is a mistake,
+    not two nodes)."""
+    wanted = parse_int(ctx.captures.get("tp")) or parse_int(ctx.captures.get("world_size"))
+    found = parse_int(ctx.captures.get("gpus"))
+    return bool(wanted and found and found >= 2 and wanted > found and wanted % found == 0)
+
+
+@predicate("layout-beyond-one-node", means=(
+    "the refused size is a whole multiple of a multi-GPU node's GPUs (four or more): a plan for several such nodes"))
+def _beyond_one_node(ctx: Context) -> bool:
+    """TP 16 refused on a node of 8 is two nodes' worth, asked for on purpose: the node is already a full server, so
+    shrinking the layout to it halves the memory the plan was made for. On one or two GPUs the same arithmetic is as
+    often a typo or a `CUDA_VISIBLE_DEVICES` slip, so those stay with `layout-multiple-of-gpus`."""
+    found = parse_int(ctx.captures.get("gpus"))
+    return _multiple(ctx) and found is not None and found >= 4
