@@ -56,3 +56,20 @@ def test_an_unplaced_paste_gets_a_low_confidence_guess_that_says_it_is_one(rules
 ])
 def test_no_guess_where_nothing_failed_at_start_up(text, ruleset):
     assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
+
+
+@pytest.mark.parametrize("text, category", [
+    # an issue title that keeps only the constraint vLLM's check stated, with no error word
+    ("Incompatible Mxfp4 Backend On My Card\n", "quantization-mismatch"),
+    ("Sliding window attention is not supported with this backend\n", "attention-backend-unsupported"),
+])
+def test_a_refused_constraint_without_an_error_word_still_gets_a_guess(text, category, ruleset):
+    top = diagnose_text(text, rules=ruleset).report["diagnoses"][0]
+    assert (top["basis"], top["category"]) == ("wording", category)
+    assert top["confidence"] <= 0.3
+
+
+def test_an_internal_assertion_that_a_value_must_be_given_is_not_a_refused_constraint(ruleset):
+    """"must be" is how assertions word themselves, at request time as much as at start-up."""
+    text = "ERROR 05-01 10:00:00 [core.py:800] AssertionError: Exactly one of block_hashes or token_ids must be provided\n"
+    assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []

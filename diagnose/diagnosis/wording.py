@@ -24,7 +24,12 @@ MIN_TELLING_FEATURES = 2
 MIN_TOP_PROBABILITY = 0.5
 _FAILED = lazy(r"(?i)\b(?:error|exception|fail(?:ed|ure|s)?|cannot|can't|could not|unable|not supported|unsupported|"
                r"invalid|killed|abort(?:ed)?|segmentation fault|core dumped|out of memory|oom|refused|denied|"
-               r"not found|no such|crash(?:ed|es)?)\b")
+               r"not found|no such|crash(?:ed|es)?|"
+               # the constraint a refusal states: vLLM's start-up checks word most of their errors this way, and a
+               # title or a cut line often keeps only this part of them
+               r"incompatible|not compatible|only supports?|only supported|"
+               r"does(?: not|n't) support|not (?:yet )?(?:supported|implemented)|mismatch(?:ed)?|exceeds?|"
+               r"insufficient|too (?:small|large|long|many|few))\b")
 
 
 def paste_document(lines: list[tuple[int, str]]) -> tuple[str, int | None]:
