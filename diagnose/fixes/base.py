@@ -136,15 +136,13 @@ def for_release(fix: Fix, ctx: Context) -> Fix | None:
 
 def _restates_default(flag: str, value: Any, ctx: Context) -> bool:
     """Whether setting `flag` to `value` changes nothing on this release (V0's max_num_seqs 256, a 0.9 share on 0.6)."""
-    from ..launch.launch import flag_table
     from ..launch.releases import release_default
 
     default = release_default(flag, ctx.version)
-    runtime = (flag_table().get("runtime_defaults") or {}).get(flag)
-    if default is None and runtime:
-        from ..context.predicates import PREDICATES
+    if default is None and flag == "--max-num-seqs":
+        from ..context.run_defaults import default_max_num_seqs
 
-        default = runtime.get("v0") if not PREDICATES["v1-engine"](ctx) else None
+        default = default_max_num_seqs(ctx)[0]  # V0's, or V1's for the GPU the log shows
     if default is None or value is True:
         return False
     number = _as_float(value)

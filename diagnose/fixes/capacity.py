@@ -14,35 +14,41 @@ from .memory import predict_kv
 
 @strategy("lower-max-num-seqs", params={"divide_by": {"type": "integer"}, "floor": {"type": "integer"}})
 def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
-    """Fewer sequences at once (a quarter of the assumed or given max_num_seqs, or the message's own count): the
-    profile and warm-up batches shrink with them."""
+    """Fewer sequences at once (a quarter of the given max_num_seqs or of the default this GPU gets, or the
+    message's own count): the profile and warm-up batches shrink with them."""
     current = parse_int(ctx.captures.get("max_num_seqs")) or parse_int(ctx.arg("--max-num-seqs"))
     limit = parse_int(ctx.captures.get("blocks"))
-    from ..context.predicates import PREDICATES
-
-    v1 = PREDICATES["v1-engine"](ctx) if (ctx.version or ctx.facts.engine_v1 is not None) else True
-    assumed = current is None
+    divide_by, floor = int(params.get("divide_by", 4)), int(params.get("floor", 8))
+    said = f"{current}" if current is not None else ""
     if current is None:
-        from ..launch.launch import flag_table
+        from ..context.run_defaults import default_max_num_seqs
 
-        current = flag_table()["runtime_defaults"]["--max-num-seqs"]["v1" if v1 else "v0"]
-    said = f"{current}: the {'V1' if v1 else 'V0'} default, assumed as the log does not state it" if assumed else f"{current}"
+        current, said = default_max_num_seqs(ctx)
     if limit:
         value = limit  # vLLM's own "at most N": the most sequences its cache holds, so the least throughput lost
         basis = f"vLLM says at most {limit}: {limit} state blocks fit, one per sequence"
+    elif current is None:
+        # the V1 default is 1024 or 256 by the GPU, which the log does not show: 256 lowers the first, and says so
+        value = V1_SMALL_DEFAULT
+        basis = (f"{value} lowers the 1024 that GPUs of 70 GiB or more get (an A100 excepted from 0.9); on a smaller "
+                 f"GPU {value} is already the default, and {max(floor, value // divide_by)} is the quarter to try")
     else:
-        value = max(int(params.get("floor", 8)), current // int(params.get("divide_by", 4)))
+        value = max(floor, current // divide_by)
         basis = f"a quarter of the {current} sequences the warm-up or profile run sized for"
-    if value >= current:
+    if current is not None and value >= current:
         return None
+    given = parse_int(ctx.captures.get("max_num_seqs")) or parse_int(ctx.arg("--max-num-seqs"))
     return Fix(
         title=f"Lower --max-num-seqs to {value}",
         changes={"--max-num-seqs": str(value)},
         why=f"vLLM sizes its dummy batches and state for max_num_seqs ({said}); {basis}.",
-        cost="throughput", cost_note=f"at most {value} requests run at once" + ("" if assumed else f" (was {current})"),
+        cost="throughput", cost_note=f"at most {value} requests run at once" + (f" (was {given})" if given else ""),
         will_start=True if limit else None,
         not_evaluable=None if limit else "the memory each sequence needs is not in the log",
     )
+
+
+V1_SMALL_DEFAULT = 256
 
 
 @strategy("enforce-eager")

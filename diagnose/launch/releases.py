@@ -257,3 +257,31 @@ def edit_distance(a: str, b: str) -> int:
                 current[j] = min(current[j], previous2[j - 2] + 1)
         previous2, previous = previous, current
     return previous[-1]
+
+
+def v1_max_num_seqs_default(version: str | None, total_gib: float | None, gpu_name: str | None,
+                            platform: str | None = None, world_size: int = 1) -> int | None:
+    """The max_num_seqs the V1 engine picks when none is given, where the log shows what it depends on: the GPU's
+    total memory and name (data/flags.yaml `runtime_defaults`, read from vLLM's EngineArgs). None when they are
+    not known: the default is then unknown, never assumed.
+
+    >>> v1_max_num_seqs_default("0.10.1", 79.1, "NVIDIA H100 80GB HBM3"), v1_max_num_seqs_default("0.10.1", 79.2, "A100-SXM4-80GB")
+    (1024, 256)
+    >>> v1_max_num_seqs_default("0.8.5", 79.2, "A100"), v1_max_num_seqs_default(None, 22.0, "A10"), v1_max_num_seqs_default("0.11.0", None, None)
+    (1024, 256, None)
+    """
+    table = load_yaml("flags.yaml")["runtime_defaults"]["--max-num-seqs"]["v1"]
+    if platform == "cpu":
+        return int(table["cpu_server_per_rank"]) * max(world_size, 1)
+    if total_gib is None:
+        return None
+    if total_gib < float(table["large_gpu_min_gib"]):
+        return int(table["other_gpu"])
+    excepted = table["large_gpu_except"]
+    release, since = parse_release(version), parse_release(excepted["since"])
+    if any(name in (gpu_name or "").lower() for name in excepted["names"]):
+        if release is None:
+            return None  # an A100 of 80 GB: 1024 before 0.9, 256 from it, and the release is not known
+        if since is not None and release[:2] >= since[:2]:
+            return int(table["other_gpu"])
+    return int(table["large_gpu"])

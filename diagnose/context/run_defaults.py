@@ -1,0 +1,28 @@
+"""The defaults vLLM computes at start-up for one run, where the log shows what they depend on (never assumed)."""
+
+from __future__ import annotations
+
+from .context import Context
+
+
+def default_max_num_seqs(ctx: Context) -> tuple[int | None, str]:
+    """The max_num_seqs this run had when the launch gave none, and how that is known: V0's fixed default, or the
+    V1 default for the GPU the log shows; (None, why) when the GPU is not known."""
+    from ..gpu.table import lookup_gpu
+    from ..launch.launch import flag_table
+    from ..launch.releases import v1_max_num_seqs_default
+    from .predicates import PREDICATES
+
+    v1 = PREDICATES["v1-engine"](ctx) if (ctx.version or ctx.facts.engine_v1 is not None) else True
+    if not v1:
+        v0 = flag_table()["runtime_defaults"]["--max-num-seqs"]["v0"]
+        return v0, f"{v0}: the V0 default, as the launch does not set it"
+    name = next((g.name for g in ctx.gpus if g.name), None)
+    total = ctx.gpu_total_gib()
+    if total is None and name and (entry := lookup_gpu(name)):
+        total = float(entry["memory_gib"])
+    value = v1_max_num_seqs_default(ctx.version, total, name, ctx.facts.platform, max(ctx.tp() * ctx.pp(), 1))
+    if value is None:
+        return None, "not set; V1's default depends on the GPU, which the log does not show"
+    on = f"a {total:g} GiB {name or 'GPU'}" if total else (name or "this platform")
+    return value, f"{value}: the V1 default on {on}, as the launch does not set it"
