@@ -91,3 +91,29 @@ def test_a_script_re_run_by_a_spawned_child_is_named(ruleset):
 ])
 def test_no_step_is_claimed_where_start_up_did_not_stop_there(text, ruleset):
     assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
+
+
+STARTING = "(APIServer pid=1) INFO 04-29 00:57:50 [api_server.py:1043] vLLM API server version 0.8.5\n"
+IN_THE_LAYERS = traceback(("model_executor/layers/fused_moe/fused_moe.py", "inplace_fused_experts"),
+                          ("model_executor/layers/fused_moe/fused_moe.py", "fused_experts_impl"))
+
+
+def test_a_start_up_cut_inside_the_model_s_layers_is_a_forward_pass_of_start_up(ruleset):
+    """Above profile_run or capture_model the paste was cut; the layers run at start-up only in those steps."""
+    report = diagnose_text(STARTING + IN_THE_LAYERS, rules=ruleset).report
+    categories = [d["category"] for d in report["diagnoses"]]
+    assert categories[:2] == ["cuda-oom-profile-or-warmup", "cuda-oom-cudagraph"]
+    assert report["diagnoses"][0]["confidence"] < 0.5
+    assert "error line itself is not in the paste" in report["diagnoses"][0]["why"]
+
+
+def test_a_frame_that_names_a_step_outranks_the_layers_inside_it(ruleset):
+    capture = traceback(("v1/worker/gpu_model_runner.py", "capture_model"),
+                        ("model_executor/layers/fused_moe/fused_moe.py", "fused_experts_impl"))
+    assert diagnose_text(STARTING + capture, rules=ruleset).report["diagnoses"][0]["category"] == "cuda-oom-cudagraph"
+
+
+def test_building_the_layers_is_not_a_forward_pass(ruleset):
+    building = traceback(("model_executor/layers/linear.py", "__init__"), ("model_executor/layers/linear.py", "create_weights"))
+    assert all(d.get("basis") != "traceback-step" or "forward pass" not in d["why"]
+               for d in diagnose_text(STARTING + building, rules=ruleset).report["diagnoses"])

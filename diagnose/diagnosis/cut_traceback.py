@@ -45,15 +45,19 @@ def stages() -> tuple[dict, ...]:
 
     entries = tuple(load_yaml("startup_frames.yaml")["stages"])
     for entry in entries:  # a malformed table is a bug in vdiag's data: fail loudly, not with a wrong answer
-        lists = [entry.get(key, []) for key in ("functions", "files", "python", "python_files", "categories")]
+        lists = [entry.get(key, []) for key in ("functions", "files", "python", "python_files", "categories",
+                                                 "except_functions")]
         lists += list((entry.get("hints") or {}).values())
         if not all(isinstance(item, str) for values in lists for item in values):
             raise ValueError(f"startup_frames.yaml: stage {entry.get('step')!r} has a non-text entry")
     return entries
 
 
-def _stage_of(path: str, rel: str | None, function: str) -> dict | None:
+def _stage_of(path: str, rel: str | None, function: str, fallback: bool = False) -> dict | None:
+    """The step a frame names; `fallback` stages (the model's layers) only on the second pass."""
     for stage in stages():
+        if bool(stage.get("fallback")) != fallback or function in stage.get("except_functions", ()):
+            continue
         if rel is not None and (function in stage.get("functions", ())
                                 or any(fnmatchcase(rel, pattern) for pattern in stage.get("files", ()))):
             return stage
@@ -77,14 +81,17 @@ def last_traceback(frames: FramesExtractor) -> list[tuple[int, str | None, str]]
 
 
 def stopped_in(frames: FramesExtractor) -> Stop | None:
-    """The innermost frame of the last traceback that names a start-up step."""
-    for line, rel, text in reversed(last_traceback(frames)):
-        found = _FRAME.search(text)
-        if found is None:
-            continue
-        stage = _stage_of(found.group("path"), rel, found.group("function").rsplit(".", 1)[-1])
-        if stage is not None:
-            return Stop(stage, line, text, found.group("function"))
+    """The innermost frame of the last traceback that names a start-up step; a frame of the model's own layers only
+    where no frame names one (a paste cut above `profile_run` or `capture_model`)."""
+    chain = list(reversed(last_traceback(frames)))
+    for fallback in (False, True):
+        for line, rel, text in chain:
+            found = _FRAME.search(text)
+            if found is None:
+                continue
+            stage = _stage_of(found.group("path"), rel, found.group("function").rsplit(".", 1)[-1], fallback)
+            if stage is not None:
+                return Stop(stage, line, text, found.group("function"))
     return None
 
 
@@ -107,13 +114,15 @@ def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error
     stop = stopped_in(frames)
     if stop is None or _survived(stop, dict(lines), ctx):
         return []
+    if stop.stage.get("fallback") and ctx.phases.reached() is None:
+        return []  # the model's layers run while serving too: only a paste that shows a start-up places them in one
     chain = last_traceback(frames)
     if error_after and chain and chain[-1][1] is None:
         return []  # an error line raised outside vLLM (torch, a library): vLLM's frames above it do not explain it
     paste = "\n".join(text for _line, text in lines)
     out: list[Diagnosis] = []
     for category, confidence in zip(ranked_categories(stop.stage, paste), STAGE_CONFIDENCES):
-        rule = rule_for(rules, category)
+        rule = rule_for(rules, category, ctx)
         if rule is None:
             continue
         captures = {"stage": stop.stage["step"], "stage_function": stop.function, "stage_phase": stop.stage["phase"],

@@ -132,12 +132,18 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
     return best
 
 
-def rule_for(rules: list[Rule], category: str) -> Rule | None:
-    """The rule that carries vLLM's catalogue for the category, else the first rule of it with no conditions."""
+def rule_for(rules: list[Rule], category: str, ctx: Context | None = None) -> Rule | None:
+    """The rule that carries vLLM's catalogue for the category, else the first rule of it with no conditions, else
+    (given the context) the first whose conditions hold: the out-of-memory rules all say which phase they are for."""
     for rule in rules:
         if rule.category == category and any(s.table == "vllm_messages" for s in rule.signatures):
             return rule
-    return next((r for r in rules if r.category == category and not r.conditions), None)
+    unconditioned = next((r for r in rules if r.category == category and not r.conditions), None)
+    if unconditioned is not None or ctx is None:
+        return unconditioned
+    from ..context.predicates import evaluate
+
+    return next((r for r in rules if r.category == category and evaluate(r.conditions, ctx.for_rule({}, None))), None)
 
 
 def excerpt_diagnosis(lines: list[tuple[int, str]], rules: list[Rule], ctx: Context,
