@@ -23,6 +23,7 @@ from .conftest import ROOT
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import build_message_catalogue  # noqa: E402
+import build_quiet_messages  # noqa: E402
 
 CONFIG = '''
 class ParallelConfig:
@@ -204,3 +205,8 @@ def test_the_script_writes_one_message_a_line_with_its_releases_and_category(tmp
     assert (row["releases"], row["startup"], row["category"]) == (["0.9.2"], True, "kv-cache-no-blocks")
     assert len(out.read_text().splitlines()) == len(table["header"]) + len(table["messages"]) + 5  # one message a line
 
+
+def test_the_quiet_miner_keeps_the_messages_logged_below_error(tmp_path):
+    _sdist(tmp_path, "0.9.2", files())
+    templates, versions, failures = build_quiet_messages.quiet_templates(tmp_path)
+    assert (templates, versions, failures) == (["Loading weights took {x} seconds"], ["0.9.2"], [])
