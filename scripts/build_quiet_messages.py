@@ -33,14 +33,12 @@ MIN_WORDS = 4  # shorter messages ("Using {x}") are not worth a template: they s
 
 def quiet_templates(sdist_dir: Path) -> tuple[list[str], list[str], list[str]]:
     """(templates, releases read, files that failed to parse)."""
-    catalogue.LOGGER_METHODS = QUIET_METHODS  # the catalogue's extraction, with the quiet logger methods instead
-    sdists = sorted(((m["version"], p) for p in sdist_dir.glob("vllm-*.tar.gz")
-                     if (m := catalogue.SDIST_NAME.match(p.name))), key=lambda vp: catalogue.version_key(vp[0]))
+    sdists = catalogue.find_sdists(sdist_dir)
     failures: list[str] = []
     found: set[str] = set()
     for _version, archive in sdists:
-        print(f"scanning {archive.name}", file=sys.stderr)
-        for site in catalogue.scan_sdist(archive, failures):
+        # the catalogue's extraction, with the quiet logger methods instead of the error ones
+        for site in catalogue.scan_sdist(archive, failures, logger_methods=QUIET_METHODS):
             if site.kind.startswith("logger.") and len(site.template.split()) >= MIN_WORDS:
                 found.add(site.template)
     return sorted(found), [v for v, _ in sdists], failures

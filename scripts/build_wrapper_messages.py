@@ -4,7 +4,7 @@
 GPUStack, LLaMA-Factory, KServe's huggingfaceserver, trl, verl and vllm-ascend each wrap vLLM and
 report its failures, or their own, in their own words. This reads their source (which files:
 scripts/wrapper_sources.yaml), extracts every message the way vLLM's catalogue is built
-(scripts/message_extraction.py), and places each one with the ordered rules of
+(diagnose/authoring/release_mining/message_extraction.py), and places each one with the ordered rules of
 scripts/wrapper_categories.yaml: a vLLM failure seen through the wrapper gets its taxonomy
 category, an error of the wrapper itself is marked `wrapper_own` with what it means.
 
@@ -29,17 +29,16 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import yaml
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
-from build_message_catalogue import TAXONOMY_FILE, load_category_rules  # noqa: E402
-from message_extraction import longest_literal  # noqa: E402
+from build_message_catalogue import RULES_FILE as VLLM_RULES_FILE  # noqa: E402
 from wrapper_miner import GitTree, Mined, WrapperSource, load_sources, mine  # noqa: E402
 from wrapper_rules import load_wrapper_rules, place  # noqa: E402
 
+from diagnose.authoring.release_mining.message_categories import load_category_rules, taxonomy_ids  # noqa: E402
+from diagnose.authoring.release_mining.message_templates import longest_literal  # noqa: E402
 from diagnose.knowledge.error_tables import template_pattern  # noqa: E402
 
 SOURCES_FILE = HERE / "wrapper_sources.yaml"
@@ -136,9 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sources = load_sources(SOURCES_FILE)
-    known = {cid for group in yaml.safe_load(TAXONOMY_FILE.read_text()).values() for cid in group}
+    known = taxonomy_ids()
     rules = load_wrapper_rules(RULES_FILE, known, {s.id for s in sources})
-    vllm_rules = [rule for rule in load_category_rules()[0] if rule.text_only]
+    vllm_rules = [rule for rule in load_category_rules(VLLM_RULES_FILE)[0] if rule.text_only]
     vllm = VllmWordings([m["template"] for m in json.loads(CATALOGUE_FILE.read_text())["messages"]])
     counts: Counter = Counter()
     commits: dict[str, list[tuple[str, str]]] = {}

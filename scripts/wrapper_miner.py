@@ -1,7 +1,7 @@
 """Mine the messages of the projects that launch vLLM (GPUStack, LLaMA-Factory, trl, ...) from their source.
 
 The sources table (wrapper_sources.yaml) says which files of each wrapper start a model; the messages of
-those files are extracted the way vLLM's are (message_extraction.py), merged over the refs read, and
+those files are extracted the way vLLM's are (diagnose/authoring/release_mining/message_extraction.py), merged over the refs read, and
 categorised by the ordered rules of wrapper_categories.yaml (wrapper_rules.py). A source is read from a
 git mirror at a ref (GitTree) or from a folder (FolderTree, for tests and unpacked archives).
 
@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import yaml
-from message_extraction import find_messages, longest_literal
-from message_rules import compile_text, globs
+
+from diagnose.authoring.release_mining.message_extraction import find_messages
+from diagnose.authoring.release_mining.message_rules import compile_text, globs
+from diagnose.authoring.release_mining.message_templates import longest_literal
 
 
 @dataclass

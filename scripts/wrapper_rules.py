@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from message_rules import compile_text, globs
+
+from diagnose.authoring.release_mining.message_rules import compile_text, globs
 
 _CONDITIONS = {"wrapper", "file", "function", "text", "kind"}
 _OUTCOMES = {"category", "own", "vllm_rules", "drop"}

@@ -1,5 +1,5 @@
-"""The static extraction of error messages from Python source (scripts/message_extraction.py), shared by the
-miners of vLLM's catalogue and of the wrappers' messages, on small synthetic sources."""
+"""The static extraction of error messages from Python source (diagnose/authoring/release_mining/message_extraction.py),
+shared by the miners of vLLM's catalogue and of the wrappers' messages, on small synthetic sources."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from message_extraction import find_messages, longest_literal  # noqa: E402
+from diagnose.authoring.release_mining.message_extraction import find_messages  # noqa: E402
+from diagnose.authoring.release_mining.message_templates import longest_literal  # noqa: E402
 
 SOURCE = '''
 import logging
@@ -70,7 +71,7 @@ def test_source_that_does_not_parse_raises_syntax_error():
         find_messages("bad.py", "def broken(:\n")
 
 
-@pytest.mark.parametrize("module", ["message_extraction", "message_rules", "wrapper_miner", "wrapper_coverage"])
+@pytest.mark.parametrize("module", ["wrapper_miner", "wrapper_coverage"])
 def test_the_miners_docstring_examples_hold(module):
     import doctest
     import importlib

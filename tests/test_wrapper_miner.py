@@ -12,21 +12,21 @@ import sys
 from collections import Counter
 
 import pytest
-import yaml
 
+from diagnose.authoring.release_mining.message_categories import load_category_rules, taxonomy_ids
 from diagnose.knowledge.error_tables import template_pattern
 
 from .conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from build_message_catalogue import TAXONOMY_FILE, load_category_rules  # noqa: E402
+from build_message_catalogue import RULES_FILE as VLLM_RULES_FILE  # noqa: E402
 from build_wrapper_messages import VllmWordings, records  # noqa: E402
 from wrapper_miner import FolderTree, GitTree, load_sources, mine  # noqa: E402
 from wrapper_rules import load_wrapper_rules, place  # noqa: E402
 
 TABLE = json.loads((ROOT / "diagnose" / "data" / "wrapper_messages.json").read_text())
-KNOWN = {cid for group in yaml.safe_load(TAXONOMY_FILE.read_text()).values() for cid in group}
+KNOWN = taxonomy_ids()
 
 SOURCES = """
 wrappers:
@@ -128,7 +128,7 @@ def _rules(tmp_path, text=RULES):
 
 
 def test_the_first_rule_that_matches_places_a_message(tmp_path):
-    rules, vllm = _rules(tmp_path), [r for r in load_category_rules()[0] if r.text_only]
+    rules, vllm = _rules(tmp_path), [r for r in load_category_rules(VLLM_RULES_FILE)[0] if r.text_only]
 
     def where(template):
         found = place(rules, vllm, "demo", template, "demo/serve.py", "start", "ValueError")

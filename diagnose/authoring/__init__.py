@@ -1,1 +1,1 @@
-"""Tools for rule authors: fixture cases, lint, pattern export in other regex dialects, report snapshots."""
+"""Tools for rule authors: fixture cases, lint, regex dialects, report snapshots, the data tables' source miners."""
