@@ -174,9 +174,9 @@ def value_agrees(key: str, want, got, ctx) -> tuple[bool, bool]:
         if key == "--max-model-len":
             before = before or ctx.max_model_len()
         if before is None and key == "--max-num-seqs":
-            from diagnose.context.predicates import PREDICATES
+            from diagnose.context.run_defaults import default_max_num_seqs
 
-            before = 1024 if PREDICATES["v1-engine"](ctx) else 256
+            before = default_max_num_seqs(ctx)[0]  # V0's, or V1's for the GPU the log shows; else unknown
         before = before if before is not None else DEFAULTS.get(key)
         same_direction = before is not None and (want_n - before) * (got_n - before) > 0
         return close, close or same_direction
