@@ -123,7 +123,8 @@ def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
     return Fix(title=f"Stay within the {available} visible GPU(s): {flag} {value}", changes={flag: value},
                why=f"{requested} GPUs were requested but only {available} are visible to this process.",
                cost="throughput", cost_note="fewer GPUs: less memory for weights and KV cache", will_start=None,
-               not_evaluable=None if ctx.model else "model size unknown: check the weights fit on fewer GPUs")
+               not_evaluable=f"whether the weights fit {available} GPU{'s' if available != 1 else ''}"
+                             + ("" if ctx.model else ": the model's size is unknown"))
 
 
 @strategy("ray-executor")
