@@ -190,3 +190,25 @@ def test_flash_attention_3_only_on_an_ada_card_gets_vllms_triton_fallback_not_ne
     assert diagnosis["fixes"][0]["changes"] == {"env:VLLM_ATTENTION_BACKEND": "TRITON_ATTN"}
     assert diagnosis["fixes"][0]["command"].startswith("VLLM_ATTENTION_BACKEND=TRITON_ATTN vllm serve openai/gpt-oss-20b")
     assert not any("Ampere-or-newer" in fix["title"] for fix in diagnosis["fixes"])
+
+
+def test_a_layout_of_two_full_nodes_keeps_its_size_and_gets_the_ray_executor():
+    """Class 1 (costly lever first): TP 16 refused on an 8-GPU node is a plan for two nodes. Halving it to the node
+    halves the memory it was made for; 0.11.1 stopped falling back to Ray, and 0.13's message names the executor."""
+    diagnosis = top(report_for("tp16-on-an-8-gpu-node-0.11.2.log"))
+    assert diagnosis["category"] == "tp-exceeds-gpus"
+    first, second = diagnosis["fixes"][:2]
+    assert first["command"] == "vllm serve Qwen/Qwen3-235B-A22B --tensor-parallel-size 16 --distributed-executor-backend ray"
+    assert second["changes"] == {"--tensor-parallel-size": "8"} and second["not_evaluable"]
+
+
+def test_a_default_the_gpu_decides_is_read_for_that_gpu_and_never_proposed_as_a_change():
+    """Class 3 (claims the log does not support): V1's max_num_seqs is 256 on a GPU under 70 GiB, so 'lower it to 256'
+    would change nothing, and '1024' would be a default this run never had."""
+    report = report_for("profile-oom-on-a-22-gib-gpu-0.10.1.log")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "cuda-oom-profile-or-warmup"
+    seqs = [fix for fix in every_fix(report) if "--max-num-seqs" in fix["changes"]]
+    assert seqs and all(fix["changes"]["--max-num-seqs"] not in ("256", "1024") for fix in seqs)
+    assert "256: the V1 default on a 22.07 GiB GPU" in seqs[0]["why"]
+    assert not any("1024" in fix["why"] for fix in seqs)
