@@ -113,6 +113,15 @@ def _rejected_command(ctx: Context) -> bool:
     return _rejected_python(ctx) or _rejected_serve(ctx)
 
 
+@predicate("refused-for-model-features", means=(
+    "vLLM refused the backend it had selected for reasons of the model or its settings, none of them the GPU"))
+def _refused_for_model(ctx: Context) -> bool:
+    """`Selected backend X is not valid for this configuration. Reason: ['sparse not supported']`: another GPU is not
+    the cure the message points at unless one reason is the compute capability."""
+    reasons = ctx.captures.get("reason") or ""
+    return bool(ctx.captures.get("backend") and "not supported" in reasons and "compute capability" not in reasons)
+
+
 @predicate("flash-attention-cannot-run", means=(
     "the error says FlashAttention cannot run on this GPU (it needs Ampere, or the feature is only in "
     "FlashAttention 3 and the GPU is not known to be Hopper)"))

@@ -86,4 +86,58 @@ def attention_reasons(ctx: Context, params: dict) -> Fix | None:
                cost="hardware", cost_note="different hardware, or another model", will_start=None)
 
 
-__all__ = ["attention_reasons", "parse_reasons"]
+
+_SELECTED_REASON = lazy(r"'([^']{1,200})'")
+
+
+@lru_cache(maxsize=1)
+def provider_table() -> dict[str, list[dict]]:
+    from ..util.datafiles import load_yaml
+
+    return {k.lower(): v for k, v in ((load_yaml("attention_backends.yaml") or {}).get("providers") or {}).items()}
+
+
+@strategy("selected-backend-reasons")
+def selected_backend_reasons(ctx: Context, params: dict) -> Fix | None:
+    """`Selected backend X is not valid for this configuration. Reason: [...]`: the backend forced on vLLM (by the
+    launch, or by vLLM itself, as 0.12 forces CUTLASS_MLA for MLA on Blackwell) refused for its reasons. Rank 1 is
+    dropping the launch's forcing, else the settings the launch chose back to their defaults, else the backend
+    that has the feature the refused one lacks (data/attention_backends.yaml `providers`)."""
+    selected = (ctx.captures.get("backend") or "").rsplit(".", 1)[-1].removesuffix("_VLLM_V1")
+    reasons = _SELECTED_REASON.findall(ctx.captures.get("reason") or "")
+    if not selected or not reasons:
+        return None
+    said = "; ".join(reasons)
+    forced = ctx.launch.env_value("VLLM_ATTENTION_BACKEND") if ctx.launch is not None else None
+    if forced and forced.removesuffix("_VLLM_V1") == selected:
+        return Fix(title="Let vLLM choose the attention backend: remove VLLM_ATTENTION_BACKEND",
+                   changes={"env:VLLM_ATTENTION_BACKEND": None},
+                   why=f"The launch forces {selected}, which vLLM refused for this model and GPU ({said}); without it "
+                       "vLLM's selector tries every backend in order.", cost="none", will_start=None,
+                   not_evaluable="whether another backend supports this model on this GPU")
+    changes = _setting_changes(reasons, ctx)
+    if changes:
+        return Fix(title="Let vLLM use " + selected + ": " + " ".join(f"{k} {v}" if v else f"remove {k}" for k, v in changes.items()),
+                   changes=changes, why=f"vLLM refused {selected} only for settings the launch chose ({said}).",
+                   cost="config", cost_note="the setting's default instead of the one chosen", will_start=None,
+                   not_evaluable="other checks of that backend may still fail")
+    capability = ctx.compute_capability()
+    for reason in reasons:
+        for provider in provider_table().get(reason.lower().rstrip("."), []):
+            majors = provider.get("majors") or []
+            if capability is not None and majors and int(capability) not in majors:
+                continue
+            on = "" if not majors else f" It runs on compute capability {' and '.join(f'{m}.x' for m in majors)}" + (
+                "; this GPU's is not in the log." if capability is None else ".")
+            return Fix(title=f"Select a backend that has it: VLLM_ATTENTION_BACKEND={provider['value']}",
+                       changes={"env:VLLM_ATTENTION_BACKEND": provider["value"]},
+                       why=f"vLLM had selected {selected}, which refused this model ({said}); {provider['value']} "
+                           f"is the backend with {reason.lower().removesuffix(' not supported')} support.{on} A backend "
+                           "set outright is the one vLLM uses (0.12 itself selects CUTLASS_MLA for MLA models on "
+                           "Blackwell when none is set).",
+                       cost="throughput", cost_note="another backend can be slower for other shapes", will_start=None,
+                       not_evaluable="the backend's other checks (KV-cache dtype, block size) are vLLM's to run")
+    return None
+
+
+__all__ = ["attention_reasons", "parse_reasons", "selected_backend_reasons"]
