@@ -81,12 +81,30 @@ def table_signature(table: str, category: str) -> tuple[tuple[str, ...], str]:
     if table in TEMPLATE_TABLES:
         literals, patterns = _template_parts(entries)
     else:
+        generic = {w for e in entries if e.get("generic") for w in wordings(e)}
         texts = sorted({w for e in entries for w in wordings(e)}, key=lambda w: (-len(w), w))
-        patterns = [r"\s+".join(re.escape(part) for part in text.split()) for text in texts]
+        patterns = [_not_on_component_lines(text) if text in generic else _spaced(text) for text in texts]
         literals = tuple(dict.fromkeys(text.lower().split("(")[0].strip() for text in texts))
     if not patterns or not literals:
         raise KeyError(f"error table '{table}' has no entry for category '{category}'")
     return literals, rf"(?i)(?P<error>{'|'.join(patterns)})"
+
+
+def _spaced(text: str) -> str:
+    return r"\s+".join(re.escape(part) for part in text.split())
+
+
+def _not_on_component_lines(text: str) -> str:
+    """A generic wording, except on a line another component wrote in its own format (data/component_log_markers.yaml):
+    there it is that component's report, which its own rule places (a variable-length look-behind of `regex`)."""
+    from ..util.datafiles import load_yaml
+
+    markers = (load_yaml("component_log_markers.yaml") or {}).get("markers") or []
+    if not markers:
+        return _spaced(text)
+    guard = "|".join(_spaced(marker) for marker in markers)
+    # the look-behind after the wording runs only where the wording matched: a line without it costs nothing more
+    return rf"{_spaced(text)}(?<!(?:{guard})[^\n]{{0,400}}{_spaced(text)})"
 
 
 @lru_cache(maxsize=None)
