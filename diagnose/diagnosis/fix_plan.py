@@ -78,12 +78,15 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             entry["outcome"] = "left out: a rule's fix computes a value for the same setting"
         elif _in_effect(fix, ctx):
             entry["outcome"] = "left out: the launch already has it"
+        elif any(DIAGNOSTIC_OUTPUT.get(key) in ctx.text_hints for key in fix.changes):
+            entry["outcome"] = "left out: the input already holds the output this setting turns on"
         else:
             candidates.append(fix)
     named = {key for fix in advised if not fix.conditional for key in (*fix.changes, *fix.mentions)}  # the log's cure
     # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
     # more specific one and goes first among fixes of the same prediction
-    positions = [-1 if diagnosis.family and fix.strategy == ADVICE_STRATEGY else i for i, fix in enumerate(candidates)]
+    positions = [-1 if diagnosis.family and fix.strategy == ADVICE_STRATEGY and not fix.conditional else i
+                 for i, fix in enumerate(candidates)]
     ranked = sorted(zip(positions, candidates), key=lambda pair: _rank_key(pair[1], pair[0], named))
     diagnosis.fixes = ranked_as_given([fix for _i, fix in ranked], ctx)
     for rank, fix in enumerate((r.fix for r in diagnosis.fixes), start=1):
@@ -95,6 +98,10 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"
+
+
+# settings whose only effect is more output, and the hint (facts/hints.py) that the input already holds that output
+DIAGNOSTIC_OUTPUT = {"env:NCCL_DEBUG": "nccl-log"}
 
 
 def ranked_as_given(fixes: list[Fix], ctx: Context) -> list[RankedFix]:

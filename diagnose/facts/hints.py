@@ -11,6 +11,7 @@ _HINTS = [
     ("VLLM_PORT", lazy(r"VLLM_PORT")),
     ("Explicitly set", lazy(r"Explicitly set \(")),
     ("capture-finished", lazy(r"Graph capturing finished")),
+    ("nccl-log", lazy(r"\bNCCL (?:WARN|INFO)\b")),  # NCCL's own log: what NCCL_DEBUG would show is already here
     # the parser of `python -m vllm.entrypoints.openai.api_server`: it accepts a positional model_tag but, unlike
     # `vllm serve` (entrypoints/cli/serve.py), never uses it as the model (0.11.0 sources): the model needs --model
     ("api-server-parser", lazy(r"^usage: api_server\.py\b")),
@@ -25,7 +26,7 @@ class HintExtractor:
 
     literals = ("ray status", "autoscaler status", "ray cluster", "rayworkerwrapper", "ray start", "stream closed",
                 "kubectl", "pod/", "leaderworkerset", "--nnodes", "--node-rank", "vllm_port", "explicitly set (",
-                "graph capturing finished", "dist-packages/vllm/", "/vllm-workspace/", "docker run", "docker compose",
+                "graph capturing finished", "nccl warn", "nccl info", "dist-packages/vllm/", "/vllm-workspace/", "docker run", "docker compose",
                 "docker-compose", "podman run", "vllm/vllm-openai", "usage: api_server")
     window = 0
     repeats_change_nothing = True  # a repeated line adds what it added the first time (scan/repeats)

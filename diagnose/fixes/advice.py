@@ -144,11 +144,19 @@ def _conditional(line: str, fix: Fix) -> bool:
     >>> _conditional("No available memory for the cache blocks. Try increasing `gpu_memory_utilization`.",
     ...              Fix("t", changes={"--gpu-memory-utilization": "0.95"}))
     False
+    >>> _conditional("unhandled system error (run with NCCL_DEBUG=INFO for details)", Fix("t", changes={"env:NCCL_DEBUG": "INFO"}))
+    True
     """
     names = [key.split(":", 1)[-1] for key in fix.changes]
     names += [key.lstrip("-").replace("-", "_") for key in fix.changes if key.startswith("--")]
     at = min((i for i in (line.find(name) for name in names if name) if i >= 0), default=-1)
-    return at > 0 and bool(_CONDITION.search(line[:at]))
+    return at >= 0 and ((at > 0 and bool(_CONDITION.search(line[:at]))) or bool(_FOR_DETAILS.match(line[at:at + 120])))
+
+
+# advice whose purpose is more output, not a cure: NCCL's "(run with NCCL_DEBUG=INFO for details)", torch's "For
+# debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+_FOR_DETAILS = lazy(r"[^.!;()]{0,60}?\b(?:for (?:more )?(?:details|information|info)|to (?:debug|see more)|for debugging)\b",
+                    re.IGNORECASE)
 
 
 def _names_any(line: str, words: tuple[str, ...], ignore_case: bool = False) -> bool:
