@@ -56,6 +56,7 @@ class ManifestReader:
         """Read one document; whether it gave a launch (`quiet`: the part of a document before where YAML failed,
         which counts only with its model, and adds no note)."""
         from ..launch.helm_values import looks_like_values, values_problem
+        from ..launch.keyed_forms import keyed_problem, looks_like_keyed
         from ..launch.parse import parse_launch
 
         if any(c.line == line_no and c.text == text for c in self.facts.launches):
@@ -67,6 +68,8 @@ class ManifestReader:
             launch, problem = None, f"could not be read ({type(error).__name__})"
         else:
             problem = values_problem(text) if looks_like_values(text) else None
+            if problem is None and launch is None and looks_like_keyed(text):
+                problem = keyed_problem(text)
         if problem is None and "{{" in text and "}}" in text:
             launch, problem = None, ("the manifest is a Helm chart template ({{ … }}), not what ran: paste the rendered "
                                      "object (kubectl get deployment <name> -o yaml) to have the launch read")

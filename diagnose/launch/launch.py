@@ -94,6 +94,11 @@ class Launch:
     compose_forms: tuple[str, str, tuple[str, ...]] | None = None  # a compose service's command and environment forms
     model_via_env: str | None = None  # the model came from a variable, with the arguments in it
     model_via_raw: str | None = None
+    source_form: str | None = None  # what the input wrote the launch as, where a form says (`a KServe LLMInferenceService`)
+    # read from key paths of a document (launch.keyed_forms): its form, the object's name, the document as loaded
+    keyed_form: str | None = None
+    keyed_name: str | None = None
+    keyed_document: Any = None
 
     def get(self, flag: str) -> str | None:
         """The value of a flag (canonical name), `"true"` for a present switch, else None."""
@@ -133,6 +138,8 @@ def written_as(launch: Launch) -> str:
     >>> written_as(Launch(form="vllm-serve")), written_as(Launch(form="vllm-serve", frame="helm-values"))
     ('command line', 'production-stack Helm values')
     """
+    if launch.source_form:
+        return launch.source_form
     if launch.frame == "helm-values":
         return "production-stack Helm values"
     if launch.frame == "compose":

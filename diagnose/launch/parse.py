@@ -22,6 +22,7 @@ from .arguments import entrypoint_serves, looks_like_option, parse_vllm_args
 from .service_units import is_unit_text, split_unit
 from .compose import looks_like_compose, parse_compose
 from .helm_values import looks_like_values, parse_values
+from .keyed_forms import looks_like_keyed, parse_keyed
 from .kserve import looks_like_inference_service, parse_inference_service
 from .kubernetes import container_of, looks_like_container, manifest_object
 from .launch import Arg, Launch, Token
@@ -66,6 +67,8 @@ def parse_launch(text: str) -> Launch | None:
         return _parse_unit(stripped)
     if looks_like_values(stripped):
         return parse_values(text)
+    if looks_like_keyed(stripped) and (keyed := parse_keyed(text)) is not None:
+        return keyed
     if looks_like_inference_service(stripped):
         return parse_inference_service(text)
     if looks_like_compose(stripped) and (compose := parse_compose(text, argv_launch)) is not None:

@@ -141,6 +141,10 @@ def render(launch: Launch) -> str:
         from .kserve import render_inference_service
 
         return render_inference_service(launch)
+    if launch.frame == "keyed":
+        from .keyed_forms import render_keyed
+
+        return render_keyed(launch, _render_command)
     if launch.frame == "helm-values":
         from .helm_values import render_values
 

@@ -1,0 +1,293 @@
+"""Launches whose vLLM arguments live at key paths of a document: a KServe LLMInferenceService, llm-d modelservice
+values (and the other forms of `keyed_forms` in data/launch_forms.yaml), read as the `vllm serve` the platform runs,
+and a fix written back at the keys the settings came from.
+
+Each argument remembers its key path (`Arg.values_key`): a key that is one flag (`spec.parallelism.tensor`), a list
+or string of words (`decode.containers[0].args`, the `VLLM_ADDITIONAL_ARGS` env value), or a map entry
+(`engine_kwargs.max_model_len`). A fix is printed as what changes at those paths, in the form's own way of being
+changed (a JSON patch for a resource, key-path lines for values); a flag the document does not hold goes where the
+form keeps free arguments, and what the platform writes itself is overridden after it.
+
+>>> launch = parse_keyed("kind: LLMInferenceService\\nspec:\\n  model: {uri: hf://Qwen/Qwen3-8B}\\n"
+...                      "  parallelism: {tensor: 2}\\n  template:\\n    containers:\\n    - name: main\\n"
+...                      "      env: [{name: VLLM_ADDITIONAL_ARGS, value: --max-model-len 8192}]")
+>>> launch.model, launch.get("--tensor-parallel-size"), launch.get("--max-model-len")
+('Qwen/Qwen3-8B', '2', '8192')
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from functools import lru_cache
+from typing import Any
+
+from . import key_paths
+from .keyed_render import carriers
+from .launch import Arg, Launch, canonical_flag
+
+PLATFORM = "(platform)"  # an argument the platform writes itself: no key of the document holds it
+
+
+@lru_cache(maxsize=1)
+def forms() -> dict[str, dict]:
+    from ..util.datafiles import load_yaml
+
+    return load_yaml("launch_forms.yaml")["keyed_forms"]
+
+
+def written_as(launch: Launch) -> str | None:
+    return forms()[launch.keyed_form]["written_as"] if launch.keyed_form in forms() else None
+
+
+def form_of(document: Any) -> str | None:
+    """The form a loaded document is written in; None when it is none of them."""
+    if not isinstance(document, dict):
+        return None
+    for name, spec in forms().items():
+        detect = spec["detect"]
+        if "kind" in detect and document.get("kind") == detect["kind"]:
+            return name
+        if "keys" in detect and all(k in document for k in detect["keys"]) and _variant(document, spec):
+            return name
+    return None
+
+
+def looks_like_keyed(text: str) -> bool:
+    """A cheap look at the text before it is loaded: a kind or a top key a form is detected by."""
+    for spec in forms().values():
+        detect = spec["detect"]
+        if "kind" in detect and f"kind: {detect['kind']}" in text:
+            return True
+        if "keys" in detect and all(f"{k}:" in text for k in detect["keys"]):
+            return True
+    return False
+
+
+def keyed_problem(text: str) -> str | None:
+    """Why a text in one of these forms gave no launch, in a sentence; None when it gave one (or is none)."""
+    documents = _documents(text)
+    if documents is None:
+        return "the document is not YAML as written (its indentation may have been lost): the launch was not read"
+    for document in documents:
+        name = form_of(document)
+        if name is None:
+            continue
+        if (templated := _templated(document, forms()[name])) is not None:
+            return (f"{templated} holds a template expression ({{{{ … }}}}): that is a chart template, not what ran; "
+                    "paste the rendered values (helm get values <release>) or the object (kubectl get … -o yaml)")
+        return None
+    return None
+
+
+def parse_keyed(text: str) -> Launch | None:
+    """The launch of the first document in one of these forms; None when there is none (`keyed_problem` says why)."""
+    for document in _documents(text) or []:
+        name = form_of(document)
+        if name is not None and _templated(document, forms()[name]) is None:
+            return _launch(document, name)
+    return None
+
+
+def _documents(text: str) -> list[Any] | None:
+    from ..util.pasted_yaml import load_documents
+
+    return load_documents(text)
+
+
+def _variant(document: dict, spec: dict) -> list[str | int] | None:
+    """The concrete path of the first variant that has what the form requires (`decode`, `spec.prefill`)."""
+    for variant in spec["variants"]:
+        for concrete, node in key_paths.matches(document, variant):
+            if key_paths.resolve(node, spec["requires"]) is not None:
+                return concrete
+    return None
+
+
+def _path(spec: dict, base: list[str | int], path: str) -> str:
+    """A form's path below the variant (`$.` from the top) as path text."""
+    return path[2:] if path.startswith("$.") else ".".join(p for p in (key_paths.text(base), path) if p)
+
+
+def _templated(document: dict, spec: dict) -> str | None:
+    """The first key path of the launch whose value holds `{{ }}` (the model may: the chart renders it)."""
+    base = _variant(document, spec) or []
+    paths = [*spec.get("typed", {}), *(w["path"] for w in spec.get("words", [])), *([spec["map"]] if "map" in spec else [])]
+    for path in paths:
+        found = key_paths.resolve(document, _path(spec, base, path))
+        if found is not None and "{{" in json.dumps(found[1], default=str):
+            return key_paths.text(found[0])
+    return None
+
+
+def _launch(document: dict, name: str) -> Launch:
+    from .arguments import parse_vllm_args
+    from .shell_words import quote_word, tokenize
+
+    spec = forms()[name]
+    base = _variant(document, spec) or []
+    launch = Launch(form="vllm-serve", head=["vllm", "serve"], model_positional=True, frame="keyed",
+                    keyed_form=name, source_form=spec["written_as"], values_path=key_paths.text(base))
+    launch.model = _model(document, spec, base)
+    launch.keyed_name = _scalar_at(document, spec.get("name"))
+    launch.args = [Arg(flag, value, values_key=PLATFORM) for flag, value in _platform_args(document, spec).items()]
+    for path, flag in spec.get("typed", {}).items():
+        found = key_paths.resolve(document, _path(spec, base, path))
+        if found is not None and isinstance(found[1], (str, int, float)) and not isinstance(found[1], bool):
+            launch.args.append(Arg(flag, str(found[1]), values_key=key_paths.text(found[0])))
+    for words in spec.get("words", []):
+        found = key_paths.resolve(document, _path(spec, base, words["path"]))
+        if found is None:
+            continue
+        value = found[1]
+        if isinstance(value, str):
+            tokens = tokenize(value)
+        elif isinstance(value, list):
+            tokens = [tokenize(quote_word(str(w)))[0] for w in value if str(w).strip()]
+        else:
+            continue
+        read = Launch(form="vllm-serve")
+        parse_vllm_args(tokens, read, positional_model=False)
+        launch.args += [replace(a, values_key=key_paths.text(found[0]), raw_value=None) for a in read.args]
+    if "map" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["map"]))) is not None:
+        launch.args += _map_args(found[1], key_paths.text(found[0]))
+    if "env" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["env"]))) is not None:
+        _read_env(launch, found[1], spec)
+    launch.keyed_document = document
+    launch.values_original = key_values(launch)
+    return launch
+
+
+def _platform_args(document: dict, spec: dict) -> dict[str, str]:
+    """What the platform writes itself (`--port 8000`, `--served-model-name` from the model's name), by flag."""
+    args = {canonical_flag(flag): str(value) for flag, value in spec.get("platform_args", [])}
+    if (served := _scalar_at(document, spec.get("served_name"))) is not None:
+        args = {"--served-model-name": served, **args}
+    return args
+
+
+def _model(document: dict, spec: dict, base: list[str | int]) -> str | None:
+    for path in spec.get("model", []):
+        value = _scalar_at(document, _path(spec, base, path))
+        if value is not None and "{{" not in value:
+            return value.removeprefix("hf://").strip("\"'")
+    return None
+
+
+def _scalar_at(document: dict, path: str | None) -> str | None:
+    found = key_paths.resolve(document, path[2:] if path and path.startswith("$.") else path) if path else None
+    value = found[1] if found is not None else None
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
+def _map_args(mapping: Any, where: str) -> list[Arg]:
+    """A map of flags (`max_model_len: 4096`, `enforce-eager: true`): false and null write no flag."""
+    args: list[Arg] = []
+    for key, value in mapping.items() if isinstance(mapping, dict) else []:
+        if not isinstance(key, str) or not key_paths.PLAIN_KEY.fullmatch(key) or value is None or value is False:
+            continue
+        flag, at = "--" + key.replace("_", "-"), f"{where}.{key}"
+        if value is True:
+            args.append(Arg(flag, None, values_key=at))
+        else:
+            args.append(Arg(flag, json.dumps(value) if isinstance(value, (dict, list)) else str(value), values_key=at))
+    return args
+
+
+def _read_env(launch: Launch, entries: Any, spec: dict) -> None:
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or "name" not in entry or entry["name"] in carriers(spec):
+            continue
+        if "value" in entry:
+            launch.env.append((str(entry["name"]), str(entry["value"])))
+        else:
+            launch.env_from_elsewhere.append(entry)
+
+
+def key_values(launch: Launch) -> dict[str, Any]:
+    """The document's keys as the launch's arguments state them now: each path with the value it must hold."""
+    from .shell_words import quote_word
+
+    document, spec = launch.keyed_document, forms()[launch.keyed_form or ""]
+    base = [s for s in key_paths.steps(launch.values_path or "") if isinstance(s, (str, int))]
+    at = {path: key_paths.where(document, _path(spec, base, path)) for path in
+          [*spec.get("typed", {}), *(w["path"] for w in spec.get("words", [])), spec.get("map"), spec.get("env"),
+           spec.get("new_flags")] if path}
+    typed = {flag: at[path] for path, flag in spec.get("typed", {}).items()}
+    words = {at[w["path"]]: bool(w.get("string")) for w in spec.get("words", [])}
+    keys: dict[str, Any] = {w: [] for w in words if key_paths.resolve(document, w) is not None}
+    platform = _platform_args(document, spec)
+    for arg in launch.args:
+        where = arg.values_key
+        if where == PLATFORM and platform.get(arg.flag) == arg.value:
+            continue
+        if where in (None, PLATFORM):
+            where = typed.get(arg.flag) or _map_key(launch, at.get(spec.get("map", "")), arg) or at[spec["new_flags"]]
+        if where in words:
+            keys[where] = keys.get(where, []) + _words(arg)
+        else:
+            keys[where] = True if arg.value is None else _typed(arg.value)
+    for where, string in words.items():
+        if string and where in keys:
+            keys[where] = " ".join(quote_word(w) for w in keys[where])
+    if "env" in spec and (launch.env or launch.env_from_elsewhere or key_paths.resolve(document, at[spec["env"]])):
+        keys[at[spec["env"]]] = _env_list(launch, spec, at[spec["env"]], keys)
+    return keys
+
+
+def _map_key(launch: Launch, where: str | None, arg: Arg) -> str | None:
+    """A new flag's entry in the form's map, spelled as the map spells its keys (`max_model_len` or `max-model-len`)."""
+    if where is None:
+        return None
+    entries = [(a.values_key or "").rsplit(".", 1)[-1] for a in launch.args
+               if (a.values_key or "").startswith(where + ".")]
+    name = arg.flag[2:] if any("-" in e for e in entries) else arg.flag[2:].replace("-", "_")
+    return f"{where}.{name}" if key_paths.PLAIN_KEY.fullmatch(name) else None
+
+
+def _env_list(launch: Launch, spec: dict, where: str, keys: dict[str, Any]) -> list:
+    """The container's env list as it must read: its entries in their order, the arguments' variable with its words."""
+    entries = key_paths.value_at(launch.keyed_document, [s for s in key_paths.steps(where) if not isinstance(s, tuple)])
+    values = dict(launch.env)
+    out: list = []
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if name in carriers(spec):
+            words = keys.get(f"{where}[{index}].value")
+            if words:
+                out.append({**entry, "value": words})
+        elif name in values:
+            out.append({**entry, "value": values.pop(name)})
+        elif not (isinstance(entry, dict) and "value" in entry):
+            out.append(entry)
+    out += [{"name": k, "value": v} for k, v in values.items()]
+    out += [{"name": name, "value": keys[k]} for name in carriers(spec)
+            if (k := f"{where}[name={name}].value") in keys and keys[k]]
+    return out
+
+
+def _words(arg: Arg) -> list[str]:
+    if arg.value is None:
+        return [arg.spelled]
+    return [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
+
+
+def _typed(value: str | None) -> Any:
+    if value is None:
+        return True
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    return parsed if isinstance(parsed, (int, float, dict, list)) and not isinstance(parsed, bool) else value
+
+
+def render_keyed(launch: Launch, render_command: Callable[[Launch], str]) -> str:
+    """The launch as the platform runs it (written by `render_command`); a fixed launch as what changes at the
+    document's key paths, in the form's own patch."""
+    if not launch.fixed or launch.keyed_document is None:
+        return render_command(replace(launch, frame=None, args=[replace(a, values_key=None) for a in launch.args]))
+    from .keyed_render import render_changes
+
+    return render_changes(launch, forms()[launch.keyed_form or ""], key_values(launch))

@@ -1,0 +1,122 @@
+"""Launches whose arguments live at key paths of a document (a KServe LLMInferenceService, llm-d modelservice
+values, a Ray Serve LLM config, a vLLM-Omni stage config), read as vLLM runs them and fixed at those keys.
+
+Every printed fix is applied to the document it came from (a JSON patch as kubectl applies it, key-path lines as
+`helm --set` does) and the two documents are compared: only the intended key changed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from diagnose.api import diagnose_text
+from diagnose.launch.key_paths import apply_json_patch
+from diagnose.launch.parse import parse_launch
+from diagnose.launch.render import apply_changes, render
+
+FIXTURES = Path(__file__).parent / "fixtures" / "kubernetes"
+LLMISVC = FIXTURES / "kserve-llmisvc-single-gpu.yaml"
+KV_ERROR = ("\nERROR 12-02 10:00:00 [core.py:700] ValueError: The model max seq len (32768) is larger than the maximum "
+            "number of tokens that can be stored in KV cache (20624).\n")
+
+
+def leaves(node, path=()):
+    """Every leaf of a document by its path, to compare two documents key by key."""
+    if isinstance(node, dict):
+        return {k: v for key, value in node.items() for k, v in leaves(value, (*path, key)).items()}
+    if isinstance(node, list) and node:
+        return {k: v for i, value in enumerate(node) for k, v in leaves(value, (*path, i)).items()}
+    return {path: node}
+
+
+def changed(before, after) -> dict:
+    old, new = leaves(before), leaves(after)
+    return {k: (old.get(k), new.get(k)) for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+
+
+def json_patched(text: str, changes: dict) -> tuple[dict, dict, str]:
+    printed = render(apply_changes(parse_launch(text), changes))
+    assert printed.startswith("# kubectl patch llminferenceservice qwen3-coder-tool-calling --type json"), printed
+    before = yaml.safe_load(text)
+    return before, apply_json_patch(before, yaml.safe_load(printed)), printed
+
+
+def test_an_llm_inference_service_is_read_with_its_additional_args_and_the_platforms_own():
+    launch = parse_launch(LLMISVC.read_text())
+    assert launch.model == "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8"
+    assert launch.get("--tool-call-parser") == "qwen3_coder"
+    assert launch.get("--enable-auto-tool-choice") == "true"
+    assert (launch.get("--port"), launch.get("--served-model-name")) == ("8000", "Qwen/Qwen3-Coder-30B-A3B-Instruct-FP8")
+    assert launch.env_from_elsewhere[0]["name"] == "HF_TOKEN"
+
+
+def test_an_llm_inference_service_fix_sets_the_additional_args_value_and_nothing_else():
+    before, after, _ = json_patched(LLMISVC.read_text(), {"--tool-call-parser": "hermes", "--max-model-len": "8192"})
+    assert changed(before, after) == {("spec", "template", "containers", 0, "env", 1, "value"): (
+        "--enable-auto-tool-choice --tool-call-parser=qwen3_coder --enable-log-requests --enable-log-outputs",
+        "--enable-auto-tool-choice --tool-call-parser=hermes --enable-log-requests --enable-log-outputs "
+        "--max-model-len 8192")}
+    assert parse_launch(yaml.safe_dump(after)).engine_args() == {
+        **parse_launch(LLMISVC.read_text()).engine_args(), "--tool-call-parser": "hermes", "--max-model-len": "8192"}
+
+
+def test_tensor_parallelism_goes_to_spec_parallelism_tensor():
+    before, after, _ = json_patched(LLMISVC.read_text(), {"--tensor-parallel-size": "2"})
+    assert changed(before, after) == {("spec", "parallelism", "tensor"): (None, 2)}
+
+
+def test_an_env_fix_sets_the_env_list_whole_keeping_secret_refs_and_the_args_variable():
+    before, after, _ = json_patched(LLMISVC.read_text(), {"env:VLLM_LOGGING_LEVEL": "DEBUG", "--max-model-len": "4096"})
+    env = after["spec"]["template"]["containers"][0]["env"]
+    assert env[0] == before["spec"]["template"]["containers"][0]["env"][0]  # the secretKeyRef entry as it was
+    assert env[1]["value"].endswith("--enable-log-outputs --max-model-len 4096")
+    assert env[2] == {"name": "VLLM_LOGGING_LEVEL", "value": "DEBUG"}
+    assert set(changed(before, after)) == {("spec", "template", "containers", 0, "env", i, k)
+                                           for i, k in ((1, "value"), (2, "name"), (2, "value"))}
+
+
+def test_a_service_with_no_additional_args_gets_the_variable_added_to_its_container():
+    text = ("apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: qwen}\nspec:\n"
+            "  model: {uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: Qwen/Qwen2.5-7B-Instruct}\n"
+            "  parallelism: {tensor: 4}\n  template:\n    containers:\n    - name: main\n"
+            "      resources: {limits: {nvidia.com/gpu: '4'}}\n")
+    launch = parse_launch(text)
+    assert launch.get("--tensor-parallel-size") == "4"
+    printed = render(apply_changes(launch, {"--max-model-len": "16384", "--tensor-parallel-size": "2"}))
+    before = yaml.safe_load(text)
+    assert changed(before, apply_json_patch(before, yaml.safe_load(printed))) == {
+        ("spec", "parallelism", "tensor"): (4, 2),
+        ("spec", "template", "containers", 0, "env", 0, "name"): (None, "VLLM_ADDITIONAL_ARGS"),
+        ("spec", "template", "containers", 0, "env", 0, "value"): (None, "--max-model-len 16384")}
+
+
+def test_an_llm_inference_service_paste_replaces_the_assumed_defaults_and_names_its_form():
+    report = diagnose_text(LLMISVC.read_text() + KV_ERROR).report
+    assert report["facts"]["launch"]["source"].startswith("a KServe LLMInferenceService in the input")
+    assert "--tool-call-parser=qwen3_coder" in report["facts"]["launch"]["command"]
+    fix = report["diagnoses"][0]["fixes"][0]["command"]
+    before = yaml.safe_load(LLMISVC.read_text())
+    assert list(changed(before, apply_json_patch(before, yaml.safe_load(fix)))) == [
+        ("spec", "template", "containers", 0, "env", 1, "value")]
+
+
+def test_printed_values_from_the_input_stay_quoted():
+    text = LLMISVC.read_text().replace("--enable-log-outputs", "--served-model-name '$(touch /tmp/x)'")
+    printed = render(apply_changes(parse_launch(text), {"--max-model-len": "4096"}))
+    line = next(line for line in printed.splitlines() if "touch" in line)
+    assert line.strip().startswith("value: '") and yaml.safe_load(printed)[0]["value"].count("$(touch /tmp/x)") == 1
+
+
+def test_templated_or_broken_documents_give_a_note_and_the_diagnosis_stands():
+    templated = LLMISVC.read_text().replace("--enable-log-outputs", "{{ .Values.extra }}")
+    broken = ("apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nspec:\n  model:\n    uri: hf://m/m\n"
+              "  template:\n    containers:\n    - name: main\n      env:\n      - name: VLLM_ADDITIONAL_ARGS\n"
+              "         value: --max-model-len 32768\n       - x: [\n")
+    report = diagnose_text(templated + KV_ERROR).report
+    assert any("spec.template.containers[0].env[1].value holds a template expression" in n for n in report["notes"]), report["notes"]
+    assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+    report = diagnose_text(broken + KV_ERROR).report
+    assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+    assert "--max-model-len 32768" not in (report["facts"].get("launch") or {}).get("command", "")
