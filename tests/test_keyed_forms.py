@@ -12,12 +12,14 @@ from pathlib import Path
 import yaml
 
 from diagnose.api import diagnose_text
+from diagnose.launch.helm_values import set_value_paths
 from diagnose.launch.key_paths import apply_json_patch
 from diagnose.launch.parse import parse_launch
 from diagnose.launch.render import apply_changes, render
 
 FIXTURES = Path(__file__).parent / "fixtures" / "kubernetes"
 LLMISVC = FIXTURES / "kserve-llmisvc-single-gpu.yaml"
+LLM_D = FIXTURES / "llm-d-modelservice-values-pd.yaml"
 KV_ERROR = ("\nERROR 12-02 10:00:00 [core.py:700] ValueError: The model max seq len (32768) is larger than the maximum "
             "number of tokens that can be stored in KV cache (20624).\n")
 
@@ -109,6 +111,30 @@ def test_printed_values_from_the_input_stay_quoted():
     assert line.strip().startswith("value: '") and yaml.safe_load(printed)[0]["value"].count("$(touch /tmp/x)") == 1
 
 
+def test_llm_d_values_are_read_as_the_decode_containers_launch():
+    launch = parse_launch(LLM_D.read_text())
+    assert launch.model == "facebook/opt-125m"  # modelArtifacts.uri is a template of the name: the name is used
+    assert launch.get("--enforce-eager") == "true"
+    assert launch.get("--kv-transfer-config") == '{"kv_connector":"NixlConnector", "kv_role":"kv_both"}'
+    assert launch.env_value("UCX_TLS") == "cuda_ipc,cuda_copy,tcp"
+
+
+def test_an_llm_d_fix_is_values_lines_that_change_only_the_decode_args():
+    values = yaml.safe_load(LLM_D.read_text())
+    printed = render(apply_changes(parse_launch(LLM_D.read_text()), {"--max-model-len": "4096"}))
+    assert printed.splitlines()[0].startswith("# values.yaml: set these keys (then helm upgrade")
+    after = set_value_paths(values, printed)
+    assert changed(values, after) == {("decode", "containers", 0, "args", 3): (None, "--max-model-len"),
+                                      ("decode", "containers", 0, "args", 4): (None, "4096")}
+
+
+def test_llm_d_tensor_parallelism_is_set_at_the_roles_parallelism_key():
+    values = yaml.safe_load(LLM_D.read_text())
+    after = set_value_paths(values, render(apply_changes(parse_launch(LLM_D.read_text()), {"-tp": "2"})))
+    assert changed(values, after) == {("decode", "parallelism", "tensor"): (None, 2)}
+    assert parse_launch(yaml.safe_dump(after)).get("--tensor-parallel-size") == "2"
+
+
 def test_templated_or_broken_documents_give_a_note_and_the_diagnosis_stands():
     templated = LLMISVC.read_text().replace("--enable-log-outputs", "{{ .Values.extra }}")
     broken = ("apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nspec:\n  model:\n    uri: hf://m/m\n"
@@ -120,3 +146,16 @@ def test_templated_or_broken_documents_give_a_note_and_the_diagnosis_stands():
     report = diagnose_text(broken + KV_ERROR).report
     assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
     assert "--max-model-len 32768" not in (report["facts"].get("launch") or {}).get("command", "")
+
+
+def test_llm_d_values_with_a_templated_argument_give_a_note():
+    templated = LLM_D.read_text().replace('"--enforce-eager"', '"{{ .Values.extra }}"')
+    report = diagnose_text(templated + KV_ERROR).report
+    assert any("decode.containers[0].args holds a template expression" in n for n in report["notes"]), report["notes"]
+    assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+
+
+def test_llm_d_values_whose_container_runs_its_own_command_are_not_read_as_the_charts_launch():
+    text = LLM_D.read_text().replace("modelCommand: vllmServe", "modelCommand: custom")
+    launch = parse_launch(text)
+    assert launch is None or launch.keyed_form is None

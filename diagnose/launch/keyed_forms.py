@@ -100,7 +100,9 @@ def _variant(document: dict, spec: dict) -> list[str | int] | None:
     """The concrete path of the first variant that has what the form requires (`decode`, `spec.prefill`)."""
     for variant in spec["variants"]:
         for concrete, node in key_paths.matches(document, variant):
-            if key_paths.resolve(node, spec["requires"]) is not None:
+            allowed = all((key_paths.resolve(node, path) or (None, None))[1] in values
+                          for path, values in spec.get("when", {}).items())
+            if allowed and key_paths.resolve(node, spec["requires"]) is not None:
                 return concrete
     return None
 
