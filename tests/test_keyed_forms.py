@@ -159,3 +159,46 @@ def test_llm_d_values_whose_container_runs_its_own_command_are_not_read_as_the_c
     text = LLM_D.read_text().replace("modelCommand: vllmServe", "modelCommand: custom")
     launch = parse_launch(text)
     assert launch is None or launch.keyed_form is None
+
+
+RAY = FIXTURES / "ray-serve-llm-config.yaml"
+
+
+def test_a_ray_serve_config_is_read_from_the_engine_kwargs_of_its_llm_config():
+    launch = parse_launch(RAY.read_text())
+    assert launch.model == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert (launch.get("--max-model-len"), launch.get("--enable-chunked-prefill")) == ("32768", "true")
+    assert launch.get("--enforce-eager") is None  # enforce_eager: false writes no flag
+    assert launch.env_value("VLLM_USE_V1") == "1"
+
+
+def test_a_ray_fix_sets_engine_kwargs_by_their_field_names_and_keeps_the_rest():
+    config = yaml.safe_load(RAY.read_text())
+    printed = render(apply_changes(parse_launch(RAY.read_text()), {
+        "--max-model-len": "16384", "--enforce-eager": True, "--gpu-memory-utilization": "0.85",
+        "--enable-chunked-prefill": None, "env:VLLM_ATTENTION_BACKEND": "FLASHINFER"}))
+    assert printed.startswith("# the Serve config: set these keys")
+    at = ("applications", 0, "args", "llm_configs", 0)
+    assert changed(config, set_value_paths(config, printed)) == {
+        (*at, "engine_kwargs", "max_model_len"): (32768, 16384),
+        (*at, "engine_kwargs", "enforce_eager"): (False, True),
+        (*at, "engine_kwargs", "enable_chunked_prefill"): (True, False),
+        (*at, "engine_kwargs", "gpu_memory_utilization"): (None, 0.85),
+        (*at, "runtime_env", "env_vars", "VLLM_ATTENTION_BACKEND"): (None, "FLASHINFER")}
+
+
+def test_an_llm_config_file_of_its_own_is_read_at_its_top():
+    text = ("model_loading_config:\n  model_id: llama\n  model_source: meta-llama/Llama-3.1-8B-Instruct\n"
+            "engine_kwargs:\n  max_model_len: 8192\n  speculative_config: {method: ngram, num_speculative_tokens: 4}\n")
+    launch = parse_launch(text)
+    assert (launch.model, launch.get("--max-model-len")) == ("meta-llama/Llama-3.1-8B-Instruct", "8192")
+    config = yaml.safe_load(text)
+    after = set_value_paths(config, render(apply_changes(launch, {"--max-model-len": "4096"})))
+    assert changed(config, after) == {("engine_kwargs", "max_model_len"): (8192, 4096)}
+
+
+def test_a_ray_config_paste_replaces_the_assumed_defaults_in_the_report():
+    report = diagnose_text(RAY.read_text() + KV_ERROR).report
+    assert report["facts"]["launch"]["source"].startswith("a Ray Serve LLM config (engine_kwargs) in the input")
+    fix = report["diagnoses"][0]["fixes"][0]["command"]
+    assert fix.endswith("applications[0].args.llm_configs[0].engine_kwargs.max_model_len: 20480"), fix

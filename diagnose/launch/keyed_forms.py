@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import key_paths
-from .keyed_render import carriers
+from .keyed_render import ENVIRONMENT, carriers, env_list
 from .launch import Arg, Launch, canonical_flag
 
 PLATFORM = "(platform)"  # an argument the platform writes itself: no key of the document holds it
@@ -49,7 +49,7 @@ def form_of(document: Any) -> str | None:
         detect = spec["detect"]
         if "kind" in detect and document.get("kind") == detect["kind"]:
             return name
-        if "keys" in detect and all(k in document for k in detect["keys"]) and _variant(document, spec):
+        if any(all(k in document for k in keys) for keys in _key_sets(detect)) and _variant(document, spec) is not None:
             return name
     return None
 
@@ -60,9 +60,15 @@ def looks_like_keyed(text: str) -> bool:
         detect = spec["detect"]
         if "kind" in detect and f"kind: {detect['kind']}" in text:
             return True
-        if "keys" in detect and all(f"{k}:" in text for k in detect["keys"]):
+        if any(all(f"{k}:" in text for k in keys) for keys in _key_sets(detect)):
             return True
     return False
+
+
+def _key_sets(detect: dict) -> list[list[str]]:
+    """The sets of top keys a form is detected by (`keys: [a, b]`, or a list of such lists)."""
+    keys = detect.get("keys") or []
+    return keys if keys and isinstance(keys[0], list) else [keys] if keys else []
 
 
 def keyed_problem(text: str) -> str | None:
@@ -156,6 +162,9 @@ def _launch(document: dict, name: str) -> Launch:
         launch.args += _map_args(found[1], key_paths.text(found[0]))
     if "env" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["env"]))) is not None:
         _read_env(launch, found[1], spec)
+    if "env_map" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["env_map"]))) is not None:
+        launch.env += [(str(k), str(v)) for k, v in found[1].items() if isinstance(found[1], dict)
+                       and key_paths.PLAIN_KEY.fullmatch(str(k)) and v is not None]
     launch.keyed_document = document
     launch.values_original = key_values(launch)
     return launch
@@ -215,7 +224,7 @@ def key_values(launch: Launch) -> dict[str, Any]:
     base = [s for s in key_paths.steps(launch.values_path or "") if isinstance(s, (str, int))]
     at = {path: key_paths.where(document, _path(spec, base, path)) for path in
           [*spec.get("typed", {}), *(w["path"] for w in spec.get("words", [])), spec.get("map"), spec.get("env"),
-           spec.get("new_flags")] if path}
+           spec.get("env_map"), spec.get("new_flags")] if path}
     typed = {flag: at[path] for path, flag in spec.get("typed", {}).items()}
     words = {at[w["path"]]: bool(w.get("string")) for w in spec.get("words", [])}
     keys: dict[str, Any] = {w: [] for w in words if key_paths.resolve(document, w) is not None}
@@ -234,7 +243,11 @@ def key_values(launch: Launch) -> dict[str, Any]:
         if string and where in keys:
             keys[where] = " ".join(quote_word(w) for w in keys[where])
     if "env" in spec and (launch.env or launch.env_from_elsewhere or key_paths.resolve(document, at[spec["env"]])):
-        keys[at[spec["env"]]] = _env_list(launch, spec, at[spec["env"]], keys)
+        keys[at[spec["env"]]] = env_list(launch, spec, at[spec["env"]], keys)
+    elif "env_map" in spec:
+        keys.update({f"{at[spec['env_map']]}.{k}": v for k, v in launch.env})
+    else:
+        keys[ENVIRONMENT] = dict(launch.env)  # no key of the document holds the environment: said beside the keys
     return keys
 
 
@@ -246,27 +259,6 @@ def _map_key(launch: Launch, where: str | None, arg: Arg) -> str | None:
                if (a.values_key or "").startswith(where + ".")]
     name = arg.flag[2:] if any("-" in e for e in entries) else arg.flag[2:].replace("-", "_")
     return f"{where}.{name}" if key_paths.PLAIN_KEY.fullmatch(name) else None
-
-
-def _env_list(launch: Launch, spec: dict, where: str, keys: dict[str, Any]) -> list:
-    """The container's env list as it must read: its entries in their order, the arguments' variable with its words."""
-    entries = key_paths.value_at(launch.keyed_document, [s for s in key_paths.steps(where) if not isinstance(s, tuple)])
-    values = dict(launch.env)
-    out: list = []
-    for index, entry in enumerate(entries if isinstance(entries, list) else []):
-        name = entry.get("name") if isinstance(entry, dict) else None
-        if name in carriers(spec):
-            words = keys.get(f"{where}[{index}].value")
-            if words:
-                out.append({**entry, "value": words})
-        elif name in values:
-            out.append({**entry, "value": values.pop(name)})
-        elif not (isinstance(entry, dict) and "value" in entry):
-            out.append(entry)
-    out += [{"name": k, "value": v} for k, v in values.items()]
-    out += [{"name": name, "value": keys[k]} for name in carriers(spec)
-            if (k := f"{where}[name={name}].value") in keys and keys[k]]
-    return out
 
 
 def _words(arg: Arg) -> list[str]:

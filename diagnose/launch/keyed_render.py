@@ -19,12 +19,14 @@ from . import key_paths
 from .launch import Launch
 
 _NAME = lazy(r"[A-Za-z0-9][A-Za-z0-9.-]*")
+ENVIRONMENT = "(environment)"  # the variables a form has no key for: the process's own environment
 
 
 def changes(launch: Launch, spec: dict, now: dict[str, Any]) -> dict[str, Any]:
     """The paths whose value a fix changes (None: the key goes), in the document's order, new ones after."""
     before = launch.values_original or {}
     changed = {k: now.get(k) for k in [*before, *(k for k in now if k not in before)] if now.get(k) != before.get(k)}
+    changed = {k: False if v is None and before.get(k) is True else v for k, v in changed.items()}  # a switch turned off
     env = key_paths.where(launch.keyed_document, _env_path(launch, spec)) if spec.get("env") else None
     if env in changed:
         carriers = [k for k in changed if k.startswith(env + "[")]
@@ -40,10 +42,41 @@ def render_changes(launch: Launch, spec: dict, now: dict[str, Any]) -> str:
     changed = changes(launch, spec, now)
     name = launch.keyed_name if launch.keyed_name and _NAME.fullmatch(launch.keyed_name) else "<name>"
     header = spec["header"].replace("{name}", name)
+    notes = _environment_notes(changed.pop(ENVIRONMENT, None), (launch.values_original or {}).get(ENVIRONMENT) or {})
     if spec["patch"] == "json":
         operations = [op for path, value in changed.items() for op in key_paths.json_patch(launch.keyed_document, path, value)]
-        return header + "\n" + _dump(operations, flow=False)
-    return "\n".join([header, *(f"{path}: {_dump(value, flow=True)}" for path, value in changed.items())])
+        return "\n".join([header, _dump(operations, flow=False), *notes])
+    return "\n".join([header, *(f"{path}: {_dump(value, flow=True)}" for path, value in changed.items()), *notes])
+
+
+def env_list(launch: Launch, spec: dict, where: str, keys: dict[str, Any]) -> list:
+    """The container's env list as it must read: its entries in their order, the arguments' variable with its words."""
+    entries = key_paths.value_at(launch.keyed_document, [s for s in key_paths.steps(where) if not isinstance(s, tuple)])
+    values = dict(launch.env)
+    out: list = []
+    for index, entry in enumerate(entries if isinstance(entries, list) else []):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if name in carriers(spec):
+            words = keys.get(f"{where}[{index}].value")
+            if words:
+                out.append({**entry, "value": words})
+        elif name in values:
+            out.append({**entry, "value": values.pop(name)})
+        elif not (isinstance(entry, dict) and "value" in entry):
+            out.append(entry)
+    out += [{"name": k, "value": v} for k, v in values.items()]
+    out += [{"name": name, "value": keys[k]} for name in carriers(spec)
+            if (k := f"{where}[name={name}].value") in keys and keys[k]]
+    return out
+
+
+def _environment_notes(now: dict[str, str] | None, before: dict[str, str]) -> list[str]:
+    """Variables a fix sets where the document has no key for them, said as comments after the keys."""
+    if now is None:
+        return []
+    notes = [f"# and in the environment vLLM starts in (no key of this document holds it): {k}={_dump(v, flow=True)}"
+             for k, v in now.items() if before.get(k) != v]
+    return notes + [f"# and unset in the environment vLLM starts in: {k}" for k in before if k not in now]
 
 
 def _env_path(launch: Launch, spec: dict) -> str:
