@@ -26,7 +26,7 @@ from .keyed_forms import looks_like_keyed, parse_keyed
 from .kserve import looks_like_inference_service, parse_inference_service
 from .kubernetes import container_of, looks_like_container, manifest_object
 from .launch import Arg, Launch, Token
-from .python_forms import parse_llm_call
+from .python_forms import CALL, parse_llm_call
 from .shell_words import line_syntax, tokenize
 from .wrapped import shell_string, variable_named
 
@@ -44,7 +44,7 @@ _DOCKER_VALUE_OPTS = {
     "--stop-signal", "--stop-timeout", "--health-cmd", "--dns", "--cidfile",
 }
 _LAUNCH_HINT = lazy(
-    r"(?:^|[\s/])vllm\s+serve\b|-m\s+vllm\.entrypoints\.|\b(?:docker|podman|nerdctl)\s+run\b|\bLLM\s*\(|^\s*ExecStart="
+    r"(?:^|[\s/])vllm\s+serve\b|-m\s+vllm\.entrypoints\.|\b(?:docker|podman|nerdctl)\s+run\b|\b(?:LLM|EngineArgs|AsyncEngineArgs)\s*\(|^\s*ExecStart="
     r"|^\s*containers:\s*$"
 )
 
@@ -61,7 +61,7 @@ def parse_launch(text: str) -> Launch | None:
     if not text or not text.strip():
         return None
     stripped = text.strip()
-    if re.search(r"\bLLM\s*\(", stripped) and not re.search(r"vllm\s+serve|-m\s+vllm\.", stripped):
+    if CALL.search(stripped) and not re.search(r"vllm\s+serve|-m\s+vllm\.", stripped):
         return parse_llm_call(stripped)
     if is_unit_text(stripped):
         return _parse_unit(stripped)

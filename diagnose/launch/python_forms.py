@@ -1,4 +1,5 @@
-"""Launches that are not shell commands: an `LLM(...)` call in Python, and a launch rebuilt from vLLM's logged arguments."""
+"""Launches that are not shell commands: an `LLM(...)`, `EngineArgs(...)` or `AsyncEngineArgs(...)` call in Python,
+and a launch rebuilt from vLLM's logged arguments."""
 
 from __future__ import annotations
 
@@ -11,16 +12,21 @@ from typing import Any
 from ..util.lazy_pattern import lazy
 from .launch import Arg, Launch
 
+CALL = lazy(r"\b(?P<call>LLM|EngineArgs|AsyncEngineArgs)\s*\(")  # the calls whose keywords are vLLM's arguments
 _ENVIRON = lazy(r"""os\.environ\[\s*["'](?P<name>[A-Za-z_]\w*)["']\s*\]\s*=\s*["'](?P<value>[^"'\n]*)["']""")
 
 
 def parse_llm_call(text: str) -> Launch | None:
-    """An `LLM(model=…, …)` call, its keyword arguments read as flags; `os.environ["X"] = "v"` before it as its env.
+    """An `LLM(model=…, …)` call (or `EngineArgs(…)`, `AsyncEngineArgs(…)`: the same keywords), its keyword
+    arguments read as flags; `os.environ["X"] = "v"` before it as its env.
 
     >>> parse_llm_call('import os\\nos.environ["VLLM_PORT"] = "29500"\\nLLM("m", max_model_len=4096)').env
     [('VLLM_PORT', '29500')]
+    >>> launch = parse_llm_call("engine = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(model='m', max_model_len=2**15))")
+    >>> launch.python_call, launch.get("--max-model-len")
+    ('AsyncEngineArgs', '32768')
     """
-    start = re.search(r"\bLLM\s*\(", text)
+    start = CALL.search(text)
     if not start:
         return None
     depth, end = 0, None
@@ -34,7 +40,9 @@ def parse_llm_call(text: str) -> Launch | None:
                 end = pos + 1
                 break
     call_text = text[start.start():end] if end else text[start.start():] + ")"
-    launch = Launch(form="llm-python")
+    launch = Launch(form="llm-python", python_call=start.group("call"))
+    if launch.python_call != "LLM":
+        launch.source_form = f"a Python {launch.python_call}(...) call"
     for match in _ENVIRON.finditer(text[:start.start()]):
         launch.env.append((match.group("name"), match.group("value")))
     try:

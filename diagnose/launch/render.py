@@ -245,6 +245,6 @@ def _render_python(launch: Launch) -> str:
     pieces = []
     for key, value in launch.python_kwargs.items():
         pieces.append(f"{key}={value!r}")
-    call = f"LLM({', '.join(pieces)})"
+    call = f"{launch.python_call}({', '.join(pieces)})"
     env = [f'os.environ["{k}"] = {v!r}' for k, v in launch.env]
     return "\n".join(["import os", *env, call]) if env else call
