@@ -202,3 +202,31 @@ def test_a_ray_config_paste_replaces_the_assumed_defaults_in_the_report():
     assert report["facts"]["launch"]["source"].startswith("a Ray Serve LLM config (engine_kwargs) in the input")
     fix = report["diagnoses"][0]["fixes"][0]["command"]
     assert fix.endswith("applications[0].args.llm_configs[0].engine_kwargs.max_model_len: 20480"), fix
+
+
+OMNI = FIXTURES / "vllm-omni-stage-config-qwen2-5-omni.yaml"
+
+
+def test_a_vllm_omni_stage_config_is_read_from_its_first_stages_engine_args():
+    launch = parse_launch(OMNI.read_text())
+    assert launch.model is None  # the model is the command line's, not the stage config's
+    assert (launch.get("--gpu-memory-utilization"), launch.get("--max-num-batched-tokens")) == ("0.8", "32768")
+    assert launch.get("--enforce-eager") == "true" and launch.get("--enable-prefix-caching") is None
+    assert not any(a.flag in ("--model-stage", "--model-arch", "--engine-output-type") for a in launch.args)
+
+
+def test_a_vllm_omni_fix_sets_the_stages_engine_args_and_keeps_the_other_stages():
+    config = yaml.safe_load(OMNI.read_text())
+    printed = render(apply_changes(parse_launch(OMNI.read_text()), {
+        "--gpu-memory-utilization": "0.7", "--enable-prefix-caching": True}))
+    assert printed.startswith("# the stage config (--stage-configs-path): set these keys")
+    assert changed(config, set_value_paths(config, printed)) == {
+        ("stage_args", 0, "engine_args", "gpu_memory_utilization"): (0.8, 0.7),
+        ("stage_args", 0, "engine_args", "enable_prefix_caching"): (False, True)}
+
+
+def test_a_stage_config_that_names_worker_classes_is_not_printed_as_a_fix_to_paste():
+    from diagnose.launch.print_policy import printed_command
+
+    printed = printed_command(parse_launch(OMNI.read_text()), {"--gpu-memory-utilization": "0.7"})
+    assert printed.command is None and "--worker-cls" in (printed.not_shown or "")

@@ -2,7 +2,7 @@
 
 The line scanner hands extractors lines without their indentation, which YAML needs; this reader takes each
 block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:` or
-`servingEngineSpec:`, `services:` (a compose file) `modelArtifacts:` (llm-d values) or `applications:`/`model_loading_config:` (Ray Serve LLM), and reads the launch from it. A document that names the chart's keys or a pod's containers
+`servingEngineSpec:`, `services:` (a compose file) `modelArtifacts:` (llm-d values) or `applications:`/`model_loading_config:` (Ray Serve LLM), `stage_args:` (a vLLM-Omni stage config), and reads the launch from it. A document that names the chart's keys or a pod's containers
 but cannot be read says why, so the report can tell what it could not read.
 
 >>> from .record import Facts
@@ -23,7 +23,7 @@ from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
 MAX_DOCUMENT_LINES = 2000
 MAX_NOTES = 4
 MAX_CUTS = 4
-_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:)", re.MULTILINE)
+_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:|stage_args:)", re.MULTILINE)
 _YAML_LINE = lazy(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
 
 

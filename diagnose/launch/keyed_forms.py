@@ -159,7 +159,7 @@ def _launch(document: dict, name: str) -> Launch:
         parse_vllm_args(tokens, read, positional_model=False)
         launch.args += [replace(a, values_key=key_paths.text(found[0]), raw_value=None) for a in read.args]
     if "map" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["map"]))) is not None:
-        launch.args += _map_args(found[1], key_paths.text(found[0]))
+        launch.args += _map_args(found[1], key_paths.text(found[0]), set(spec.get("map_skip", [])))
     if "env" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["env"]))) is not None:
         _read_env(launch, found[1], spec)
     if "env_map" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["env_map"]))) is not None:
@@ -192,11 +192,13 @@ def _scalar_at(document: dict, path: str | None) -> str | None:
     return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
 
 
-def _map_args(mapping: Any, where: str) -> list[Arg]:
-    """A map of flags (`max_model_len: 4096`, `enforce-eager: true`): false and null write no flag."""
+def _map_args(mapping: Any, where: str, skip: set[str]) -> list[Arg]:
+    """A map of flags (`max_model_len: 4096`, `enforce-eager: true`): false and null write no flag, and the keys
+    the form's own program takes (`skip`) are no vLLM arguments."""
     args: list[Arg] = []
     for key, value in mapping.items() if isinstance(mapping, dict) else []:
-        if not isinstance(key, str) or not key_paths.PLAIN_KEY.fullmatch(key) or value is None or value is False:
+        if not isinstance(key, str) or not key_paths.PLAIN_KEY.fullmatch(key) or value is None or value is False \
+                or key in skip:
             continue
         flag, at = "--" + key.replace("_", "-"), f"{where}.{key}"
         if value is True:
