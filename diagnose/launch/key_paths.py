@@ -57,6 +57,15 @@ def where(document: Any, path: str) -> str:
     return text([*done, *todo])
 
 
+def below(base: list[str | int], path: str) -> str:
+    """A path below `base` (a concrete path), as text; a path written `$.x` starts at the document's top.
+
+    >>> below(["decode"], "containers[0].args"), below(["decode"], "$.modelArtifacts.uri")
+    ('decode.containers[0].args', 'modelArtifacts.uri')
+    """
+    return path[2:] if path.startswith("$.") else ".".join(p for p in (text(base), path) if p)
+
+
 def matches(node: Any, path: str | list[Step]) -> Iterator[tuple[list[str | int], Any]]:
     """Every (concrete path, value) the path reaches, in document order (`[*]` tries each item)."""
     todo = steps(path) if isinstance(path, str) else path

@@ -24,11 +24,8 @@ from functools import lru_cache
 from typing import Any
 
 from . import key_paths
-from .keyed_render import ENVIRONMENT, carriers, env_list
-from .launch import Arg, Launch, canonical_flag
-
-PLATFORM = "(platform)"  # an argument the platform writes itself: no key of the document holds it
-
+from .keyed_values import PLATFORM, carriers, key_values, platform_args, scalar_at
+from .launch import Arg, Launch
 
 @lru_cache(maxsize=1)
 def forms() -> dict[str, dict]:
@@ -113,17 +110,12 @@ def _variant(document: dict, spec: dict) -> list[str | int] | None:
     return None
 
 
-def _path(spec: dict, base: list[str | int], path: str) -> str:
-    """A form's path below the variant (`$.` from the top) as path text."""
-    return path[2:] if path.startswith("$.") else ".".join(p for p in (key_paths.text(base), path) if p)
-
-
 def _templated(document: dict, spec: dict) -> str | None:
     """The first key path of the launch whose value holds `{{ }}` (the model may: the chart renders it)."""
     base = _variant(document, spec) or []
     paths = [*spec.get("typed", {}), *(w["path"] for w in spec.get("words", [])), *([spec["map"]] if "map" in spec else [])]
     for path in paths:
-        found = key_paths.resolve(document, _path(spec, base, path))
+        found = key_paths.resolve(document, key_paths.below(base, path))
         if found is not None and "{{" in json.dumps(found[1], default=str):
             return key_paths.text(found[0])
     return None
@@ -138,14 +130,14 @@ def _launch(document: dict, name: str) -> Launch:
     launch = Launch(form="vllm-serve", head=["vllm", "serve"], model_positional=True, frame="keyed",
                     keyed_form=name, source_form=spec["written_as"], values_path=key_paths.text(base))
     launch.model = _model(document, spec, base)
-    launch.keyed_name = _scalar_at(document, spec.get("name"))
-    launch.args = [Arg(flag, value, values_key=PLATFORM) for flag, value in _platform_args(document, spec).items()]
+    launch.keyed_name = scalar_at(document, spec.get("name"))
+    launch.args = [Arg(flag, value, values_key=PLATFORM) for flag, value in platform_args(document, spec).items()]
     for path, flag in spec.get("typed", {}).items():
-        found = key_paths.resolve(document, _path(spec, base, path))
+        found = key_paths.resolve(document, key_paths.below(base, path))
         if found is not None and isinstance(found[1], (str, int, float)) and not isinstance(found[1], bool):
             launch.args.append(Arg(flag, str(found[1]), values_key=key_paths.text(found[0])))
     for words in spec.get("words", []):
-        found = key_paths.resolve(document, _path(spec, base, words["path"]))
+        found = key_paths.resolve(document, key_paths.below(base, words["path"]))
         if found is None:
             continue
         value = found[1]
@@ -158,38 +150,24 @@ def _launch(document: dict, name: str) -> Launch:
         read = Launch(form="vllm-serve")
         parse_vllm_args(tokens, read, positional_model=False)
         launch.args += [replace(a, values_key=key_paths.text(found[0]), raw_value=None) for a in read.args]
-    if "map" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["map"]))) is not None:
+    if "map" in spec and (found := key_paths.resolve(document, key_paths.below(base, spec["map"]))) is not None:
         launch.args += _map_args(found[1], key_paths.text(found[0]), set(spec.get("map_skip", [])))
-    if "env" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["env"]))) is not None:
+    if "env" in spec and (found := key_paths.resolve(document, key_paths.below(base, spec["env"]))) is not None:
         _read_env(launch, found[1], spec)
-    if "env_map" in spec and (found := key_paths.resolve(document, _path(spec, base, spec["env_map"]))) is not None:
+    if "env_map" in spec and (found := key_paths.resolve(document, key_paths.below(base, spec["env_map"]))) is not None:
         launch.env += [(str(k), str(v)) for k, v in found[1].items() if isinstance(found[1], dict)
                        and key_paths.PLAIN_KEY.fullmatch(str(k)) and v is not None]
     launch.keyed_document = document
-    launch.values_original = key_values(launch)
+    launch.values_original = key_values(launch, spec)
     return launch
-
-
-def _platform_args(document: dict, spec: dict) -> dict[str, str]:
-    """What the platform writes itself (`--port 8000`, `--served-model-name` from the model's name), by flag."""
-    args = {canonical_flag(flag): str(value) for flag, value in spec.get("platform_args", [])}
-    if (served := _scalar_at(document, spec.get("served_name"))) is not None:
-        args = {"--served-model-name": served, **args}
-    return args
 
 
 def _model(document: dict, spec: dict, base: list[str | int]) -> str | None:
     for path in spec.get("model", []):
-        value = _scalar_at(document, _path(spec, base, path))
+        value = scalar_at(document, key_paths.below(base, path))
         if value is not None and "{{" not in value:
             return value.removeprefix("hf://").strip("\"'")
     return None
-
-
-def _scalar_at(document: dict, path: str | None) -> str | None:
-    found = key_paths.resolve(document, path[2:] if path and path.startswith("$.") else path) if path else None
-    value = found[1] if found is not None else None
-    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
 
 
 def _map_args(mapping: Any, where: str, skip: set[str]) -> list[Arg]:
@@ -218,67 +196,6 @@ def _read_env(launch: Launch, entries: Any, spec: dict) -> None:
             launch.env_from_elsewhere.append(entry)
 
 
-def key_values(launch: Launch) -> dict[str, Any]:
-    """The document's keys as the launch's arguments state them now: each path with the value it must hold."""
-    from .shell_words import quote_word
-
-    document, spec = launch.keyed_document, forms()[launch.keyed_form or ""]
-    base = [s for s in key_paths.steps(launch.values_path or "") if isinstance(s, (str, int))]
-    at = {path: key_paths.where(document, _path(spec, base, path)) for path in
-          [*spec.get("typed", {}), *(w["path"] for w in spec.get("words", [])), spec.get("map"), spec.get("env"),
-           spec.get("env_map"), spec.get("new_flags")] if path}
-    typed = {flag: at[path] for path, flag in spec.get("typed", {}).items()}
-    words = {at[w["path"]]: bool(w.get("string")) for w in spec.get("words", [])}
-    keys: dict[str, Any] = {w: [] for w in words if key_paths.resolve(document, w) is not None}
-    platform = _platform_args(document, spec)
-    for arg in launch.args:
-        where = arg.values_key
-        if where == PLATFORM and platform.get(arg.flag) == arg.value:
-            continue
-        if where in (None, PLATFORM):
-            where = typed.get(arg.flag) or _map_key(launch, at.get(spec.get("map", "")), arg) or at[spec["new_flags"]]
-        if where in words:
-            keys[where] = keys.get(where, []) + _words(arg)
-        else:
-            keys[where] = True if arg.value is None else _typed(arg.value)
-    for where, string in words.items():
-        if string and where in keys:
-            keys[where] = " ".join(quote_word(w) for w in keys[where])
-    if "env" in spec and (launch.env or launch.env_from_elsewhere or key_paths.resolve(document, at[spec["env"]])):
-        keys[at[spec["env"]]] = env_list(launch, spec, at[spec["env"]], keys)
-    elif "env_map" in spec:
-        keys.update({f"{at[spec['env_map']]}.{k}": v for k, v in launch.env})
-    else:
-        keys[ENVIRONMENT] = dict(launch.env)  # no key of the document holds the environment: said beside the keys
-    return keys
-
-
-def _map_key(launch: Launch, where: str | None, arg: Arg) -> str | None:
-    """A new flag's entry in the form's map, spelled as the map spells its keys (`max_model_len` or `max-model-len`)."""
-    if where is None:
-        return None
-    entries = [(a.values_key or "").rsplit(".", 1)[-1] for a in launch.args
-               if (a.values_key or "").startswith(where + ".")]
-    name = arg.flag[2:] if any("-" in e for e in entries) else arg.flag[2:].replace("-", "_")
-    return f"{where}.{name}" if key_paths.PLAIN_KEY.fullmatch(name) else None
-
-
-def _words(arg: Arg) -> list[str]:
-    if arg.value is None:
-        return [arg.spelled]
-    return [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
-
-
-def _typed(value: str | None) -> Any:
-    if value is None:
-        return True
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return value
-    return parsed if isinstance(parsed, (int, float, dict, list)) and not isinstance(parsed, bool) else value
-
-
 def render_keyed(launch: Launch, render_command: Callable[[Launch], str]) -> str:
     """The launch as the platform runs it (written by `render_command`); a fixed launch as what changes at the
     document's key paths, in the form's own patch."""
@@ -286,4 +203,4 @@ def render_keyed(launch: Launch, render_command: Callable[[Launch], str]) -> str
         return render_command(replace(launch, frame=None, args=[replace(a, values_key=None) for a in launch.args]))
     from .keyed_render import render_changes
 
-    return render_changes(launch, forms()[launch.keyed_form or ""], key_values(launch))
+    return render_changes(launch, forms()[launch.keyed_form or ""], key_values(launch, forms()[launch.keyed_form or ""]))

@@ -16,10 +16,10 @@ from typing import Any
 
 from ..util.lazy_pattern import lazy
 from . import key_paths
+from .keyed_values import ENVIRONMENT, carriers
 from .launch import Launch
 
 _NAME = lazy(r"[A-Za-z0-9][A-Za-z0-9.-]*")
-ENVIRONMENT = "(environment)"  # the variables a form has no key for: the process's own environment
 
 
 def changes(launch: Launch, spec: dict, now: dict[str, Any]) -> dict[str, Any]:
@@ -49,27 +49,6 @@ def render_changes(launch: Launch, spec: dict, now: dict[str, Any]) -> str:
     return "\n".join([header, *(f"{path}: {_dump(value, flow=True)}" for path, value in changed.items()), *notes])
 
 
-def env_list(launch: Launch, spec: dict, where: str, keys: dict[str, Any]) -> list:
-    """The container's env list as it must read: its entries in their order, the arguments' variable with its words."""
-    entries = key_paths.value_at(launch.keyed_document, [s for s in key_paths.steps(where) if not isinstance(s, tuple)])
-    values = dict(launch.env)
-    out: list = []
-    for index, entry in enumerate(entries if isinstance(entries, list) else []):
-        name = entry.get("name") if isinstance(entry, dict) else None
-        if name in carriers(spec):
-            words = keys.get(f"{where}[{index}].value")
-            if words:
-                out.append({**entry, "value": words})
-        elif name in values:
-            out.append({**entry, "value": values.pop(name)})
-        elif not (isinstance(entry, dict) and "value" in entry):
-            out.append(entry)
-    out += [{"name": k, "value": v} for k, v in values.items()]
-    out += [{"name": name, "value": keys[k]} for name in carriers(spec)
-            if (k := f"{where}[name={name}].value") in keys and keys[k]]
-    return out
-
-
 def _environment_notes(now: dict[str, str] | None, before: dict[str, str]) -> list[str]:
     """Variables a fix sets where the document has no key for them, said as comments after the keys."""
     if now is None:
@@ -80,13 +59,7 @@ def _environment_notes(now: dict[str, str] | None, before: dict[str, str]) -> li
 
 
 def _env_path(launch: Launch, spec: dict) -> str:
-    base = [s for s in key_paths.steps(launch.values_path or "") if not isinstance(s, tuple)]
-    return ".".join(p for p in (key_paths.text(base), spec["env"]) if p)
-
-
-def carriers(spec: dict) -> set[str]:
-    """The env variables a form reads arguments from (`VLLM_ADDITIONAL_ARGS`)."""
-    return {w["path"].rsplit("[name=", 1)[-1].split("]", 1)[0] for w in spec.get("words", []) if "[name=" in w["path"]}
+    return key_paths.below([s for s in key_paths.steps(launch.values_path or "") if not isinstance(s, tuple)], spec["env"])
 
 
 def _without_carriers(entries: Any, spec: dict) -> Any:
