@@ -230,3 +230,33 @@ def test_a_stage_config_that_names_worker_classes_is_not_printed_as_a_fix_to_pas
 
     printed = printed_command(parse_launch(OMNI.read_text()), {"--gpu-memory-utilization": "0.7"})
     assert printed.command is None and "--worker-cls" in (printed.not_shown or "")
+
+
+KAITO = FIXTURES / "kaito-workspace-custom-config.yaml"
+
+
+def kaito_file() -> dict:
+    configmap = next(d for d in yaml.safe_load_all(KAITO.read_text()) if d["kind"] == "ConfigMap")
+    return yaml.safe_load(configmap["data"]["inference_config.yaml"])
+
+
+def test_a_kaito_configmap_is_read_from_the_vllm_map_of_its_inference_config():
+    launch = parse_launch(KAITO.read_text())
+    assert launch.source_form == "a KAITO inference config (vllm)"
+    assert (launch.get("--max-model-len"), launch.get("--tensor-parallel-size")) == ("131072", "2")
+    assert launch.get("--gpu-memory-utilization") == "0.95"
+
+
+def test_a_kaito_fix_names_the_configmap_and_sets_the_files_keys_in_its_spelling():
+    printed = render(apply_changes(parse_launch(KAITO.read_text()), {"--max-model-len": "32768", "--enforce-eager": True}))
+    assert printed.splitlines()[0].startswith("# kubectl edit configmap ds-inference-params: in data.inference_config.yaml")
+    before = kaito_file()
+    assert changed(before, set_value_paths(before, printed)) == {("vllm", "max-model-len"): (131072, 32768),
+                                                                 ("vllm", "enforce-eager"): (None, True)}
+
+
+def test_a_kaito_inference_config_file_of_its_own_is_read_and_fixed_at_its_keys():
+    text = "max_probe_steps: 6\nvllm:\n  gpu-memory-utilization: 0.9\n  max-model-len: 8192\n"
+    printed = render(apply_changes(parse_launch(text), {"--max-model-len": "4096"}))
+    assert printed == ("# inference_config.yaml: set these keys (then restart the workspace's inference pods)\n"
+                       "vllm.max-model-len: 4096")

@@ -1,9 +1,11 @@
 """YAML pasted whole with a log: a Kubernetes manifest, Helm values of the production-stack, read as YAML.
 
 The line scanner hands extractors lines without their indentation, which YAML needs; this reader takes each
-block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:` or
-`servingEngineSpec:`, `services:` (a compose file) `modelArtifacts:` (llm-d values) or `applications:`/`model_loading_config:` (Ray Serve LLM), `stage_args:` (a vLLM-Omni stage config), and reads the launch from it. A document that names the chart's keys or a pod's containers
-but cannot be read says why, so the report can tell what it could not read.
+block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:`,
+`servingEngineSpec:`, `services:` (a compose file), `modelArtifacts:` (llm-d values), `applications:` or
+`model_loading_config:` (Ray Serve LLM), `stage_args:` (a vLLM-Omni stage config), `max_probe_steps:` or
+`kv_cache_cpu_memory_utilization:` (KAITO's inference config), and reads the launch from it. A document that names
+the chart's keys or a pod's containers but cannot be read says why, so the report can tell what it could not read.
 
 >>> from .record import Facts
 >>> facts = Facts()
@@ -23,7 +25,7 @@ from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
 MAX_DOCUMENT_LINES = 2000
 MAX_NOTES = 4
 MAX_CUTS = 4
-_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:|stage_args:)", re.MULTILINE)
+_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:|stage_args:|max_probe_steps:|kv_cache_cpu_memory_utilization:)", re.MULTILINE)
 _YAML_LINE = lazy(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
 
 

@@ -57,6 +57,8 @@ def looks_like_keyed(text: str) -> bool:
         detect = spec["detect"]
         if "kind" in detect and f"kind: {detect['kind']}" in text:
             return True
+        if "embedded_in" in spec and spec["embedded_in"]["key"] + ":" in text:
+            return True
         if any(all(f"{k}:" in text for k in keys) for keys in _key_sets(detect)):
             return True
     return False
@@ -73,7 +75,7 @@ def keyed_problem(text: str) -> str | None:
     documents = _documents(text)
     if documents is None:
         return "the document is not YAML as written (its indentation may have been lost): the launch was not read"
-    for document in documents:
+    for document, _outer in _embedded(documents):
         name = form_of(document)
         if name is None:
             continue
@@ -86,10 +88,14 @@ def keyed_problem(text: str) -> str | None:
 
 def parse_keyed(text: str) -> Launch | None:
     """The launch of the first document in one of these forms; None when there is none (`keyed_problem` says why)."""
-    for document in _documents(text) or []:
-        name = form_of(document)
+    for document, outer in _embedded(_documents(text) or []):
+        name = form_of(document) or next((n for n, spec in forms().items() if outer and "embedded_in" in spec
+                                          and spec["embedded_in"]["key"] == outer[2]
+                                          and _variant(document, spec) is not None), None)
         if name is not None and _templated(document, forms()[name]) is None:
-            return _launch(document, name)
+            launch = _launch(document, name)
+            launch.keyed_outer = outer
+            return launch
     return None
 
 
@@ -97,6 +103,22 @@ def _documents(text: str) -> list[Any] | None:
     from ..util.pasted_yaml import load_documents
 
     return load_documents(text)
+
+
+def _embedded(documents: list[Any]) -> list[tuple[Any, tuple[str, str | None, str] | None]]:
+    """The documents, each ConfigMap's file that a form reads (`data["inference_config.yaml"]`) in its place, with
+    the ConfigMap's kind, name and key."""
+    keys = {spec["embedded_in"]["key"] for spec in forms().values() if "embedded_in" in spec}
+    out: list[tuple[Any, tuple[str, str | None, str] | None]] = []
+    for document in documents:
+        data = document.get("data") if isinstance(document, dict) and document.get("kind") == "ConfigMap" else None
+        inner = next(((k, data[k]) for k in sorted(keys) if isinstance(data, dict) and isinstance(data.get(k), str)), None)
+        if inner is None:
+            out.append((document, None))
+            continue
+        name = scalar_at(document, "metadata.name")
+        out += [(d, ("ConfigMap", name, inner[0])) for d in _documents(inner[1]) or [] if isinstance(d, dict)]
+    return out
 
 
 def _variant(document: dict, spec: dict) -> list[str | int] | None:

@@ -42,6 +42,9 @@ def render_changes(launch: Launch, spec: dict, now: dict[str, Any]) -> str:
     changed = changes(launch, spec, now)
     name = launch.keyed_name if launch.keyed_name and _NAME.fullmatch(launch.keyed_name) else "<name>"
     header = spec["header"].replace("{name}", name)
+    if launch.keyed_outer is not None and "embedded_header" in spec:  # a file kept in a ConfigMap: keys of that file
+        outer = launch.keyed_outer[1] if launch.keyed_outer[1] and _NAME.fullmatch(launch.keyed_outer[1]) else "<name>"
+        header = spec["embedded_header"].replace("{name}", outer)
     notes = _environment_notes(changed.pop(ENVIRONMENT, None), (launch.values_original or {}).get(ENVIRONMENT) or {})
     if spec["patch"] == "json":
         operations = [op for path, value in changed.items() for op in key_paths.json_patch(launch.keyed_document, path, value)]

@@ -100,6 +100,7 @@ class Launch:
     keyed_form: str | None = None
     keyed_name: str | None = None
     keyed_document: Any = None
+    keyed_outer: tuple[str, str | None, str] | None = None  # the ConfigMap (kind, name, key) the document was a file of
 
     def get(self, flag: str) -> str | None:
         """The value of a flag (canonical name), `"true"` for a present switch, else None."""
