@@ -266,3 +266,42 @@ def test_a_dev_shm_error_with_the_guide_deployment_resizes_its_own_shm_volume():
     assert pod["volumes"][1] == {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "10Gi"}}
     assert pod["volumes"][0] == before["volumes"][0] and len(pod["volumes"]) == 2
     assert pod["containers"] == before["containers"]
+
+
+def dotenv_lines(printed: str) -> dict:
+    """The `.env` lines a fix prints, read as compose reads a .env file."""
+    from diagnose.facts.shell_variables import _dotenv_value
+
+    block = printed.split("# .env: these lines as they must read\n", 1)[1].splitlines()
+    return {line.split("=", 1)[0]: _dotenv_value(line) for line in block if _dotenv_value(line) is not None}
+
+
+def test_a_dotenv_file_feeds_the_variable_and_the_fix_is_its_line():
+    paste = ("$ cat .env\nHF_HOME=/data/hf\nVLLM_ARGS=--max-model-len 32768 --gpu-memory-utilization 0.9\n"
+             "$ vllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS\n" + KV_ERROR)
+    report = diagnose_text(paste).report
+    assert "--max-model-len 32768" in report["facts"]["launch"]["command"]
+    printed = report["diagnoses"][0]["fixes"][0]["command"]
+    assert dotenv_lines(printed) == {"VLLM_ARGS": "--max-model-len 20480 --gpu-memory-utilization 0.9"}
+    assert printed.endswith("\nvllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS")
+
+
+def test_a_dotenv_file_pasted_after_a_compose_file_is_read_for_its_interpolation():
+    compose = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.9.2\n    env_file: .env\n"
+               "    command: --model Qwen/Qwen3-8B ${VLLM_ARGS}\n")
+    report = diagnose_text(compose + "\n# .env\nVLLM_ARGS='--max-model-len 32768 --enforce-eager'\n" + KV_ERROR).report
+    printed = report["diagnoses"][0]["fixes"][0]["command"]
+    assert dotenv_lines(printed) == {"VLLM_ARGS": "--max-model-len 20480 --enforce-eager"}
+    service = yaml.safe_load(printed.split("\n", 2)[2])["services"]["vllm"]
+    assert service == {"command": "--model Qwen/Qwen3-8B ${VLLM_ARGS}"}  # the variable is not moved into environment:
+
+
+def test_a_dotenv_value_with_shell_syntax_is_printed_quoted():
+    import shlex
+
+    paste = ("VLLM_ARGS=--max-model-len 32768 --served-model-name $(touch /tmp/x)\n"
+             "$ vllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS\n" + KV_ERROR)
+    printed = diagnose_text(paste).report["diagnoses"][0]["fixes"][0]["command"]
+    line = printed.splitlines()[1]
+    words = shlex.split(line)  # one word: the shell assigns it and runs nothing
+    assert len(words) == 1 and words[0].startswith("VLLM_ARGS=--max-model-len 20480 ") and "$(touch /tmp/x)" in words[0]

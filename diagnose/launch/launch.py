@@ -95,6 +95,7 @@ class Launch:
     compose_forms: tuple[str, str, tuple[str, ...]] | None = None  # a compose service's command and environment forms
     model_via_env: str | None = None  # the model came from a variable, with the arguments in it
     model_via_raw: str | None = None
+    dotenv: list[str] = field(default_factory=list)  # variables set by a pasted `.env` file: a fix is its line
     source_form: str | None = None  # what the input wrote the launch as, where a form says (`a KServe LLMInferenceService`)
     # read from key paths of a document (launch.keyed_forms): its form, the object's name, the document as loaded
     keyed_form: str | None = None

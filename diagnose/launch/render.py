@@ -131,6 +131,8 @@ def _words(raws: list[str]) -> list[str]:
 def render(launch: Launch) -> str:
     """The launch as a command line (or Python call) in the user's own form, its secrets masked."""
     launch = masked_launch(launch)
+    if launch.fixed and launch.dotenv and launch.frame in (None, "compose"):
+        return _render_with_dotenv(launch)
     if launch.form == "llm-python":
         return _render_python(launch)
     if launch.frame == "kubernetes":
@@ -155,6 +157,16 @@ def render(launch: Launch) -> str:
         command = _render_command(replace(launch, env=[]))
         return render_drop_in(command, launch.env, launch.unset_env, launch.unit) if launch.fixed else command
     return _render_command(launch)
+
+
+def _render_with_dotenv(launch: Launch) -> str:
+    """A fix whose arguments live in a `.env` file: that file's lines as they must read, then the launch as it
+    stands (its `$VLLM_ARGS` unchanged)."""
+    launch = _with_variables(launch)
+    lines = ["# .env: these lines as they must read"]
+    lines += [f"{k}={quote_word(v)}" for k, v in launch.env if k in launch.dotenv]
+    rest = replace(launch, env=[(k, v) for k, v in launch.env if k not in launch.dotenv], dotenv=[])
+    return "\n".join([*lines, render(rest)])
 
 
 def _render_command(launch: Launch) -> str:
