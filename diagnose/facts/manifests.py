@@ -4,8 +4,9 @@ The line scanner hands extractors lines without their indentation, which YAML ne
 block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:`,
 `servingEngineSpec:`, `services:` (a compose file), `modelArtifacts:` (llm-d values), `applications:` or
 `model_loading_config:` (Ray Serve LLM), `stage_args:` (a vLLM-Omni stage config), `max_probe_steps:` or
-`kv_cache_cpu_memory_utilization:` (KAITO's inference config), and reads the launch from it. A document that names
-the chart's keys or a pod's containers but cannot be read says why, so the report can tell what it could not read.
+`kv_cache_cpu_memory_utilization:` (KAITO's inference config) or `[{"Id":` (docker inspect, JSON being YAML), and
+reads the launch from it. A document that names the chart's keys or a pod's containers but cannot be read says
+why, so the report can tell what it could not read.
 
 >>> from .record import Facts
 >>> facts = Facts()
@@ -25,7 +26,8 @@ from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
 MAX_DOCUMENT_LINES = 2000
 MAX_NOTES = 4
 MAX_CUTS = 4
-_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:|stage_args:|max_probe_steps:|kv_cache_cpu_memory_utilization:)", re.MULTILINE)
+_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:"
+              rb'|stage_args:|max_probe_steps:|kv_cache_cpu_memory_utilization:|\[(?=\s*\{\s*"Id":))', re.MULTILINE)
 _YAML_LINE = lazy(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
 
 
@@ -72,6 +74,8 @@ class ManifestReader:
             problem = values_problem(text) if looks_like_values(text) else None
             if problem is None and launch is None and looks_like_keyed(text):
                 problem = keyed_problem(text)
+            if problem is None and launch is None and text.startswith("["):
+                problem = "the docker inspect output is not JSON as written (was it cut?): the launch was not read from it"
         if problem is None and "{{" in text and "}}" in text and (launch is None or launch.keyed_form is None):
             launch, problem = None, ("the manifest is a Helm chart template ({{ … }}), not what ran: paste the rendered "
                                      "object (kubectl get deployment <name> -o yaml) to have the launch read")
