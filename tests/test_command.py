@@ -133,6 +133,38 @@ def test_an_engine_args_script_in_a_paste_is_the_reports_launch(diagnose_text):
     assert "max_model_len=20480" in report["diagnoses"][0]["fixes"][0]["command"]
 
 
+RAY_SCRIPT = """from ray import serve
+from ray.serve.llm import LLMConfig, build_openai_app
+
+llm_config = LLMConfig(
+    model_loading_config=dict(model_id="qwen-0.5b", model_source="Qwen/Qwen2.5-0.5B-Instruct"),
+    deployment_config=dict(autoscaling_config=dict(min_replicas=1, max_replicas=2)),
+    accelerator_type="A10G",
+    engine_kwargs=dict(tensor_parallel_size=2, max_model_len=32768),
+)
+serve.run(build_openai_app({"llm_configs": [llm_config]}), blocking=True)
+"""
+
+
+def test_a_ray_llm_config_call_is_read_from_its_engine_kwargs():
+    launch = parse_launch(RAY_SCRIPT)
+    assert (launch.model, launch.get("--max-model-len"), launch.get("--tensor-parallel-size")) == (
+        "Qwen/Qwen2.5-0.5B-Instruct", "32768", "2")
+
+
+def test_a_ray_llm_config_fix_changes_only_its_engine_kwargs():
+    import ast
+
+    out = fixed(RAY_SCRIPT, {"--max-model-len": "16384", "--enforce-eager": True})
+    call = ast.parse(out, mode="eval").body
+    keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    assert call.func.id == "LLMConfig" and list(keywords) == [
+        "model_loading_config", "deployment_config", "accelerator_type", "engine_kwargs"]
+    assert keywords["engine_kwargs"] == {"tensor_parallel_size": 2, "max_model_len": 16384, "enforce_eager": True}
+    assert keywords["deployment_config"] == {"autoscaling_config": {"min_replicas": 1, "max_replicas": 2}}
+    assert keywords["model_loading_config"] == {"model_id": "qwen-0.5b", "model_source": "Qwen/Qwen2.5-0.5B-Instruct"}
+
+
 def test_reconstructed_launch_renders_as_vllm_serve():
     launch = from_engine_args({"model_tag": "/srv/m", "model": "/srv/m", "port": 8011, "max_model_len": 256,
                                "enforce_eager": True, "served_model_name": ["a"]})

@@ -15,8 +15,8 @@ MAX_REMEMBERED_NON_LAUNCHES = 256
 
 
 class LaunchExtractor(ExtractorBase):
-    literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "engineargs(", "execstart=",
-                "containers:")
+    literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "engineargs(", "llmconfig(",
+                "execstart=", "containers:")
     window = 30
 
     def __init__(self, facts):

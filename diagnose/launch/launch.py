@@ -75,7 +75,8 @@ class Launch:
     image: str | None = None
     tail: list[str] = field(default_factory=list)
     python_kwargs: dict[str, Any] = field(default_factory=dict)
-    python_call: str = "LLM"  # the call the keywords were given to: LLM, EngineArgs, AsyncEngineArgs
+    python_call: str = "LLM"  # the call the keywords were given to: LLM, EngineArgs, AsyncEngineArgs, LLMConfig
+    python_outer: dict[str, Any] = field(default_factory=dict)  # an LLMConfig's keywords other than engine_kwargs
     origin: str = "log"
     frame: str | None = None  # "systemd": a unit's ExecStart= (launch.service_units); "kubernetes": a container (launch.kubernetes)
     unit: str | None = None

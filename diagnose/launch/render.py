@@ -254,9 +254,10 @@ def _container_words(arg: Arg) -> list[str]:
 
 
 def _render_python(launch: Launch) -> str:
-    pieces = []
-    for key, value in launch.python_kwargs.items():
-        pieces.append(f"{key}={value!r}")
+    pieces = [f"{key}={value!r}" for key, value in launch.python_kwargs.items()]
+    if launch.python_call == "LLMConfig":  # the engine's keywords are its engine_kwargs, among its own keywords
+        outer = {**launch.python_outer, "engine_kwargs": launch.python_kwargs}
+        pieces = [f"{key}={value!r}" for key, value in outer.items()]
     call = f"{launch.python_call}({', '.join(pieces)})"
     env = [f'os.environ["{k}"] = {v!r}' for k, v in launch.env]
     return "\n".join(["import os", *env, call]) if env else call
