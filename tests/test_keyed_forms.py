@@ -7,8 +7,11 @@ Every printed fix is applied to the document it came from (a JSON patch as kubec
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import jsonschema
+import pytest
 import yaml
 
 from diagnose.api import diagnose_text
@@ -38,11 +41,18 @@ def changed(before, after) -> dict:
     return {k: (old.get(k), new.get(k)) for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
 
 
+def valid_llm_inference_service(resource: dict) -> dict:
+    """The resource checked against KServe's own schema for the keys a fix touches (a subset of the CRD's)."""
+    schema = json.loads((FIXTURES / "kserve-llmisvc-schema-subset.json").read_text())
+    jsonschema.validate(resource, schema)
+    return resource
+
+
 def json_patched(text: str, changes: dict) -> tuple[dict, dict, str]:
     printed = render(apply_changes(parse_launch(text), changes))
     assert printed.startswith("# kubectl patch llminferenceservice qwen3-coder-tool-calling --type json"), printed
-    before = yaml.safe_load(text)
-    return before, apply_json_patch(before, yaml.safe_load(printed)), printed
+    before = valid_llm_inference_service(yaml.safe_load(text))
+    return before, valid_llm_inference_service(apply_json_patch(before, yaml.safe_load(printed))), printed
 
 
 def test_an_llm_inference_service_is_read_with_its_additional_args_and_the_platforms_own():
@@ -67,6 +77,8 @@ def test_an_llm_inference_service_fix_sets_the_additional_args_value_and_nothing
 def test_tensor_parallelism_goes_to_spec_parallelism_tensor():
     before, after, _ = json_patched(LLMISVC.read_text(), {"--tensor-parallel-size": "2"})
     assert changed(before, after) == {("spec", "parallelism", "tensor"): (None, 2)}
+    with pytest.raises(jsonschema.ValidationError):  # the schema is strict where it matters: a size is an integer
+        valid_llm_inference_service({**after, "spec": {**after["spec"], "parallelism": {"tensor": "2"}}})
 
 
 def test_an_env_fix_sets_the_env_list_whole_keeping_secret_refs_and_the_args_variable():
@@ -88,7 +100,7 @@ def test_a_service_with_no_additional_args_gets_the_variable_added_to_its_contai
     assert launch.get("--tensor-parallel-size") == "4"
     printed = render(apply_changes(launch, {"--max-model-len": "16384", "--tensor-parallel-size": "2"}))
     before = yaml.safe_load(text)
-    assert changed(before, apply_json_patch(before, yaml.safe_load(printed))) == {
+    assert changed(before, valid_llm_inference_service(apply_json_patch(before, yaml.safe_load(printed)))) == {
         ("spec", "parallelism", "tensor"): (4, 2),
         ("spec", "template", "containers", 0, "env", 0, "name"): (None, "VLLM_ADDITIONAL_ARGS"),
         ("spec", "template", "containers", 0, "env", 0, "value"): (None, "--max-model-len 16384")}
