@@ -48,6 +48,12 @@ def valid_llm_inference_service(resource: dict) -> dict:
     return resource
 
 
+def valid_llm_d_values(values: dict) -> dict:
+    """The values checked against the chart's own values.schema.json for the keys a fix touches (a subset)."""
+    jsonschema.validate(values, json.loads((FIXTURES / "llm-d-modelservice-schema-subset.json").read_text()))
+    return values
+
+
 def json_patched(text: str, changes: dict) -> tuple[dict, dict, str]:
     printed = render(apply_changes(parse_launch(text), changes))
     assert printed.startswith("# kubectl patch llminferenceservice qwen3-coder-tool-calling --type json"), printed
@@ -135,7 +141,7 @@ def test_an_llm_d_fix_is_values_lines_that_change_only_the_decode_args():
     values = yaml.safe_load(LLM_D.read_text())
     printed = render(apply_changes(parse_launch(LLM_D.read_text()), {"--max-model-len": "4096"}))
     assert printed.splitlines()[0].startswith("# values.yaml: set these keys (then helm upgrade")
-    after = set_value_paths(values, printed)
+    after = valid_llm_d_values(set_value_paths(valid_llm_d_values(values), printed))
     assert changed(values, after) == {("decode", "containers", 0, "args", 3): (None, "--max-model-len"),
                                       ("decode", "containers", 0, "args", 4): (None, "4096")}
 
@@ -144,6 +150,9 @@ def test_llm_d_tensor_parallelism_is_set_at_the_roles_parallelism_key():
     values = yaml.safe_load(LLM_D.read_text())
     after = set_value_paths(values, render(apply_changes(parse_launch(LLM_D.read_text()), {"-tp": "2"})))
     assert changed(values, after) == {("decode", "parallelism", "tensor"): (None, 2)}
+    valid_llm_d_values(after)  # parallelism.tensor is an integer, and parallelism takes no other key
+    with pytest.raises(jsonschema.ValidationError):
+        valid_llm_d_values({**after, "decode": {**after["decode"], "parallelism": {"tensorParallelSize": 2}}})
     assert parse_launch(yaml.safe_dump(after)).get("--tensor-parallel-size") == "2"
 
 
