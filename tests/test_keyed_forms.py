@@ -112,6 +112,16 @@ def test_a_service_with_no_additional_args_gets_the_variable_added_to_its_contai
         ("spec", "template", "containers", 0, "env", 0, "value"): (None, "--max-model-len 16384")}
 
 
+def test_a_service_with_no_template_gets_the_main_container_added_under_its_spec():
+    text = ("apiVersion: serving.kserve.io/v1alpha2\nkind: LLMInferenceService\nmetadata: {name: qwen}\nspec:\n"
+            "  model: {uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: Qwen/Qwen2.5-7B-Instruct}\n  replicas: 1\n")
+    printed = render(apply_changes(parse_launch(text), {"--max-model-len": "4096"}))
+    after = valid_llm_inference_service(apply_json_patch(yaml.safe_load(text), yaml.safe_load(printed)))
+    assert after["spec"]["template"] == {"containers": [
+        {"name": "main", "env": [{"name": "VLLM_ADDITIONAL_ARGS", "value": "--max-model-len 4096"}]}]}
+    assert after["spec"]["replicas"] == 1
+
+
 def test_an_llm_inference_service_paste_replaces_the_assumed_defaults_and_names_its_form():
     report = diagnose_text(LLMISVC.read_text() + KV_ERROR).report
     assert report["facts"]["launch"]["source"].startswith("a KServe LLMInferenceService in the input")

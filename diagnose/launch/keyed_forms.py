@@ -27,15 +27,12 @@ from . import key_paths
 from .keyed_values import PLATFORM, carriers, key_values, platform_args, scalar_at
 from .launch import Arg, Launch
 
+
 @lru_cache(maxsize=1)
 def forms() -> dict[str, dict]:
     from ..util.datafiles import load_yaml
 
     return load_yaml("launch_forms.yaml")["keyed_forms"]
-
-
-def written_as(launch: Launch) -> str | None:
-    return forms()[launch.keyed_form]["written_as"] if launch.keyed_form in forms() else None
 
 
 def form_of(document: Any) -> str | None:
@@ -132,9 +129,18 @@ def _variant(document: dict, spec: dict) -> list[str | int] | None:
     return None
 
 
+def _base(document: dict, spec: dict) -> list[str | int]:
+    """Where the launch's keys are: its variant, else the first variant the document has (a resource known by its
+    kind that lacks the container a fix then adds)."""
+    found = _variant(document, spec)
+    if found is None:
+        found = next((c for v in spec["variants"] for c, _node in key_paths.matches(document, v)), [])
+    return found
+
+
 def _templated(document: dict, spec: dict) -> str | None:
     """The first key path of the launch whose value holds `{{ }}` (the model may: the chart renders it)."""
-    base = _variant(document, spec) or []
+    base = _base(document, spec)
     paths = [*spec.get("typed", {}), *(w["path"] for w in spec.get("words", [])), *([spec["map"]] if "map" in spec else [])]
     for path in paths:
         found = key_paths.resolve(document, key_paths.below(base, path))
@@ -148,7 +154,7 @@ def _launch(document: dict, name: str) -> Launch:
     from .shell_words import quote_word, tokenize
 
     spec = forms()[name]
-    base = _variant(document, spec) or []
+    base = _base(document, spec)
     launch = Launch(form="vllm-serve", head=["vllm", "serve"], model_positional=True, frame="keyed",
                     keyed_form=name, source_form=spec["written_as"], values_path=key_paths.text(base))
     launch.model = _model(document, spec, base)
