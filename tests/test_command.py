@@ -95,6 +95,76 @@ def test_llm_multiline_call_with_env_change():
     assert out == "import os\nos.environ[\"VLLM_WORKER_MULTIPROC_METHOD\"] = 'spawn'\nLLM(model='deepseek-ai/DeepSeek-V2-Lite', trust_remote_code=True)"
 
 
+ENGINE_SCRIPT = """import os
+from vllm import AsyncEngineArgs, AsyncLLMEngine
+
+os.environ["VLLM_USE_V1"] = "1"
+engine_args = AsyncEngineArgs(
+    model="Qwen/Qwen2.5-7B-Instruct",
+    tensor_parallel_size=2,
+    max_model_len=32 * 1024,
+    enforce_eager=True,
+)
+engine = AsyncLLMEngine.from_engine_args(engine_args)
+"""
+
+
+def test_an_async_engine_args_call_is_read_with_its_literals_resolved():
+    launch = parse_launch(ENGINE_SCRIPT)
+    assert (launch.python_call, launch.model) == ("AsyncEngineArgs", "Qwen/Qwen2.5-7B-Instruct")
+    assert (launch.get("--max-model-len"), launch.get("--tensor-parallel-size")) == ("32768", "2")
+    assert launch.env == [("VLLM_USE_V1", "1")]
+
+
+def test_an_engine_args_fix_is_the_same_call_with_only_the_keyword_changed():
+    out = fixed(ENGINE_SCRIPT, {"--max-model-len": "16384"})
+    assert out == ("import os\nos.environ[\"VLLM_USE_V1\"] = '1'\nAsyncEngineArgs(model='Qwen/Qwen2.5-7B-Instruct', "
+                   "tensor_parallel_size=2, max_model_len=16384, enforce_eager=True)")
+    assert fixed("args = EngineArgs('m', max_num_seqs=8)", {"--enforce-eager": True}) == (
+        "EngineArgs(model='m', max_num_seqs=8, enforce_eager=True)")
+
+
+def test_an_engine_args_script_in_a_paste_is_the_reports_launch(diagnose_text):
+    log = ENGINE_SCRIPT + ("ERROR 12-02 10:00:00 [core.py:700] ValueError: The model max seq len (32768) is larger than "
+                           "the maximum number of tokens that can be stored in KV cache (20624).\n")
+    report = diagnose_text(log)
+    assert report["facts"]["launch"]["source"].startswith("a Python AsyncEngineArgs(...) call in the input")
+    assert report["diagnoses"][0]["fixes"][0]["command"].startswith("AsyncEngineArgs(model='Qwen/Qwen2.5-7B-Instruct'")
+    assert "max_model_len=20480" in report["diagnoses"][0]["fixes"][0]["command"]
+
+
+RAY_SCRIPT = """from ray import serve
+from ray.serve.llm import LLMConfig, build_openai_app
+
+llm_config = LLMConfig(
+    model_loading_config=dict(model_id="qwen-0.5b", model_source="Qwen/Qwen2.5-0.5B-Instruct"),
+    deployment_config=dict(autoscaling_config=dict(min_replicas=1, max_replicas=2)),
+    accelerator_type="A10G",
+    engine_kwargs=dict(tensor_parallel_size=2, max_model_len=32768),
+)
+serve.run(build_openai_app({"llm_configs": [llm_config]}), blocking=True)
+"""
+
+
+def test_a_ray_llm_config_call_is_read_from_its_engine_kwargs():
+    launch = parse_launch(RAY_SCRIPT)
+    assert (launch.model, launch.get("--max-model-len"), launch.get("--tensor-parallel-size")) == (
+        "Qwen/Qwen2.5-0.5B-Instruct", "32768", "2")
+
+
+def test_a_ray_llm_config_fix_changes_only_its_engine_kwargs():
+    import ast
+
+    out = fixed(RAY_SCRIPT, {"--max-model-len": "16384", "--enforce-eager": True})
+    call = ast.parse(out, mode="eval").body
+    keywords = {k.arg: ast.literal_eval(k.value) for k in call.keywords}
+    assert call.func.id == "LLMConfig" and list(keywords) == [
+        "model_loading_config", "deployment_config", "accelerator_type", "engine_kwargs"]
+    assert keywords["engine_kwargs"] == {"tensor_parallel_size": 2, "max_model_len": 16384, "enforce_eager": True}
+    assert keywords["deployment_config"] == {"autoscaling_config": {"min_replicas": 1, "max_replicas": 2}}
+    assert keywords["model_loading_config"] == {"model_id": "qwen-0.5b", "model_source": "Qwen/Qwen2.5-0.5B-Instruct"}
+
+
 def test_reconstructed_launch_renders_as_vllm_serve():
     launch = from_engine_args({"model_tag": "/srv/m", "model": "/srv/m", "port": 8011, "max_model_len": 256,
                                "enforce_eager": True, "served_model_name": ["a"]})

@@ -266,3 +266,77 @@ def test_a_dev_shm_error_with_the_guide_deployment_resizes_its_own_shm_volume():
     assert pod["volumes"][1] == {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "10Gi"}}
     assert pod["volumes"][0] == before["volumes"][0] and len(pod["volumes"]) == 2
     assert pod["containers"] == before["containers"]
+
+
+def dotenv_lines(printed: str) -> dict:
+    """The `.env` lines a fix prints, read as compose reads a .env file."""
+    from diagnose.facts.shell_variables import _dotenv_value
+
+    block = printed.split("# .env: these lines as they must read\n", 1)[1].splitlines()
+    return {line.split("=", 1)[0]: _dotenv_value(line) for line in block if _dotenv_value(line) is not None}
+
+
+def test_a_dotenv_file_feeds_the_variable_and_the_fix_is_its_line():
+    paste = ("$ cat .env\nHF_HOME=/data/hf\nVLLM_ARGS=--max-model-len 32768 --gpu-memory-utilization 0.9\n"
+             "$ vllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS\n" + KV_ERROR)
+    report = diagnose_text(paste).report
+    assert "--max-model-len 32768" in report["facts"]["launch"]["command"]
+    printed = report["diagnoses"][0]["fixes"][0]["command"]
+    assert dotenv_lines(printed) == {"VLLM_ARGS": "--max-model-len 20480 --gpu-memory-utilization 0.9"}
+    assert printed.endswith("\nvllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS")
+
+
+def test_a_dotenv_file_pasted_after_a_compose_file_is_read_for_its_interpolation():
+    compose = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.9.2\n    env_file: .env\n"
+               "    command: --model Qwen/Qwen3-8B ${VLLM_ARGS}\n")
+    report = diagnose_text(compose + "\n# .env\nVLLM_ARGS='--max-model-len 32768 --enforce-eager'\n" + KV_ERROR).report
+    printed = report["diagnoses"][0]["fixes"][0]["command"]
+    assert dotenv_lines(printed) == {"VLLM_ARGS": "--max-model-len 20480 --enforce-eager"}
+    service = yaml.safe_load(printed.split("\n", 2)[2])["services"]["vllm"]
+    assert service == {"command": "--model Qwen/Qwen3-8B ${VLLM_ARGS}"}  # the variable is not moved into environment:
+
+
+def test_a_dotenv_value_with_shell_syntax_is_printed_quoted():
+    import shlex
+
+    paste = ("VLLM_ARGS=--max-model-len 32768 --served-model-name $(touch /tmp/x)\n"
+             "$ vllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS\n" + KV_ERROR)
+    printed = diagnose_text(paste).report["diagnoses"][0]["fixes"][0]["command"]
+    line = printed.splitlines()[1]
+    words = shlex.split(line)  # one word: the shell assigns it and runs nothing
+    assert len(words) == 1 and words[0].startswith("VLLM_ARGS=--max-model-len 20480 ") and "$(touch /tmp/x)" in words[0]
+
+
+# written for these tests in the shape of `docker inspect` output (moby's container JSON; JSON holds no comment)
+INSPECT = FIXTURES / "docker-inspect-vllm.json"
+
+
+def test_docker_inspect_output_is_read_as_the_docker_run_that_made_the_container():
+    launch = parse_launch(INSPECT.read_text())
+    assert (launch.form, launch.image, launch.model) == ("docker", "vllm/vllm-openai:v0.9.2", "Qwen/Qwen2.5-7B-Instruct")
+    assert launch.engine_args()["--max-model-len"] == "32768"
+    options = [(o.spelled, o.value) for o in launch.docker_opts]
+    assert ("--shm-size", "64m") in options and ("--gpus", "all") in options and ("-p", "8000:8000") in options
+    assert not any(o.value and o.value.startswith(("PATH=", "NVIDIA_", "CUDA_VERSION=")) for o in launch.docker_opts)
+
+
+def test_a_fix_from_docker_inspect_is_the_docker_run_with_only_the_option_changed():
+    before = parse_launch(INSPECT.read_text())
+    after = parse_launch(fixed(INSPECT.read_text(), {"docker:--shm-size": "10g", "--max-model-len": "16384"}))
+    assert after.engine_args() == {**before.engine_args(), "--max-model-len": "16384"}
+    shown = [(o.spelled, o.value) for o in before.docker_opts if o.spelled != "-e"]  # -e HF_TOKEN is masked
+    assert [(o.spelled, o.value) for o in after.docker_opts if o.spelled != "-e"] == [
+        (k, "10g" if k == "--shm-size" else v) for k, v in shown]
+
+
+def test_a_dev_shm_error_with_docker_inspect_sizes_the_containers_shm():
+    log = INSPECT.read_text() + "\nmisc/shmutils.cc:72 NCCL WARN Error: failed to extend /dev/shm/nccl-Fh to 9637892 bytes\n"
+    report = diagnose_text(log).report
+    assert report["facts"]["launch"]["source"].startswith("docker inspect output in the input")
+    assert "--shm-size 10g" in report["diagnoses"][0]["fixes"][0]["command"]
+
+
+def test_cut_docker_inspect_output_gives_a_note_and_the_diagnosis_stands():
+    report = diagnose_text(INSPECT.read_text()[:300] + "\n" + KV_ERROR).report
+    assert any("docker inspect output is not JSON as written" in note for note in report["notes"]), report["notes"]
+    assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"

@@ -15,7 +15,8 @@ MAX_REMEMBERED_NON_LAUNCHES = 256
 
 
 class LaunchExtractor(ExtractorBase):
-    literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "execstart=", "containers:")
+    literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "engineargs(", "llmconfig(",
+                "execstart=", "containers:")
     window = 30
 
     def __init__(self, facts):
@@ -25,10 +26,11 @@ class LaunchExtractor(ExtractorBase):
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         from ..launch.parse import looks_like_launch, parse_launch  # imported by the logs that hold a launch line
+        from ..launch.python_forms import CALL
 
         if len(self.facts.launches) >= MAX_LAUNCH_CANDIDATES or not looks_like_launch(message):
             return
-        if re.search(r"\bLLM\s*\(", message) and "vllm serve" not in message:
+        if CALL.search(message) and "vllm serve" not in message:
             text = _balanced_call(message, following)
         elif message.strip() == "containers:":
             text = _yaml_block(message, following)

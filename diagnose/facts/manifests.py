@@ -1,9 +1,12 @@
 """YAML pasted whole with a log: a Kubernetes manifest, Helm values of the production-stack, read as YAML.
 
 The line scanner hands extractors lines without their indentation, which YAML needs; this reader takes each
-block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:` or
-`servingEngineSpec:` or `services:` (a compose file), and reads the launch from it. A document that names the chart's keys or a pod's containers
-but cannot be read says why, so the report can tell what it could not read.
+block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:`,
+`servingEngineSpec:`, `services:` (a compose file), `modelArtifacts:` (llm-d values), `applications:` or
+`model_loading_config:` (Ray Serve LLM), `stage_args:` (a vLLM-Omni stage config), `max_probe_steps:` or
+`kv_cache_cpu_memory_utilization:` (KAITO's inference config) or `[{"Id":` (docker inspect, JSON being YAML), and
+reads the launch from it. A document that names the chart's keys or a pod's containers but cannot be read says
+why, so the report can tell what it could not read.
 
 >>> from .record import Facts
 >>> facts = Facts()
@@ -23,7 +26,8 @@ from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
 MAX_DOCUMENT_LINES = 2000
 MAX_NOTES = 4
 MAX_CUTS = 4
-_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:)", re.MULTILINE)
+_START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:"
+              rb'|stage_args:|max_probe_steps:|kv_cache_cpu_memory_utilization:|\[(?=\s*\{\s*"Id":))', re.MULTILINE)
 _YAML_LINE = lazy(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
 
 
@@ -56,6 +60,7 @@ class ManifestReader:
         """Read one document; whether it gave a launch (`quiet`: the part of a document before where YAML failed,
         which counts only with its model, and adds no note)."""
         from ..launch.helm_values import looks_like_values, values_problem
+        from ..launch.keyed_forms import keyed_problem, looks_like_keyed
         from ..launch.parse import parse_launch
 
         if any(c.line == line_no and c.text == text for c in self.facts.launches):
@@ -67,7 +72,11 @@ class ManifestReader:
             launch, problem = None, f"could not be read ({type(error).__name__})"
         else:
             problem = values_problem(text) if looks_like_values(text) else None
-        if problem is None and "{{" in text and "}}" in text:
+            if problem is None and launch is None and looks_like_keyed(text):
+                problem = keyed_problem(text)
+            if problem is None and launch is None and text.startswith("["):
+                problem = "the docker inspect output is not JSON as written (was it cut?): the launch was not read from it"
+        if problem is None and "{{" in text and "}}" in text and (launch is None or launch.keyed_form is None):
             launch, problem = None, ("the manifest is a Helm chart template ({{ … }}), not what ran: paste the rendered "
                                      "object (kubectl get deployment <name> -o yaml) to have the launch read")
         if launch is None and problem is None and "containers:" in text:

@@ -75,6 +75,8 @@ class Launch:
     image: str | None = None
     tail: list[str] = field(default_factory=list)
     python_kwargs: dict[str, Any] = field(default_factory=dict)
+    python_call: str = "LLM"  # the call the keywords were given to: LLM, EngineArgs, AsyncEngineArgs, LLMConfig
+    python_outer: dict[str, Any] = field(default_factory=dict)  # an LLMConfig's keywords other than engine_kwargs
     origin: str = "log"
     frame: str | None = None  # "systemd": a unit's ExecStart= (launch.service_units); "kubernetes": a container (launch.kubernetes)
     unit: str | None = None
@@ -94,6 +96,13 @@ class Launch:
     compose_forms: tuple[str, str, tuple[str, ...]] | None = None  # a compose service's command and environment forms
     model_via_env: str | None = None  # the model came from a variable, with the arguments in it
     model_via_raw: str | None = None
+    dotenv: list[str] = field(default_factory=list)  # variables set by a pasted `.env` file: a fix is its line
+    source_form: str | None = None  # what the input wrote the launch as, where a form says (`a KServe LLMInferenceService`)
+    # read from key paths of a document (launch.keyed_forms): its form, the object's name, the document as loaded
+    keyed_form: str | None = None
+    keyed_name: str | None = None
+    keyed_document: Any = None
+    keyed_outer: tuple[str, str | None, str] | None = None  # the ConfigMap (kind, name, key) the document was a file of
 
     def get(self, flag: str) -> str | None:
         """The value of a flag (canonical name), `"true"` for a present switch, else None."""
@@ -133,6 +142,8 @@ def written_as(launch: Launch) -> str:
     >>> written_as(Launch(form="vllm-serve")), written_as(Launch(form="vllm-serve", frame="helm-values"))
     ('command line', 'production-stack Helm values')
     """
+    if launch.source_form:
+        return launch.source_form
     if launch.frame == "helm-values":
         return "production-stack Helm values"
     if launch.frame == "compose":

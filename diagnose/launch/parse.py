@@ -21,11 +21,13 @@ from ..util.lazy_pattern import lazy
 from .arguments import entrypoint_serves, looks_like_option, parse_vllm_args
 from .service_units import is_unit_text, split_unit
 from .compose import looks_like_compose, parse_compose
+from .docker_inspect import looks_like_docker_inspect, parse_docker_inspect
 from .helm_values import looks_like_values, parse_values
+from .keyed_forms import looks_like_keyed, parse_keyed
 from .kserve import looks_like_inference_service, parse_inference_service
 from .kubernetes import container_of, looks_like_container, manifest_object
 from .launch import Arg, Launch, Token
-from .python_forms import parse_llm_call
+from .python_forms import CALL, parse_llm_call
 from .shell_words import line_syntax, tokenize
 from .wrapped import shell_string, variable_named
 
@@ -43,7 +45,7 @@ _DOCKER_VALUE_OPTS = {
     "--stop-signal", "--stop-timeout", "--health-cmd", "--dns", "--cidfile",
 }
 _LAUNCH_HINT = lazy(
-    r"(?:^|[\s/])vllm\s+serve\b|-m\s+vllm\.entrypoints\.|\b(?:docker|podman|nerdctl)\s+run\b|\bLLM\s*\(|^\s*ExecStart="
+    r"(?:^|[\s/])vllm\s+serve\b|-m\s+vllm\.entrypoints\.|\b(?:docker|podman|nerdctl)\s+run\b|\b(?:LLM|EngineArgs|AsyncEngineArgs|LLMConfig)\s*\(|^\s*ExecStart="
     r"|^\s*containers:\s*$"
 )
 
@@ -60,12 +62,16 @@ def parse_launch(text: str) -> Launch | None:
     if not text or not text.strip():
         return None
     stripped = text.strip()
-    if re.search(r"\bLLM\s*\(", stripped) and not re.search(r"vllm\s+serve|-m\s+vllm\.", stripped):
+    if CALL.search(stripped) and not re.search(r"vllm\s+serve|-m\s+vllm\.", stripped):
         return parse_llm_call(stripped)
     if is_unit_text(stripped):
         return _parse_unit(stripped)
     if looks_like_values(stripped):
         return parse_values(text)
+    if looks_like_docker_inspect(stripped) and (inspected := parse_docker_inspect(stripped, argv_launch)) is not None:
+        return inspected
+    if looks_like_keyed(stripped) and (keyed := parse_keyed(text)) is not None:
+        return keyed
     if looks_like_inference_service(stripped):
         return parse_inference_service(text)
     if looks_like_compose(stripped) and (compose := parse_compose(text, argv_launch)) is not None:

@@ -1,4 +1,5 @@
-"""Launches that are not shell commands: an `LLM(...)` call in Python, and a launch rebuilt from vLLM's logged arguments."""
+"""Launches that are not shell commands: an `LLM(...)`, `EngineArgs(...)` or `AsyncEngineArgs(...)` call in Python,
+and a launch rebuilt from vLLM's logged arguments."""
 
 from __future__ import annotations
 
@@ -11,16 +12,27 @@ from typing import Any
 from ..util.lazy_pattern import lazy
 from .launch import Arg, Launch
 
+# the calls whose keywords are vLLM's arguments (Ray Serve's LLMConfig: those of its engine_kwargs)
+CALL = lazy(r"\b(?P<call>LLM|EngineArgs|AsyncEngineArgs|LLMConfig)\s*\(")
 _ENVIRON = lazy(r"""os\.environ\[\s*["'](?P<name>[A-Za-z_]\w*)["']\s*\]\s*=\s*["'](?P<value>[^"'\n]*)["']""")
 
 
 def parse_llm_call(text: str) -> Launch | None:
-    """An `LLM(model=…, …)` call, its keyword arguments read as flags; `os.environ["X"] = "v"` before it as its env.
+    """An `LLM(model=…, …)` call (or `EngineArgs(…)`, `AsyncEngineArgs(…)`: the same keywords), its keyword
+    arguments read as flags; `os.environ["X"] = "v"` before it as its env. Ray Serve's `LLMConfig(…)` holds them in
+    its `engine_kwargs` (its other keywords are kept, `python_outer`), the model in `model_loading_config`.
 
     >>> parse_llm_call('import os\\nos.environ["VLLM_PORT"] = "29500"\\nLLM("m", max_model_len=4096)').env
     [('VLLM_PORT', '29500')]
+    >>> launch = parse_llm_call("engine = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(model='m', max_model_len=2**15))")
+    >>> launch.python_call, launch.get("--max-model-len")
+    ('AsyncEngineArgs', '32768')
+    >>> launch = parse_llm_call("LLMConfig(model_loading_config=dict(model_id='q', model_source='Qwen/Qwen3-8B'), "
+    ...                         "engine_kwargs=dict(tensor_parallel_size=2), accelerator_type='A10G')")
+    >>> launch.model, launch.get("--tensor-parallel-size"), launch.python_outer["accelerator_type"]
+    ('Qwen/Qwen3-8B', '2', 'A10G')
     """
-    start = re.search(r"\bLLM\s*\(", text)
+    start = CALL.search(text)
     if not start:
         return None
     depth, end = 0, None
@@ -34,7 +46,9 @@ def parse_llm_call(text: str) -> Launch | None:
                 end = pos + 1
                 break
     call_text = text[start.start():end] if end else text[start.start():] + ")"
-    launch = Launch(form="llm-python")
+    launch = Launch(form="llm-python", python_call=start.group("call"))
+    if launch.python_call != "LLM":
+        launch.source_form = f"a Python {launch.python_call}(...) call"
     for match in _ENVIRON.finditer(text[:start.start()]):
         launch.env.append((match.group("name"), match.group("value")))
     try:
@@ -49,12 +63,16 @@ def parse_llm_call(text: str) -> Launch | None:
         for keyword in node.keywords:
             if keyword.arg:
                 launch.python_kwargs[keyword.arg] = _literal(keyword.value)
+    elif launch.python_call == "LLMConfig":
+        return None  # its engine arguments are nested in a keyword: a call that is no Python tells none of them
     else:
         for match in re.finditer(r"(\w+)\s*=\s*('[^']*'|\"[^\"]*\"|[\w.+-]+)", call_text):
             try:
                 launch.python_kwargs[match.group(1)] = ast.literal_eval(match.group(2))
             except (ValueError, SyntaxError):
                 launch.python_kwargs[match.group(1)] = match.group(2)
+    if launch.python_call == "LLMConfig":
+        _engine_kwargs(launch)
     for key, value in launch.python_kwargs.items():
         if key == "model":
             launch.model = str(value)
@@ -67,6 +85,18 @@ def parse_llm_call(text: str) -> Launch | None:
         else:
             launch.args.append(Arg(flag, str(value)))
     return launch
+
+
+def _engine_kwargs(launch: Launch) -> None:
+    """An LLMConfig's keywords split: its engine_kwargs become the launch's keywords, the rest stay around them."""
+    launch.python_outer = dict(launch.python_kwargs)
+    engine = launch.python_outer.get("engine_kwargs")
+    launch.python_kwargs = dict(engine) if isinstance(engine, dict) else {}
+    loading = launch.python_outer.get("model_loading_config")
+    model = next((loading[k] for k in ("model_source", "model_id") if isinstance(loading, dict)
+                  and isinstance(loading.get(k), str)), None)
+    if model is not None and "model" not in launch.python_kwargs:
+        launch.model = model
 
 
 _ARITHMETIC = {ast.Mult: lambda a, b: a * b, ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
@@ -84,6 +114,9 @@ def _literal(node: ast.AST) -> Any:
         return ast.literal_eval(node)
     except (ValueError, SyntaxError):
         pass
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict" and not node.args \
+            and all(k.arg for k in node.keywords):  # dict(a=1, b=2), as Ray's examples write configs
+        return {k.arg: _literal(k.value) for k in node.keywords}
     value = _whole_number(node)
     return value if value is not None else ast.unparse(node)
 

@@ -131,6 +131,8 @@ def _words(raws: list[str]) -> list[str]:
 def render(launch: Launch) -> str:
     """The launch as a command line (or Python call) in the user's own form, its secrets masked."""
     launch = masked_launch(launch)
+    if launch.fixed and launch.dotenv and launch.frame in (None, "compose"):
+        return _render_with_dotenv(launch)
     if launch.form == "llm-python":
         return _render_python(launch)
     if launch.frame == "kubernetes":
@@ -141,6 +143,10 @@ def render(launch: Launch) -> str:
         from .kserve import render_inference_service
 
         return render_inference_service(launch)
+    if launch.frame == "keyed":
+        from .keyed_forms import render_keyed
+
+        return render_keyed(launch, _render_command)
     if launch.frame == "helm-values":
         from .helm_values import render_values
 
@@ -151,6 +157,16 @@ def render(launch: Launch) -> str:
         command = _render_command(replace(launch, env=[]))
         return render_drop_in(command, launch.env, launch.unset_env, launch.unit) if launch.fixed else command
     return _render_command(launch)
+
+
+def _render_with_dotenv(launch: Launch) -> str:
+    """A fix whose arguments live in a `.env` file: that file's lines as they must read, then the launch as it
+    stands (its `$VLLM_ARGS` unchanged)."""
+    launch = _with_variables(launch)
+    lines = ["# .env: these lines as they must read"]
+    lines += [f"{k}={quote_word(v)}" for k, v in launch.env if k in launch.dotenv]
+    rest = replace(launch, env=[(k, v) for k, v in launch.env if k not in launch.dotenv], dotenv=[])
+    return "\n".join([*lines, render(rest)])
 
 
 def _render_command(launch: Launch) -> str:
@@ -238,9 +254,10 @@ def _container_words(arg: Arg) -> list[str]:
 
 
 def _render_python(launch: Launch) -> str:
-    pieces = []
-    for key, value in launch.python_kwargs.items():
-        pieces.append(f"{key}={value!r}")
-    call = f"LLM({', '.join(pieces)})"
+    pieces = [f"{key}={value!r}" for key, value in launch.python_kwargs.items()]
+    if launch.python_call == "LLMConfig":  # the engine's keywords are its engine_kwargs, among its own keywords
+        outer = {**launch.python_outer, "engine_kwargs": launch.python_kwargs}
+        pieces = [f"{key}={value!r}" for key, value in outer.items()]
+    call = f"{launch.python_call}({', '.join(pieces)})"
     env = [f'os.environ["{k}"] = {v!r}' for k, v in launch.env]
     return "\n".join(["import os", *env, call]) if env else call
