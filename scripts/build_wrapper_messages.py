@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Build diagnose/data/wrapper_messages.json: the messages of the projects that launch vLLM.
 
-GPUStack, LLaMA-Factory, KServe's huggingfaceserver, trl, verl and vllm-ascend each wrap vLLM and
-report its failures, or their own, in their own words. This reads their source (which files:
+GPUStack, LLaMA-Factory, KServe's huggingfaceserver, trl, verl, vllm-ascend, vLLM-Omni, Xinference, ms-swift,
+NeMo RL, OpenRLHF and Unsloth each wrap vLLM and report its failures, or their own, in their own words. This reads their source (which files:
 scripts/wrapper_sources.yaml), extracts every message the way vLLM's catalogue is built
 (diagnose/authoring/release_mining/message_extraction.py), and places each one with the ordered rules of
 scripts/wrapper_categories.yaml: a vLLM failure seen through the wrapper gets its taxonomy
@@ -16,8 +16,11 @@ Runs offline, on git mirrors of the wrappers (a bare clone each, as `MIRRORS/own
 
 Left out, and counted on stderr: messages that are one of vLLM's own (a copy of vLLM's code in the
 wrapper; diagnose/data/vllm_messages.json already has them), messages with too little fixed text to be recognised in a
-log (error_tables.template_pattern), and messages the rules drop or do not place. Ray Serve LLM
-is not mined (its repository is Ray's); vLLM's own messages about Ray are in vLLM's catalogue.
+log (error_tables.template_pattern), and messages the rules drop or do not place.
+
+Not mined: Ray Serve LLM (python/ray/llm/ in Ray's repository, whose mirror is too large to fetch here; vLLM's own
+messages about Ray are in vLLM's catalogue), LMCache (the mirror at hand predates its vLLM connector), Dynamo
+(mirror too large); llm-d and KAITO are not mined yet.
 """
 
 from __future__ import annotations
@@ -109,7 +112,8 @@ def header_lines(sources: list[WrapperSource], commits: dict[str, list[tuple[str
         "  with means (an error of the wrapper itself, what it means).",
         f"Messages: {len(kept)} ({len(kept) - own} with a category, {own} the wrapper's own); left out: "
         + ", ".join(f"{n} {why}" for why, n in sorted(counts.items())) + ".",
-        "Not mined: Ray Serve LLM (Ray's repository); vLLM's own messages about Ray are in vllm_messages.json.",
+        "Not mined: Ray Serve LLM, LMCache, Dynamo, llm-d, KAITO (why: the script's docstring); vLLM's own messages",
+        "  about Ray are in vllm_messages.json.",
     ]
     for source in sources:
         lines.append(f"{source.name} ({source.repository}): "

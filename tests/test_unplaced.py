@@ -35,6 +35,13 @@ def test_the_program_around_vllm_is_named():
     assert diagnose_text(text).report["seen"]["wrapper"] == "GPUStack"
 
 
+def test_a_trainer_or_server_that_launches_vllm_is_named_from_its_package_path():
+    text = ("Traceback (most recent call last):\n"
+            '  File "/opt/conda/lib/python3.10/site-packages/xinference/core/worker.py", line 1200, in launch_builtin_model\n'
+            "    await model_ref.load()\n")
+    assert diagnose_text(text).report["seen"]["wrapper"] == "Xinference"
+
+
 def test_a_diagnosed_report_has_no_seen_section():
     text = "ValueError: Total number of attention heads (28) must be divisible by tensor parallel size (3).\n"
     assert "seen" not in diagnose_text(text).report

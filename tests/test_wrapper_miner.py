@@ -169,7 +169,8 @@ def load(archs, names):
 
 
 def test_the_table_records_the_commit_read_for_every_wrapper():
-    assert set(TABLE["wrappers"]) >= {"gpustack", "llamafactory", "kserve", "trl", "verl", "vllm-ascend"}
+    assert set(TABLE["wrappers"]) >= {"gpustack", "llamafactory", "kserve", "trl", "verl", "vllm-ascend", "vllm-omni",
+                                      "xinference", "ms-swift", "nemo-rl", "openrlhf", "unsloth"}
     for name in TABLE["wrappers"].values():
         line = next(h for h in TABLE["header"] if h.startswith(f"{name} ("))
         assert re.search(r"HEAD = [0-9a-f]{12}", line), line

@@ -19,7 +19,9 @@ TAIL_LINES_SHOWN = 3
 WRAPPERS = {"gpustack": "GPUStack", "llamafactory": "LLaMA-Factory", "trl": "trl", "verl": "verl",
             "vllm_ascend": "vllm-ascend", "kserve": "KServe", "huggingfaceserver": "KServe", "lmcache": "LMCache",
             "ray/serve": "Ray Serve", "ray/llm": "Ray Serve LLM", "swift": "ms-swift", "lmdeploy": "LMDeploy",
-            "vllm_omni": "vllm-omni", "dynamo": "Dynamo", "llm_d": "llm-d", "kaito": "KAITO"}
+            "vllm_omni": "vllm-omni", "dynamo": "Dynamo", "llm_d": "llm-d", "kaito": "KAITO",
+            "xinference": "Xinference", "nemo_rl": "NeMo RL", "openrlhf": "OpenRLHF", "unsloth": "Unsloth",
+            "unsloth_zoo": "Unsloth"}
 _PATH_PART = lazy(r"(?:site|dist)-packages/(?P<package>[\w.-]+(?:/serve|/llm)?)")
 _FUNCTION = lazy(r", in (\S+)")
 

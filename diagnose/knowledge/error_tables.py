@@ -212,15 +212,34 @@ def wrapper_message_meaning(wording: str) -> str | None:
     >>> wrapper_message_meaning("CUDA out of memory") is None
     True
     """
-    entry = _wrapper_entry(" ".join(wording.split()))
+    wording = " ".join(wording.split())
+    entry = _wrapper_entry(wording)
     if entry is None:
         return None
-    name = _wrapper_names().get(entry["wrapper"], entry["wrapper"])
+    names = _wrapper_names()
+    name = names.get(entry["wrapper"], entry["wrapper"])
     where = entry["file"]
+    # one wrapper copied the other's check (ms-swift's of trl's): the wording alone cannot tell which ran
+    also = "".join(f"; {names.get(e['wrapper'], e['wrapper'])} has the same message ({e['file']})"
+                   for e in _same_wording(entry, wording))
     if entry.get("wrapper_own"):
-        return f"{name}'s own error: {entry['means']} (its message, from {where})."
-    return (f"The message is {name}'s ({where}), not vLLM's: {name} reports this failure in its own words, and "
-            "its documentation and issues are where the message is explained.")
+        return f"{name}'s own error: {entry['means']} (its message, from {where}{also})."
+    return (f"The message is {name}'s ({where}{also}), not vLLM's: {name} reports this failure in its own words, "
+            "and its documentation and issues are where the message is explained.")
+
+
+def _same_wording(entry: dict, wording: str) -> list[dict]:
+    """The other wrappers' entries that match `wording` too, one per wrapper."""
+    seen = {entry["wrapper"]}
+    found = []
+    low = wording.lower()
+    for literal, other in _wrapper_literals():
+        if other["wrapper"] in seen or literal not in low:
+            continue
+        if (pattern := _compiled_template(other["template"])) is not None and pattern.search(wording):
+            seen.add(other["wrapper"])
+            found.append(other)
+    return found
 
 
 def _wrapper_entry(wording: str) -> dict | None:
