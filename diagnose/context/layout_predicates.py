@@ -1,4 +1,5 @@
-"""Predicates on the parallel layout a message refused: whether it was planned for several nodes."""
+"""Predicates on what a refusal of the launch names: a parallel layout planned for several nodes, an architecture
+no release or this release lacks."""
 
 from __future__ import annotations
 
@@ -27,3 +28,18 @@ def _beyond_one_node(ctx: Context) -> bool:
     often a typo or a `CUDA_VISIBLE_DEVICES` slip, so those stay with `layout-multiple-of-gpus`."""
     found = parse_int(ctx.captures.get("gpus"))
     return _multiple(ctx) and found is not None and found >= 4
+
+
+@predicate("architecture-named", means="the refusal names the architecture (config.json's `architectures`)")
+def _architecture_named(ctx: Context) -> bool:
+    import re
+
+    return bool(re.search(r"[A-Z][A-Za-z0-9_]{2,80}", ctx.captures.get("architectures") or ""))
+
+
+@predicate("architecture-inspection-failed", means=(
+    "vLLM could not import the architecture's code to inspect it (\"failed to be inspected\"), rather than not "
+    "having it"))
+def _inspection_failed(ctx: Context) -> bool:
+    hits = ctx.scan.hits
+    return any(f"unsupported-architecture/{name}" in hits for name in ("failed-to-be-inspected", "error-inspecting-architecture"))

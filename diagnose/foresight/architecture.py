@@ -14,45 +14,11 @@ known only by its name is not.
 
 from __future__ import annotations
 
-from functools import lru_cache
-
-from ..launch.releases import parse_release
+from ..launch.model_registry import first_release, in_registry, registry_table
+from ..launch.model_registry import release_key as _key
 from .findings import Finding, check, passed, skipped
 
 _STATED = ("config.json", "hf-cache", "catalog")
-
-
-@lru_cache(maxsize=1)
-def registry_table() -> dict:
-    from ..util.datafiles import load_json
-
-    return load_json("generated/architectures.json")
-
-
-def _release(version: str) -> str | None:
-    parsed = parse_release(version)
-    return ".".join(map(str, parsed)) if parsed else None
-
-
-def in_registry(architecture: str, version: str) -> bool | None:
-    """Whether `version`'s registry has `architecture` (None: that release was not read)."""
-    table, release = registry_table(), _release(version)
-    if release is None or release not in table["releases"]:
-        return None
-    key = _key(release)
-    return any(_key(a) <= key <= _key(b) for a, b in table["architectures"].get(architecture, []))
-
-
-def first_release(architecture: str, after: str) -> str | None:
-    """The first release read after `after` whose registry has `architecture`."""
-    key = _key(after)
-    starts = [a for a, _ in registry_table()["architectures"].get(architecture, []) if _key(a) > key]
-    return min(starts, key=_key) if starts else None
-
-
-def _key(release: str) -> tuple[int, int, int]:
-    """A release's sort key; one that does not parse sorts first (the table's releases all parse)."""
-    return parse_release(release) or (0, 0, 0)
 
 
 @check("architecture")

@@ -1,0 +1,49 @@
+"""Which vLLM releases have a model architecture in their registry (data/generated/architectures.json, read from
+every sdist by scripts/build_architecture_table.py)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from .releases import parse_release
+
+
+@lru_cache(maxsize=1)
+def registry_table() -> dict:
+    from ..util.datafiles import load_json
+
+    return load_json("generated/architectures.json")
+
+
+def release_key(release: str) -> tuple[int, int, int]:
+    """A release's sort key; one that does not parse sorts first (the table's releases all parse)."""
+    return parse_release(release) or (0, 0, 0)
+
+
+def _release(version: str) -> str | None:
+    parsed = parse_release(version)
+    return ".".join(map(str, parsed)) if parsed else None
+
+
+def in_registry(architecture: str, version: str) -> bool | None:
+    """Whether `version`'s registry has `architecture` (None: that release was not read)."""
+    table, release = registry_table(), _release(version)
+    if release is None or release not in table["releases"]:
+        return None
+    key = release_key(release)
+    return any(release_key(a) <= key <= release_key(b) for a, b in table["architectures"].get(architecture, []))
+
+
+def first_release(architecture: str, after: str = "0.0.0") -> str | None:
+    """The first release read after `after` whose registry has `architecture`.
+
+    >>> first_release("PaddleOCRVLForConditionalGeneration"), first_release("NoSuchForCausalLM")
+    ('0.11.1', None)
+    """
+    key = release_key(after)
+    starts = [a for a, _ in registry_table()["architectures"].get(architecture, []) if release_key(a) > key]
+    return min(starts, key=release_key) if starts else None
+
+
+def newest_release() -> str:
+    return max(registry_table()["releases"], key=release_key)
