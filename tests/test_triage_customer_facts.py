@@ -204,3 +204,25 @@ def test_triage_never_reads_the_triagers_own_model_folders(tmp_path):
     present, _ = one_ticket(tmp_path / "present", "t.txt", ticket)
     assert absent["command"] and "--kv-cache-memory-bytes" in absent["command"]
     assert present == absent  # a ticket comes from another machine: this one's folders change nothing
+
+
+# ---------------------------------------------------------------- one request failed, the server was up
+
+CHAT_TEMPLATE_ERROR = ("ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must "
+                       "provide a chat template if the tokenizer does not define one.\n")
+
+
+def test_an_error_of_the_request_path_is_a_request_error_with_its_cause_kept(tmp_path):
+    text = ("We serve a base model and the server refuses to start with our chat frontend:\n\n"
+            "vllm serve meta-llama/Llama-3.2-3B --max-model-len 4096\n\n"
+            "ERROR 10-02 14:11:09 [serving_chat.py:187] Error in preprocessing prompt inputs\n" + CHAT_TEMPLATE_ERROR)
+    row, draft = one_ticket(tmp_path, "chat.txt", text, replies=True)
+    assert row["kind"] == "request-error" and row["status"] == "request-errors"
+    assert row["category"] is None and row["rule"] == "chat-template-missing" and "--chat-template" in row["command"]
+    assert "--chat-template" in draft and "client's side only" not in draft
+
+
+def test_the_same_error_at_start_up_stays_a_failure(tmp_path):
+    text = "The server fails at start:\n\nvllm serve meta-llama/Llama-3.2-3B\n\n" + CHAT_TEMPLATE_ERROR
+    row, _ = one_ticket(tmp_path, "start.txt", text)
+    assert row["kind"] == "failure" and row["category"] == "tokenizer-or-chat-template"

@@ -42,7 +42,7 @@ def ticket_kind(report: dict[str, Any], sig: Signals = _QUIET) -> str:
     """The ticket's kind, from the report's status and phase and the words of its prose."""
     status = report["status"]
     if status == "failure-diagnosed":
-        return FAILURE
+        return REQUEST_ERROR if failed_one_request(report, sig) else FAILURE
     if status == "request-errors":
         return REQUEST_ERROR
     if status == "errors-unexplained":
@@ -57,6 +57,14 @@ def ticket_kind(report: dict[str, Any], sig: Signals = _QUIET) -> str:
     return NOTHING
 
 
+def failed_one_request(report: dict[str, Any], sig: Signals) -> bool:
+    """The diagnosed error is one request's: every evidence line of the top diagnosis lies where a request failed
+    on a server that was up (`Signals.request_lines`), not where it started."""
+    diagnoses = report.get("diagnoses") or []
+    lines = [e.get("line") for e in diagnoses[0].get("evidence") or []] if diagnoses else []
+    return bool(lines) and all(line in sig.request_lines for line in lines)
+
+
 def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signals = _QUIET,
                   kind: str | None = None) -> list[str]:
     """What is missing to be sure, phrased as questions; never a fact the log or the prose states."""
@@ -68,9 +76,10 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
     top = report["diagnoses"][0]["category"] if report.get("diagnoses") else None
     asks: list[str] = []
     if kind == REQUEST_ERROR:
-        asks.append(ASK_REQUEST)
-        if facts.get("phase") not in _SERVING_PHASES:
-            asks.append(ASK_SERVER_LOG)
+        if not report.get("diagnoses"):  # a diagnosed one is the server's own error line, its cause known
+            asks.append(ASK_REQUEST)
+            if facts.get("phase") not in _SERVING_PHASES:
+                asks.append(ASK_SERVER_LOG)
         if not has_version:
             asks.append(ASK_VERSION)
         return asks

@@ -137,9 +137,25 @@ def _request_error(report: dict[str, Any], questions: list[str], words: dict, se
     if server_lines:
         out.append(say["server_lines"] + "\n")
         out.append(md_block("\n".join(server_lines)) + "\n")
-    else:
+    elif not report["diagnoses"]:  # a diagnosed request error is the server's own line: its side is shown
         out.append(say["no_server_lines"] + "\n")
-    return out + [say["next"] + "\n"] + _bullets(questions)
+    return out + _request_cause(report, words) + ([say["next"] + "\n"] + _bullets(questions) if questions else [])
+
+
+def _request_cause(report: dict[str, Any], words: dict) -> list[str]:
+    """What made the request fail, where a rule knows it (a model without a chat template), and its fix."""
+    if not report["diagnoses"]:
+        return []
+    top, say = report["diagnoses"][0], words["failure"]
+    out = [f"**{md_prose(top['title'])}.** {md_prose(top['summary'].strip())}\n"]
+    if top["evidence"]:
+        out.append(md_block(top["evidence"][-1]["text"]) + "\n")
+    fix = top["fixes"][0] if top["fixes"] else None
+    if fix:
+        out.append(_then(say["do"], f"{md_prose(fix['title'].rstrip('.'))}.") + "\n")
+        if command := fix.get("command") or fix.get("step"):
+            out.append(f"{say['run']}\n\n{md_block(command, 'bash')}\n")
+    return out
 
 
 def _question(report: dict[str, Any], questions: list[str], words: dict, topic: str) -> list[str]:

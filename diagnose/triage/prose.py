@@ -56,6 +56,7 @@ class Signals:
     performance: bool
     client_error: bool
     traceback_cut: bool
+    request_lines: frozenset[int] = frozenset()  # line numbers (from 1) of the text where one request failed
 
 
 @lru_cache(maxsize=1)
@@ -71,6 +72,8 @@ def _table() -> dict[str, Any]:
         "traceback_start": re.compile(data["traceback_start"]),
         "server_lines": re.compile("|".join(f"(?:{p})" for p in data["server_request_lines"]), re.IGNORECASE),
         "max_server_lines": data["max_server_lines"],
+        "request_path": re.compile("|".join(f"(?:{p})" for p in data["request_path"]), re.IGNORECASE),
+        "request_path_window": data["request_path_window"],
         "exception_line": re.compile(data["exception_line"], re.MULTILINE),
         "zh_min_chars": data["languages"]["zh_min_chars"],
         "ja_min_kana": data["languages"]["ja_min_kana"],
@@ -166,7 +169,33 @@ def signals(text: str, prose: str | None = None) -> Signals:
     start = table["traceback_start"].search(text)
     cut = bool(start) and not table["exception_line"].search(text, start.end())
     return Signals(question=bool(table["question"].search(prose)), performance=bool(table["performance"].search(prose)),
-                   client_error=bool(table["client_error"].search(text)), traceback_cut=cut)
+                   client_error=bool(table["client_error"].search(text)), traceback_cut=cut,
+                   request_lines=request_lines(text))
+
+
+def request_lines(text: str) -> frozenset[int]:
+    """The lines (numbered from 1) where one request failed: a line of vLLM's request path (`request_path`), and the
+    `request_path_window` lines after it (its exception), or a single request's error (data/request_errors.yaml).
+
+    >>> sorted(request_lines("INFO up\\nERROR 10-02 14:11:09 [serving_chat.py:187] Error in preprocessing prompt "
+    ...                      "inputs\\nValueError: no chat template\\nINFO later"))
+    [2, 3, 4, 5]
+    >>> request_lines("ERROR 10-02 14:11:09 [core.py:700] EngineCore failed to start.")
+    frozenset()
+    """
+    table = _table()
+    found: set[int] = set()
+    for number, line in enumerate(text[: table["max_chars"]].splitlines(), start=1):
+        if table["request_path"].search(line):
+            found.update(range(number, number + table["request_path_window"] + 1))
+        elif _request_error().search(line):
+            found.add(number)
+    return frozenset(found)
+
+
+@lru_cache(maxsize=1)
+def _request_error() -> re.Pattern:
+    return re.compile("|".join(f"(?:{p})" for p in load_yaml("request_errors.yaml")), re.IGNORECASE)
 
 
 def server_request_lines(text: str) -> list[str]:
