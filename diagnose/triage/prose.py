@@ -20,6 +20,7 @@ from typing import Any
 
 from ..util.datafiles import load_yaml
 from ..util.lazy_pattern import lazy
+from .env_reports import env_report_facts
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 _CJK = lazy(r"[\u4e00-\u9fff]")
@@ -77,7 +78,8 @@ def _table() -> dict[str, Any]:
         "exception_line": re.compile(data["exception_line"], re.MULTILINE),
         "zh_min_chars": data["languages"]["zh_min_chars"],
         "ja_min_kana": data["languages"]["ja_min_kana"],
-        "instance_gpus": [(re.compile(p), gpus) for p, gpus in data["instance_gpus"].items()],
+        "instance_gpus": [(re.compile(p), gpus) for provider in load_yaml("cloud_instances.yaml")["providers"]
+                          for p, gpus in provider["types"].items()],
         "words": {lang: frozenset(words) for lang, words in data["languages"]["words"].items()},
     }
 
@@ -125,8 +127,9 @@ def prose_facts(text: str) -> ProseFacts:
 
 
 def stated_facts(text: str, prose: str) -> ProseFacts:
-    """What the ticket states: its prose's facts, and the GPUs, driver and CUDA an `nvidia-smi` table in it shows
-    where the prose does not say them (a ticket of only `nvidia-smi` states its GPUs).
+    """What the ticket states: its prose's facts, what an environment report in it says (`env_reports`), and the
+    GPUs, driver and CUDA an `nvidia-smi` table in it shows where the prose does not say them (a ticket of only
+    `nvidia-smi` states its GPUs).
 
     >>> smi = "| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4 |\\n|   0  NVIDIA L40S   On |"
     >>> facts = stated_facts(smi, prose_of(smi))
@@ -134,6 +137,12 @@ def stated_facts(text: str, prose: str) -> ProseFacts:
     (['NVIDIA L40S'], '550.54.15', '12.4')
     """
     facts = prose_facts(prose)
+    # an environment report (collect_env, `nvidia-smi -L`) says it exactly, its GPUs counted: it goes first
+    report = env_report_facts(text[: _table()["max_chars"]])
+    facts.vllm_version = report.get("vllm_version") or facts.vllm_version
+    facts.gpus = report.get("gpus") or facts.gpus
+    facts.driver = report.get("driver") or facts.driver
+    facts.cuda = facts.cuda or report.get("cuda")
     tables = "\n".join(line for line in text[: _table()["max_chars"]].splitlines() if _TABLE_ROW.match(line))
     if tables:
         shown = prose_facts(tables)
