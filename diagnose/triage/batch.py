@@ -66,7 +66,7 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
     from ..diagnosis.pipeline import Options, diagnose
     from ..report.build import build_report
 
-    title = None
+    title = ticket.title  # a record's subject, also when its text cannot be read
     if ruleset is None:
         from ..knowledge.loader import load_rules
 
@@ -152,7 +152,9 @@ def _error_result(ticket: Ticket, title: str | None, message: str, settings: Set
            "language": None, "category": None, "rule": None, "confidence": None, "fix": None, "command": None,
            "questions": [ASK_READABLE], "fingerprint": None, "stated": {}, "unexplained": None, "notes": [],
            "error": _clean(message)}
-    reply = error_reply(title, message, (ticket.path, ticket.id), ASK_READABLE)
+    # what could not be read has no prose to tell the language by, but a title (a record's subject) may
+    reply = error_reply(title, "" if ticket.error_in_export else message, (ticket.path, ticket.id), ASK_READABLE,
+                        language_of(title) if title else None)  # the export's own error is the team's, in the row
     problem = _write_reply(ticket, settings, reply) if settings.replies_dir else None
     if problem:
         row["error"] = _clean(f"{message}; {problem}")

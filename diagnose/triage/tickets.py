@@ -45,6 +45,7 @@ class Ticket:
     reply_name: str | None = None
     title: str | None = None
     notes: tuple[str, ...] = ()  # what reading it left out (a record's objects past MAX_RECORD_OBJECTS)
+    error_in_export: bool = False  # the error is the export's (a record without text), none of the customer's
 
     def source(self, budget: InputBudget) -> tuple[Source, str | None, tuple[str, ...]]:
         """The ticket's text as a diagnosable source read within `budget`, its title when it has one (an e-mail
@@ -197,14 +198,16 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> It
                 texts = texts[:MAX_RECORD_TEXTS]
                 notes.append(f"the record on line {line_no} holds more than {MAX_RECORD_TEXTS:,} texts in its text "
                              "fields: the first were read, so this answer may be partial")
+            title = strings_of(dotted_get(record, fields.title), 1) if fields.title else []
+            subject = clean_subject(title[0]) if title else None
             if not texts:
                 if hint is None:
                     from .export_fields import text_fields_of
 
                     hint = text_fields_of([record])
                 wanted = ", ".join(repr(f) for f in fields.text)
-                yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted} ({hint})")
+                yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted} ({hint})",
+                             title=subject, error_in_export=True)
                 continue
-            title = strings_of(dotted_get(record, fields.title), 1) if fields.title else []
-            yield Ticket(id=ticket_id, text="\n".join(texts), title=clean_subject(title[0]) if title else None,
+            yield Ticket(id=ticket_id, text="\n".join(texts), title=subject,
                          notes=tuple(notes))
