@@ -183,10 +183,21 @@ def fill_command(template: Any, ctx: Context) -> Any:
     return fill(template, ctx, quote=quote_text)
 
 
+def _max_len_origin(ctx: Context) -> str:
+    """Where the max_model_len a message names came from, as far as the input shows: a rule's Why never calls it
+    the default when the launch set it, nor the launch's when no launch is known."""
+    if ctx.arg("--max-model-len") is not None:
+        return "as the launch sets it with --max-model-len"
+    if ctx.launch is not None:
+        return "the launch sets no --max-model-len, so vLLM takes the model's full context"
+    return "the launch's --max-model-len, or else the model's full context: the log does not show which"
+
+
 def _fact_values(ctx: Context) -> dict[str, Any]:
     values: dict[str, Any] = {"model": ctx.model_name() or "the model", "tp": ctx.tp(), "version": ctx.version or "this vLLM"}
     if ctx.max_model_len():
         values["max_model_len"] = ctx.max_model_len()
+    values["max_len_origin"] = _max_len_origin(ctx)
     if ctx.facts.error_node_ips:
         values["node_ip"] = ctx.facts.error_node_ips[0]
     image = (ctx.launch.image if ctx.launch is not None else None) or ctx.facts.container_image
