@@ -71,3 +71,35 @@ def test_the_batched_tokens_budget_names_where_max_model_len_came_from(ruleset):
     set_by_launch = _top("$ vllm serve m --max-model-len 4096 --no-enable-chunked-prefill\n" + error, ruleset)["why"]
     assert "max_model_len is 4096 (as the launch sets it with --max-model-len)" in set_by_launch
     assert "taken by default" not in set_by_launch
+
+
+def test_a_port_the_log_does_not_name_is_said_to_be_the_assumed_default(ruleset):
+    error = "ERROR 01-01 10:00:00 [api_server.py:1] OSError: [Errno 98] Address already in use\n"
+    why = _top(error, ruleset)["fixes"][0]["why"]
+    assert why.startswith("Port 8000 (assumed: vLLM's default; the log names no port) is taken")
+    given = _top("$ vllm serve m --port 8011\n" + error, ruleset)["fixes"][0]["why"]
+    assert given.startswith("Port 8011 is taken") and "assumed" not in given
+
+
+def test_an_internal_port_is_told_from_an_http_port_that_is_assumed(ruleset):
+    error = ("ERROR 01-01 10:00:00 [core.py:1] torch.distributed.DistNetworkError: The server socket has failed to "
+             "listen on any local network address. port: 32847, useIpv6: 0, code: -98, name: EADDRINUSE, message: "
+             "address already in use\n")
+    whys = [f["why"] for f in _top(error, ruleset)["fixes"]]
+    assert any("not the HTTP port (8000, assumed: vLLM's default)" in why for why in whys), whys
+
+
+def test_the_block_size_tokens_are_counted_in_is_said_to_be_assumed(ruleset):
+    error = ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GB KV cache is "
+             "needed, which is larger than the available KV cache memory (9.53 GB). Try increasing "
+             "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    why = _top(error, ruleset)["fixes"][0]["why"]
+    assert "in whole blocks of 16 tokens, assumed: vLLM's default block size)" in why
+
+
+def test_a_launch_without_port_has_the_default_http_port_not_an_assumed_one(ruleset):
+    error = ("ERROR 01-01 10:00:00 [core.py:1] torch.distributed.DistNetworkError: The server socket has failed to "
+             "listen on any local network address. port: 32847, useIpv6: 0, code: -98, name: EADDRINUSE, message: "
+             "address already in use\n")
+    whys = [f["why"] for f in _top("$ vllm serve m -tp 2\n" + error, ruleset)["fixes"]]
+    assert any("not the HTTP port (8000, vLLM's default)" in why for why in whys), whys
