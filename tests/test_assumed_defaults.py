@@ -103,3 +103,11 @@ def test_a_launch_without_port_has_the_default_http_port_not_an_assumed_one(rule
              "address already in use\n")
     whys = [f["why"] for f in _top("$ vllm serve m -tp 2\n" + error, ruleset)["fixes"]]
     assert any("not the HTTP port (8000, vLLM's default)" in why for why in whys), whys
+
+
+def test_a_command_in_a_why_gets_a_placeholder_to_fill_in_not_the_missing_note(ruleset):
+    why = _top("ERROR 01-01 10:00:00 [api_server.py:1] OSError: [Errno 98] Address already in use\n", ruleset)["why"]
+    assert "`ss -ltnp | grep :<port>`" in why and "(not in the log)" not in why
+    named = _top("ERROR 01-01 10:00:00 [api_server.py:1] OSError: [Errno 98] error while attempting to bind on "
+                 "address ('0.0.0.0', 8011): address already in use\n", ruleset)["why"]
+    assert "`ss -ltnp | grep :8011`" in named
