@@ -5,7 +5,7 @@ fact is never asked for."""
 
 import pytest
 
-from diagnose.triage.asks import ASK_GPUS, ASK_VERSION
+from diagnose.triage.asks import ASK_DOCKER_RUN, ASK_GPUS, ASK_VERSION, ASK_VLLM_LOG
 from diagnose.triage.batch import Settings, triage_ticket
 from diagnose.triage.env_reports import env_report_facts
 from diagnose.triage.prose import prose_of, stated_facts
@@ -73,6 +73,10 @@ VERSIONS = {  # how a ticket states its vLLM version, and the version read
     "rocm-image-tag": ("we pull rocm/vllm:rocm6.3.1_vllm_0.8.5_20250521\n", "0.8.5"),
     "four-part": ("we are on vllm 0.10.1.1 now\n", "0.10.1.1"),
     "release-candidate": ("pip install vllm==0.11.0rc1 did it\n", "0.11.0rc1"),
+    "chinese": ("我们有两张 4090，vllm 版本是 0.8.4\n", "0.8.4"),
+    "chinese-no-space": ("vLLM是0.8.4，用两张3090\n", "0.8.4"),
+    "japanese": ("vLLM のバージョンは 0.9.1 です\n", "0.9.1"),
+    "comma": ("vllm, 0.7.3, on k8s\n", "0.7.3"),
 }
 NOT_VERSIONS = {  # versions of something else beside vLLM's
     "torch-and-python": "torch 2.5.1\nPython 3.10.12\n",
@@ -80,6 +84,8 @@ NOT_VERSIONS = {  # versions of something else beside vLLM's
     "client-version": "the client is openai-python 1.30.0\n",
     "pip-show-other": "Name: torch\nVersion: 2.5.1\n",
     "latest-image": "image: vllm/vllm-openai:latest\n",
+    "a-flag-value": "vllm serve m --gpu-memory-utilization 0.95\n",
+    "torch-after-vllm": "vllm with torch 2.5.1\n",
 }
 
 
@@ -149,6 +155,13 @@ GPUS = {  # how a ticket names its GPUs, and what is read
     "azure": ("Standard_NC24ads_A100_v4", "1x A100 80GB (Standard_NC24ads_A100_v4)"),
     "oracle": ("shape BM.GPU.H100.8", "8x H100 80GB (BM.GPU.H100.8)"),
     "lambda": ("a gpu_1x_a10 instance", "1x A10 (gpu_1x_a10)"),
+    "chinese-count": ("我们有两张 4090，", "两张 4090"),
+    "chinese-count-datacenter": ("2张A100 80G", "2张A100 80G"),
+    "chinese-cards": ("8卡H20", "8卡H20"),
+    "japanese-count": ("4090 を 2 枚使っています", "4090 を 2 枚"),
+    "count-after": ("RTX 4090 x2", "RTX 4090 x2"),
+    "count-after-star": ("H100*8", "H100*8"),
+    "count-before": ("using 4* A100 GPUs", "4* A100"),
 }
 NOT_GPUS = {
     "port": "port 4090 is free",
@@ -159,6 +172,7 @@ NOT_GPUS = {
     "unknown-instance-size": "a g5.100xlarge",
     "inside-a-name": "the model XH100-chat",
 }
+NOT_COUNTS = {"table-index": "|   1  NVIDIA L40S                    On  |", "bare-number": "using 4 A100 GPUs"}
 
 
 @pytest.mark.parametrize("case", sorted(GPUS))
@@ -170,6 +184,11 @@ def test_the_gpus_are_read_in_every_form_a_ticket_names_them(case):
 @pytest.mark.parametrize("case", sorted(NOT_GPUS))
 def test_a_number_or_a_word_is_not_a_gpu(case):
     assert _stated(NOT_GPUS[case] + "\n").gpus == []
+
+
+@pytest.mark.parametrize("case", sorted(NOT_COUNTS))
+def test_a_number_before_a_gpu_is_a_count_only_with_its_multiplier(case):
+    assert _stated(NOT_COUNTS[case] + "\n").gpus in (["NVIDIA L40S"], ["A100"])
 
 
 def test_stated_gpus_are_not_asked_for():
@@ -196,3 +215,21 @@ def test_the_model_is_read_from_the_prose(case):
 @pytest.mark.parametrize("text", NOT_MODELS)
 def test_a_size_or_a_path_is_not_a_model(text):
     assert _stated(text + "\n").model is None
+
+
+COMPOSE_NCCL = ("Hello, we run vllm in docker compose and it fails.\n{spec}\n"
+                "RuntimeError: NCCL error: unhandled system error (run with NCCL_DEBUG=INFO for details)\n"
+                "Error while creating shared memory segment /dev/shm/nccl-vzIpS6 (size 9637888)\n")
+SERVICE = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.9.2\n"
+           "    command: --model Qwen/Qwen2.5-7B-Instruct --tensor-parallel-size 4\n")
+
+
+def test_a_pasted_container_spec_is_not_asked_for_again():
+    shown = triage_ticket(Ticket(id="t", text=COMPOSE_NCCL.format(spec=SERVICE)), None, Settings()).row
+    assert shown["category"] == "nccl-or-shm" and ASK_DOCKER_RUN not in shown["questions"]
+    told = triage_ticket(Ticket(id="t", text=COMPOSE_NCCL.format(spec="")), None, Settings()).row
+    assert ASK_DOCKER_RUN in told["questions"]  # compose named, its service not shown
+
+
+def test_the_question_for_vllms_log_asks_nothing_the_gpu_table_showed():
+    assert "nvidia-smi" not in ASK_VLLM_LOG and "command" not in ASK_VLLM_LOG

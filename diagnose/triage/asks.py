@@ -91,10 +91,13 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
         asks.append(ASK_VERSION)
     if not has_gpus and (top is None or top in _NEEDS_GPUS):
         asks.append(ASK_GPUS)
-    if top in NEEDS_DEPLOYMENT:
+    # the container's own launch is in the ticket: a `docker run`, or its spec pasted (compose service, pod spec)
+    container_shown = bool(prose.manifest) or (facts.get("launch") or {}).get("form") == "docker" or \
+        (prose.command or "").startswith("docker run")
+    if top in NEEDS_DEPLOYMENT and not container_shown:
         if prose.deployment == "kubernetes":
             asks.append(ASK_POD_SPEC)
-        elif prose.deployment in ("docker", "docker compose") and not (facts.get("launch") or {}).get("form") == "docker":
+        elif prose.deployment in ("docker", "docker compose"):
             asks.append(ASK_DOCKER_RUN)
     diagnoses = report.get("diagnoses") or []
     guessed = bool(diagnoses) and diagnoses[0].get("basis") in ("traceback-step", "wording")

@@ -44,6 +44,7 @@ class ProseFacts:
     command: str | None = None
     deployment: str | None = None
     image: str | None = None  # a vLLM container image with a tag that pins its build
+    manifest: str | None = None  # the container's spec pasted (a compose service, a pod spec, Helm values): its key
 
     def as_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v}
@@ -123,6 +124,7 @@ def prose_facts(text: str) -> ProseFacts:
         command=_first(patterns["command"], text),
         deployment=_deployment_name(deployment, table["deployment_names"]) if deployment else None,
         image=_first(patterns["image"], text),
+        manifest=_first(patterns["manifest"], text),
     )
 
 
