@@ -233,3 +233,27 @@ def test_a_pasted_container_spec_is_not_asked_for_again():
 
 def test_the_question_for_vllms_log_asks_nothing_the_gpu_table_showed():
     assert "nvidia-smi" not in ASK_VLLM_LOG and "command" not in ASK_VLLM_LOG
+
+
+QUESTIONS = [  # tickets that ask rather than report: a question or a feature request, no error
+    "Is prefix caching supported on V100 GPUs with vLLM 0.8.5?",
+    "Feature request: please add support for loading GGUF models split over several files.",
+    "Can vLLM use speculative decoding with a draft model on the same GPU? Any plans to support EAGLE-3?",
+    "We would like to know if an fp8 KV cache works on Ampere (A100). Thanks!",
+    "Kann man vLLM 0.9 mit zwei GPUs starten?",
+    "¿Se puede usar vLLM 0.9.1 con adaptadores LoRA?",
+    "vLLM 支持 GGUF 吗？",
+]
+
+
+@pytest.mark.parametrize("text", QUESTIONS)
+def test_a_question_or_a_feature_request_is_a_question(text):
+    row = triage_ticket(Ticket(id="t", text=text + "\n"), None, Settings()).row
+    assert row["kind"] == "question" and row["category"] is None
+
+
+def test_a_failure_that_asks_for_help_stays_a_failure():
+    row = triage_ticket(Ticket(id="t", text="It fails at start, can you help?\n" + KV_ERROR), None, Settings()).row
+    assert row["kind"] == "failure"
+    quiet = triage_ticket(Ticket(id="t", text="We could not start it; the log is attached.\n"), None, Settings()).row
+    assert quiet["kind"] == "nothing"
