@@ -162,6 +162,14 @@ GPUS = {  # how a ticket names its GPUs, and what is read
     "count-after": ("RTX 4090 x2", "RTX 4090 x2"),
     "count-after-star": ("H100*8", "H100*8"),
     "count-before": ("using 4* A100 GPUs", "4* A100"),
+    "count-in-words": ("it runs on a single GPU", "a single GPU"),
+    "count-in-german": ("wir haben zwei GPUs", "zwei GPUs"),
+    "tpu": ("on a TPU v5e", "TPU v5e"),
+    "gaudi": ("Gaudi2 HPU", "Gaudi2"),
+    "ascend": ("Ascend 910B", "Ascend 910B"),
+    "radeon": ("a Radeon RX 7900 XTX", "Radeon RX 7900 XTX"),
+    "apple": ("my Apple M2 Max", "Apple M2 Max"),
+    "jetson": ("Jetson AGX Orin", "Jetson AGX Orin"),
 }
 NOT_GPUS = {
     "port": "port 4090 is free",
@@ -171,6 +179,8 @@ NOT_GPUS = {
     "instance-family-word": "g5 is great, p4 too",
     "unknown-instance-size": "a g5.100xlarge",
     "inside-a-name": "the model XH100-chat",
+    "one-of-them": "one of the GPUs hangs",
+    "the-gpu": "the GPU is fine, GPU util is 0",
 }
 NOT_COUNTS = {"table-index": "|   1  NVIDIA L40S                    On  |", "bare-number": "using 4 A100 GPUs"}
 
@@ -257,3 +267,12 @@ def test_a_failure_that_asks_for_help_stays_a_failure():
     assert row["kind"] == "failure"
     quiet = triage_ticket(Ticket(id="t", text="We could not start it; the log is attached.\n"), None, Settings()).row
     assert quiet["kind"] == "nothing"
+
+
+def test_an_engine_built_by_hand_is_the_launch():
+    from diagnose.triage.asks import ASK_LAUNCH
+
+    code = ('engine = AsyncLLMEngine.from_engine_args(AsyncEngineArgs(model="Qwen/Qwen3-8B", '
+            'tensor_parallel_size=2))\n')
+    assert _stated(code).command.startswith("AsyncEngineArgs(model=")
+    assert ASK_LAUNCH not in _row(code)["questions"] and ASK_LAUNCH in _row("EngineArgs is a class\n")["questions"]
