@@ -226,3 +226,10 @@ def test_the_same_error_at_start_up_stays_a_failure(tmp_path):
     text = "The server fails at start:\n\nvllm serve meta-llama/Llama-3.2-3B\n\n" + CHAT_TEMPLATE_ERROR
     row, _ = one_ticket(tmp_path, "start.txt", text)
     assert row["kind"] == "failure" and row["category"] == "tokenizer-or-chat-template"
+
+
+def test_an_error_the_api_server_logs_at_start_up_is_no_request_error(tmp_path):
+    text = ("The server fails at start:\n\nvllm serve meta-llama/Llama-3.2-3B\n\n"
+            "ERROR 10-02 14:11:09 [api_server.py:1156] Failed to start the API server\n" + CHAT_TEMPLATE_ERROR)
+    row, _ = one_ticket(tmp_path, "api.txt", text)
+    assert row["kind"] == "failure"
