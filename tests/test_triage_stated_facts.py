@@ -77,6 +77,7 @@ VERSIONS = {  # how a ticket states its vLLM version, and the version read
     "chinese-no-space": ("vLLM是0.8.4，用两张3090\n", "0.8.4"),
     "japanese": ("vLLM のバージョンは 0.9.1 です\n", "0.9.1"),
     "comma": ("vllm, 0.7.3, on k8s\n", "0.7.3"),
+    "asked-about": ("Is prefix caching on by default in 0.10?\n", "0.10"),
 }
 NOT_VERSIONS = {  # versions of something else beside vLLM's
     "torch-and-python": "torch 2.5.1\nPython 3.10.12\n",
@@ -86,6 +87,7 @@ NOT_VERSIONS = {  # versions of something else beside vLLM's
     "latest-image": "image: vllm/vllm-openai:latest\n",
     "a-flag-value": "vllm serve m --gpu-memory-utilization 0.95\n",
     "torch-after-vllm": "vllm with torch 2.5.1\n",
+    "utilization-asked-about": "is it better in 0.95?\n",
 }
 
 
@@ -253,6 +255,10 @@ QUESTIONS = [  # tickets that ask rather than report: a question or a feature re
     "Kann man vLLM 0.9 mit zwei GPUs starten?",
     "¿Se puede usar vLLM 0.9.1 con adaptadores LoRA?",
     "vLLM 支持 GGUF 吗？",
+    "Is prefix caching on by default in 0.10?",  # any sentence that asks, with no failure told
+    "Why does the first request take 30 s after start?",
+    "Ist Prefix-Caching standardmäßig an?",
+    "prefix caching 默认开启吗？",
 ]
 
 
@@ -267,6 +273,8 @@ def test_a_failure_that_asks_for_help_stays_a_failure():
     assert row["kind"] == "failure"
     quiet = triage_ticket(Ticket(id="t", text="We could not start it; the log is attached.\n"), None, Settings()).row
     assert quiet["kind"] == "nothing"
+    for told in ("Why does vLLM crash at start?", "vLLM が起動しません。なぜですか？"):  # a failure whose log is missing
+        assert triage_ticket(Ticket(id="t", text=told + "\n"), None, Settings()).row["kind"] == "nothing"
 
 
 def test_an_engine_built_by_hand_is_the_launch():

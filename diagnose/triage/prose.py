@@ -70,7 +70,7 @@ def _table() -> dict[str, Any]:
         "facts": compiled,
         "deployment_names": data["deployment_names"],
         **{kind: re.compile("|".join(f"(?:{p})" for p in data[kind]), _FLAGS)
-           for kind in ("question", "performance", "client_error")},
+           for kind in ("question", "question_sentence", "failure_words", "performance", "client_error")},
         "traceback_start": re.compile(data["traceback_start"]),
         "server_lines": re.compile("|".join(f"(?:{p})" for p in data["server_request_lines"]), re.IGNORECASE),
         "max_server_lines": data["max_server_lines"],
@@ -179,7 +179,9 @@ def signals(text: str, prose: str | None = None) -> Signals:
     prose = prose_of(text) if prose is None else prose
     start = table["traceback_start"].search(text)
     cut = bool(start) and not table["exception_line"].search(text, start.end())
-    return Signals(question=bool(table["question"].search(prose)), performance=bool(table["performance"].search(prose)),
+    asks = bool(table["question"].search(prose)) or (bool(table["question_sentence"].search(prose))
+                                                     and not table["failure_words"].search(prose))
+    return Signals(question=asks, performance=bool(table["performance"].search(prose)),
                    client_error=bool(table["client_error"].search(text)), traceback_cut=cut,
                    request_lines=request_lines(text))
 
