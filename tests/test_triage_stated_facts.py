@@ -284,3 +284,22 @@ def test_an_engine_built_by_hand_is_the_launch():
             'tensor_parallel_size=2))\n')
     assert _stated(code).command.startswith("AsyncEngineArgs(model=")
     assert ASK_LAUNCH not in _row(code)["questions"] and ASK_LAUNCH in _row("EngineArgs is a class\n")["questions"]
+
+
+SENTENCES_NAMING_VLLM_SERVE = [  # `vllm serve` in a sentence: the sentence goes on, it is no argument of the launch
+    "How do I make vllm serve use two GPUs?",
+    "Can vllm serve run two models at once?",
+    "We run vllm serve Qwen/Qwen3-8B --max-model-len 4096 and it works, but how do I enable tool calling?",
+]
+
+
+@pytest.mark.parametrize("text", SENTENCES_NAMING_VLLM_SERVE)
+def test_a_sentence_about_vllm_serve_is_no_launch_with_unrecognised_arguments(text):
+    row = triage_ticket(Ticket(id="t", text=text + "\n"), None, Settings()).row
+    assert row["kind"] == "question" and row["rule"] is None
+
+
+def test_a_flag_vllm_does_not_have_is_still_found_in_a_launch():
+    row = triage_ticket(Ticket(id="t", text="vllm serve Qwen/Qwen3-8B --max-model-len 4096 --bogus-flag 3\n"), None,
+                        Settings()).row
+    assert row["rule"] == "cli-unrecognized-argument"
