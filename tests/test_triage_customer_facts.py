@@ -233,3 +233,13 @@ def test_an_error_the_api_server_logs_at_start_up_is_no_request_error(tmp_path):
             "ERROR 10-02 14:11:09 [api_server.py:1156] Failed to start the API server\n" + CHAT_TEMPLATE_ERROR)
     row, _ = one_ticket(tmp_path, "api.txt", text)
     assert row["kind"] == "failure"
+
+
+def test_a_clients_error_for_one_request_is_a_request_error_without_the_servers_log(tmp_path):
+    text = ("Requests fail with 400 for long documents:\n\nopenai.BadRequestError: Error code: 400 - {'object': 'error', "
+            "'message': \"This model's maximum context length is 32768 tokens. However, you requested 40211 tokens "
+            "in the messages, Please reduce the length of the messages.\", 'code': 400}\n")
+    row, _ = one_ticket(tmp_path, "400.txt", text)
+    assert row["kind"] == "request-error" and row["category"] is None
+    unknown, _ = one_ticket(tmp_path, "start.txt", "It fails at start:\nRuntimeError: zorgle blorp quux happened\n")
+    assert unknown["kind"] == "failure"

@@ -47,7 +47,10 @@ def ticket_kind(report: dict[str, Any], sig: Signals = _QUIET) -> str:
         return REQUEST_ERROR
     if status == "errors-unexplained":
         serving = report["facts"].get("phase") in _SERVING_PHASES
-        return REQUEST_ERROR if serving and sig.client_error else FAILURE
+        # a client's own error for one request (a 400 for a prompt too long) says the server answered it
+        lines = [u.get("line") for u in report.get("unexplained") or []]
+        only_requests = bool(lines) and all(line in sig.request_lines for line in lines)
+        return REQUEST_ERROR if (serving and sig.client_error) or only_requests else FAILURE
     if sig.client_error:
         return REQUEST_ERROR
     if sig.traceback_cut:
