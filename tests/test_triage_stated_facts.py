@@ -303,3 +303,23 @@ def test_a_flag_vllm_does_not_have_is_still_found_in_a_launch():
     row = triage_ticket(Ticket(id="t", text="vllm serve Qwen/Qwen3-8B --max-model-len 4096 --bogus-flag 3\n"), None,
                         Settings()).row
     assert row["rule"] == "cli-unrecognized-argument"
+
+
+LAUNCH_FORMS = {  # launches the prose patterns do not read, that diagnose/launch/'s readers do
+    "compose-folded": "services:\n  vllm:\n    image: vllm/vllm-openai:v0.9.2\n    command: >\n"
+                      "      --model Qwen/Qwen2.5-7B-Instruct\n      --max-model-len 131072\n",
+    "python-multiline": "```python\nfrom vllm import LLM\nllm = LLM(\n    model=\"Qwen/Qwen2.5-7B-Instruct\",\n"
+                        "    max_model_len=131072,\n)\n```\n",
+    "kubectl-describe": "$ kubectl describe pod vllm-0\nContainers:\n  vllm:\n    Image:  vllm/vllm-openai:v0.9.2\n"
+                        "    Command:\n      vllm\n      serve\n    Args:\n      Qwen/Qwen2.5-7B-Instruct\n"
+                        "      --max-model-len\n      131072\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAUNCH_FORMS))
+def test_a_launch_the_launch_readers_read_is_not_asked_for(case):
+    from diagnose.triage.asks import ASK_LAUNCH
+
+    row = _row(LAUNCH_FORMS[case])
+    assert "command" not in row["stated"]  # not from the prose patterns
+    assert ASK_LAUNCH not in row["questions"]
