@@ -69,6 +69,11 @@ def test_a_message_logged_over_two_prefixed_lines_is_read_whole(ruleset):
     assert any("within 1800 seconds. Tensor parallel size may exceed" in t for t in texts)
 
 
+def test_a_piece_that_names_something_of_vllm_still_places_the_paste(ruleset):
+    category, _ = _top("ValueError: Cannot use prompt embeds and prompt adapter at the same", ruleset)
+    assert category is not None
+
+
 def test_logging_style_arguments_in_an_exception_are_read_as_the_message(ruleset):
     text = ("Value error, ('The quantization method %s is deprecated and will be removed in future versions of vLLM. "
             "To bypass, set `--allow-deprecated-quantization`.', 'fbgemm_fp8')")
@@ -82,6 +87,10 @@ def test_logging_style_arguments_in_an_exception_are_read_as_the_message(ruleset
     "the server is not supported on my machine, please help",
     "DeprecationWarning: `vllm.entrypoints.openai.api_server` is deprecated and will likely be unsupported in a "
     "future version.",                                                 # a Python warning: the program went on
+    # a client's exception, then the customer's own words next to it: "at the same time" is everyday English that
+    # "Cannot use prompt embeds and prompt adapter at the same time." happens to end with
+    "openai.APITimeoutError: Request timed out.\n\nthe server logged this at the same time:",
+    "RuntimeError: it fails every time, and at the same time the other one works",
 ])
 def test_generic_words_and_python_warnings_are_not_a_diagnosis(text, ruleset):
     assert _top(text, ruleset)[0] is None

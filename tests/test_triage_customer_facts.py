@@ -204,3 +204,42 @@ def test_triage_never_reads_the_triagers_own_model_folders(tmp_path):
     present, _ = one_ticket(tmp_path / "present", "t.txt", ticket)
     assert absent["command"] and "--kv-cache-memory-bytes" in absent["command"]
     assert present == absent  # a ticket comes from another machine: this one's folders change nothing
+
+
+# ---------------------------------------------------------------- one request failed, the server was up
+
+CHAT_TEMPLATE_ERROR = ("ValueError: As of transformers v4.44, default chat template is no longer allowed, so you must "
+                       "provide a chat template if the tokenizer does not define one.\n")
+
+
+def test_an_error_of_the_request_path_is_a_request_error_with_its_cause_kept(tmp_path):
+    text = ("We serve a base model and the server refuses to start with our chat frontend:\n\n"
+            "vllm serve meta-llama/Llama-3.2-3B --max-model-len 4096\n\n"
+            "ERROR 10-02 14:11:09 [serving_chat.py:187] Error in preprocessing prompt inputs\n" + CHAT_TEMPLATE_ERROR)
+    row, draft = one_ticket(tmp_path, "chat.txt", text, replies=True)
+    assert row["kind"] == "request-error" and row["status"] == "request-errors"
+    assert row["category"] is None and row["rule"] == "chat-template-missing" and "--chat-template" in row["command"]
+    assert "--chat-template" in draft and "client's side only" not in draft
+
+
+def test_the_same_error_at_start_up_stays_a_failure(tmp_path):
+    text = "The server fails at start:\n\nvllm serve meta-llama/Llama-3.2-3B\n\n" + CHAT_TEMPLATE_ERROR
+    row, _ = one_ticket(tmp_path, "start.txt", text)
+    assert row["kind"] == "failure" and row["category"] == "tokenizer-or-chat-template"
+
+
+def test_an_error_the_api_server_logs_at_start_up_is_no_request_error(tmp_path):
+    text = ("The server fails at start:\n\nvllm serve meta-llama/Llama-3.2-3B\n\n"
+            "ERROR 10-02 14:11:09 [api_server.py:1156] Failed to start the API server\n" + CHAT_TEMPLATE_ERROR)
+    row, _ = one_ticket(tmp_path, "api.txt", text)
+    assert row["kind"] == "failure"
+
+
+def test_a_clients_error_for_one_request_is_a_request_error_without_the_servers_log(tmp_path):
+    text = ("Requests fail with 400 for long documents:\n\nopenai.BadRequestError: Error code: 400 - {'object': 'error', "
+            "'message': \"This model's maximum context length is 32768 tokens. However, you requested 40211 tokens "
+            "in the messages, Please reduce the length of the messages.\", 'code': 400}\n")
+    row, _ = one_ticket(tmp_path, "400.txt", text)
+    assert row["kind"] == "request-error" and row["category"] is None
+    unknown, _ = one_ticket(tmp_path, "start.txt", "It fails at start:\nRuntimeError: zorgle blorp quux happened\n")
+    assert unknown["kind"] == "failure"

@@ -73,7 +73,7 @@ def triage(paths, fmt, text_fields, id_field, title_field, replies_dir, jobs, ru
     """
     from .common import run_guarded
 
-    fields = (tuple(text_fields) or ("text",), id_field, title_field)
+    fields = (tuple(text_fields) or ("text",), id_field, title_field, not text_fields)
     sys.exit(int(run_guarded(_run, paths, fmt, fields, replies_dir, jobs, rules_dirs, output)))
 
 

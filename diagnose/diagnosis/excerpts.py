@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..context.context import Context
 from ..ingest.lineformat import below_error_level, message_of
@@ -94,6 +95,28 @@ def telling(match: FragmentMatch, bar: tuple[float, int]) -> bool:
     return match.weight >= weight_bar and match.matched_words >= wanted
 
 
+def names_something(text: str, match: FragmentMatch) -> bool:
+    """Whether the words a piece shares with its template include one that is not everyday English
+    (data/everyday_words.yaml), on an error line or in prose (a line of prose joined to the error line above it): "server side at the same time" shares only everyday words with "Cannot use prompt
+    embeds and prompt adapter at the same time." and names nothing of vLLM.
+
+    >>> names_something("server side at the same time:", FragmentMatch({"template": "Cannot use prompt embeds and "
+    ...                 "prompt adapter at the same time."}, matched_words=4, fixed_words=11, weight=22.9))
+    False
+    """
+    from ..knowledge.message_fragments import words
+
+    shared = set(words(text)) & set(words(str(match.entry.get("template", ""))))
+    return bool(shared - _everyday_words())
+
+
+@lru_cache(maxsize=1)
+def _everyday_words() -> frozenset[str]:
+    from ..util.datafiles import load_yaml
+
+    return frozenset(load_yaml("everyday_words.yaml"))
+
+
 def _is_echo(message: str) -> bool:
     """The API server's or a wrapper's echo of an error raised elsewhere ("Engine process failed to start"): it
     names no cause, whatever category the catalogue gave its wording."""
@@ -122,6 +145,8 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
             continue
         top = matches[0]
         if not telling(top, ERROR_LINE_BAR if on_error_line else PROSE_BAR):
+            continue
+        if not names_something(text, top):
             continue
         rivals = {category_of(m) for m in matches if m.weight >= TIE_SHARE * top.weight}
         category = category_of(top)

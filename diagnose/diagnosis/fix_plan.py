@@ -67,7 +67,8 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
     covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
     said = [m.text for m in diagnosis.evidence] + ctx.advice.near([m.line for m in diagnosis.evidence])
     advised = []
-    for fix in advice_fixes(list(dict.fromkeys(said)), {"--gpu-memory-utilization": ctx.utilization()}):
+    for fix in advice_fixes(list(dict.fromkeys(said)), {"--gpu-memory-utilization": ctx.utilization()},
+                            {"--gpu-memory-utilization": ctx.utilization_text()}):
         entry = {"strategy": ADVICE_STRATEGY, "title": fix.title}
         plan.append(entry)
         if not applies(fix, ctx):

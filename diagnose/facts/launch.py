@@ -42,6 +42,7 @@ class LaunchExtractor(ExtractorBase):
             launch = parse_launch(text)
         except Exception:
             launch = None
+        launch = _without_prose_tail(launch)
         if launch is None or not _plausible(launch):
             if len(self._not_launches) >= MAX_REMEMBERED_NON_LAUNCHES:
                 self._not_launches.clear()
@@ -79,6 +80,35 @@ def _balanced_call(message: str, following: list[str]) -> str:
             break
         text += "\n" + nxt
     return text
+
+
+# a word of a sentence, not an argument: letters (an apostrophe), then at most the sentence's punctuation
+_PROSE_WORD = re.compile(r"^[A-Za-z][A-Za-z']*[.,;:!?)]*$")
+_BARE_WORD = re.compile(r"^[a-z]+$")
+
+
+def _without_prose_tail(launch: Launch | None) -> Launch | None:
+    """A `vllm serve` named in a sentence, as the sentence has it: the words after the last option that read as the
+    sentence going on ("--max-model-len 4096 and it crashes") are not arguments; a "model" that is a bare word
+    followed by more of them ("vllm serve use two GPUs?", "vllm serve prints Killed and exits") is no launch.
+
+    >>> from diagnose.launch.parse import parse_launch
+    >>> [a.spelled for a in _without_prose_tail(parse_launch("vllm serve m --enforce-eager and it crashes.")).args]
+    ['--enforce-eager']
+    >>> _without_prose_tail(parse_launch("How do I make vllm serve use two GPUs?")) is None
+    True
+    """
+    if launch is None or launch.form not in ("vllm-serve", "api-server"):
+        return launch
+    cut = len(launch.args)
+    while cut > 0 and launch.args[cut - 1].value is None and _PROSE_WORD.match(launch.args[cut - 1].spelled):
+        cut -= 1
+    if cut == len(launch.args):
+        return launch
+    if launch.form == "vllm-serve" and _BARE_WORD.match(launch.model or "") and cut == 0:
+        return None  # "vllm serve prints Killed and exits": a sentence about the command, not the command
+    launch.args = launch.args[:cut]
+    return launch
 
 
 def _plausible(launch: Launch) -> bool:

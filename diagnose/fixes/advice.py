@@ -118,12 +118,13 @@ def is_env_name(name: str) -> bool:
     return name in env or bool(re.fullmatch(r"(?:VLLM|HF|HUGGING_FACE|NCCL|CUDA|PYTORCH|TORCH|OMP|TOKENIZERS)_[A-Z0-9_]{2,60}", name))
 
 
-def advice_fixes(lines: list[str], current: dict[str, Any]) -> list[Fix]:
-    """Fixes named by the messages in `lines`; `current` gives the launch's values by flag, for direction-only advice."""
+def advice_fixes(lines: list[str], current: dict[str, Any], said: dict[str, str] | None = None) -> list[Fix]:
+    """Fixes named by the messages in `lines`; `current` gives the launch's values by flag, for direction-only advice,
+    and `said` each as a sentence may state it (a release's default, assumed, says so)."""
     fixes: list[Fix] = []
     for raw in lines:
         line = raw[:MAX_LINE_CHARS]
-        fix = _constraint(line) or _bound(line) or _unset(line) or _assignment(line) or _direction(line, current)
+        fix = _constraint(line) or _bound(line) or _unset(line) or _assignment(line) or _direction(line, current, said or {})
         if fix is not None and all(f.changes != fix.changes for f in fixes):
             fix.conditional = _conditional(line, fix)
             fixes.append(fix)
@@ -253,7 +254,7 @@ def _assignment(line: str) -> Fix | None:
     return None
 
 
-def _direction(line: str, current: dict[str, Any]) -> Fix | None:
+def _direction(line: str, current: dict[str, Any], said: dict[str, str]) -> Fix | None:
     match = _DIRECTION.search(line) if _names_any(line, _DIRECTION_WORDS) else None
     if not match or (flag := flag_for(match.group("name"))) != "--gpu-memory-utilization":
         return None  # only utilization has a natural step; other directions need a computed value (the rules' job)
@@ -265,7 +266,7 @@ def _direction(line: str, current: dict[str, Any]) -> Fix | None:
     if not 0.05 <= value <= 0.98 or value == now:
         return None
     return Fix(title=f"As vLLM's message suggests: {flag} {value}", changes={flag: f"{value}"},
-               why=f"The message says to {'lower' if down else 'raise'} it; a step of 0.05 from {now}.",
+               why=f"The message says to {'lower' if down else 'raise'} it; a step of 0.05 from {said.get(flag, f'{now:g}')}.",
                cost="throughput" if down else "memory", will_start=None,
                not_evaluable="the message gives the direction, not the amount", strategy=ADVICE_STRATEGY)
 

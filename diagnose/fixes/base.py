@@ -159,19 +159,27 @@ def _as_float(value: Any) -> float | None:
 def fill(template: Any, ctx: Context, missing: str | None = None, quote: Callable[[str], str] | None = None) -> Any:
     """Replace `{capture}` placeholders with the rule's captures or known facts (each passed through `quote`).
 
-    An unknown placeholder stays as written (strategies then decline to propose a value), or becomes `missing`.
+    An unknown placeholder stays as written (strategies then decline to propose a value), or becomes `missing`;
+    inside a `code span` of prose (a command to type) it becomes `<name>`, the operator's to fill in, and so does a
+    fact known only by its prose stand-in ("the model"): `grep :(not in the log)` is no command.
     """
     if not isinstance(template, str):
         return template
     values = {**_fact_values(ctx), **ctx.captures}
 
-    def sub(match: re.Match) -> str:
-        if match.group(1) not in values:
-            return match.group(0) if missing is None else missing
-        text = str(values[match.group(1)])
-        return quote(text) if quote else text
+    def filler(in_code: bool) -> Callable[[re.Match], str]:
+        def sub(match: re.Match) -> str:
+            name = match.group(1)
+            if in_code and missing is not None and (name not in values or values[name] == _PROSE_STAND_INS.get(name)):
+                return f"<{name}>"
+            if name not in values:
+                return match.group(0) if missing is None else missing
+            text = str(values[name])
+            return quote(text) if quote else text
+        return sub
 
-    return re.sub(r"\{(\w+)\}", sub, template)
+    parts = template.split("`")
+    return "`".join(re.sub(r"\{(\w+)\}", filler(i % 2 == 1 and i < len(parts) - 1), part) for i, part in enumerate(parts))
 
 
 def fill_command(template: Any, ctx: Context) -> Any:
@@ -181,10 +189,25 @@ def fill_command(template: Any, ctx: Context) -> Any:
     return fill(template, ctx, quote=quote_text)
 
 
+def _max_len_origin(ctx: Context) -> str:
+    """Where the max_model_len a message names came from, as far as the input shows: a rule's Why never calls it
+    the default when the launch set it, nor the launch's when no launch is known."""
+    if ctx.arg("--max-model-len") is not None:
+        return "as the launch sets it with --max-model-len"
+    if ctx.launch is not None:
+        return "the launch sets no --max-model-len, so vLLM takes the model's full context"
+    return "the launch's --max-model-len, or else the model's full context: the log does not show which"
+
+
+_PROSE_STAND_INS = {"model": "the model", "version": "this vLLM"}  # what prose says where the fact is unknown
+
+
 def _fact_values(ctx: Context) -> dict[str, Any]:
-    values: dict[str, Any] = {"model": ctx.model_name() or "the model", "tp": ctx.tp(), "version": ctx.version or "this vLLM"}
+    values: dict[str, Any] = {"model": ctx.model_name() or _PROSE_STAND_INS["model"], "tp": ctx.tp(),
+                              "version": ctx.version or _PROSE_STAND_INS["version"]}
     if ctx.max_model_len():
         values["max_model_len"] = ctx.max_model_len()
+    values["max_len_origin"] = _max_len_origin(ctx)
     if ctx.facts.error_node_ips:
         values["node_ip"] = ctx.facts.error_node_ips[0]
     image = (ctx.launch.image if ctx.launch is not None else None) or ctx.facts.container_image

@@ -185,7 +185,8 @@ def lower_utilization(ctx: Context, params: dict) -> Fix | None:
         # the allocation that failed, less what was free, is the headroom missing outside the budget (plus 1 %)
         value = memory.floor2(current - (tried - free) / total - 0.01)
         why = (f"The failed allocation asked {tried:.2f} GiB with {free:.2f} GiB free: {tried - free:.2f} GiB more "
-               f"headroom is {(tried - free) / total:.3f} of the {total:.2f} GiB card, so {value} instead of {current}.")
+               f"headroom is {(tried - free) / total:.3f} of the {total:.2f} GiB card, so {value} instead of "
+               f"{ctx.utilization_text()}.")
     else:
         value = memory.floor2(current - float(params.get("by", 0.05)))
     if value <= 0.3:

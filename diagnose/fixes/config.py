@@ -219,12 +219,18 @@ def change_port(ctx: Context, params: dict) -> Fix | None:
     port = parse_int(ctx.captures.get("port"))
     # uvicorn's "error while attempting to bind on address (host, port)" is the HTTP server's own bind
     http = (port if ctx.captures.get("host") is not None else None) or parse_int(ctx.arg("--port")) or 8000
+    # the HTTP port as a sentence may state it: 8000 is vLLM's default where the launch sets none, and only assumed
+    # where no launch is known either
+    default = "vLLM's default" if ctx.launch is not None else "assumed: vLLM's default"
+    http_said = f"{http}" if ctx.captures.get("host") is not None or ctx.arg("--port") else f"{http}, {default}"
     vllm_port = ctx.launch.env_value("VLLM_PORT") if ctx.launch is not None else None
     if port is None and (ctx.captures.get("vllm_port") or vllm_port is not None):
         return _unset_vllm_port(ctx.captures.get("vllm_port") or vllm_port, "")
+    port_said = f"{port or http}" if port is not None or ctx.arg("--port") else \
+        f"{http} ({default}; the log names no port)"
     port = port or http
     holder = ctx.captures.get("holder")
-    taken = f"Port {port} is taken" + (f" by {holder}" if holder else "") + f" (find it with `ss -ltnp 'sport = :{port}'`)"
+    taken = f"Port {port_said} is taken" + (f" by {holder}" if holder else "") + f" (find it with `ss -ltnp 'sport = :{port}'`)"
     owner = port_owner(ctx.launch, port) if ctx.captures.get("host") is None else None
     if owner is not None and owner.setting != "--port":
         free = ctx.host.free_port_near(owner.base + 100)
@@ -233,15 +239,15 @@ def change_port(ctx: Context, params: dict) -> Fix | None:
         source = "set in the launch" if owner.given else "vLLM's default"
         return Fix(title=f"Move {owner.what} off the taken port: {shown}", changes={owner.setting: str(free)},
                    why=f"{taken}. It is {owner.what}, numbered from {name} ({owner.base}, {source}), not the HTTP "
-                       f"port ({http}); another process on this host holds it.",
+                       f"port ({http_said}); another process on this host holds it.",
                    cost="config", cost_note="none for clients: the HTTP port stays; peers that connect to this port "
                                             "must use the new one", will_start=True)
     if port != http:
         if vllm_port is not None:
-            return _unset_vllm_port(vllm_port, f"{taken}. It is not the HTTP port ({http}) but one of vLLM's internal ones. ")
+            return _unset_vllm_port(vllm_port, f"{taken}. It is not the HTTP port ({http_said}) but one of vLLM's internal ones. ")
         free = ctx.host.free_port_near(port + 100)
         return Fix(title=f"Give this instance its own internal ports: VLLM_PORT={free}", changes={"env:VLLM_PORT": str(free)},
-                   why=f"{taken}. It is not the HTTP port ({http}) but one of vLLM's internal ones (torch.distributed, "
+                   why=f"{taken}. It is not the HTTP port ({http_said}) but one of vLLM's internal ones (torch.distributed, "
                        "ZMQ), which start at VLLM_PORT; another instance on this host uses the same range.",
                    cost="config", cost_note="none for clients: the HTTP port stays", will_start=True)
     free = ctx.host.free_port_near(port + 1)

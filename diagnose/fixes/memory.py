@@ -74,7 +74,8 @@ def cap_max_model_len(ctx: Context, params: dict) -> Fix | None:
     if capacity is None and figures.get("kv_fraction_available") and logged_len:
         capacity = memory.tokens_for_fraction(logged_len, figures["kv_fraction_available"], ctx.version)
         source = (f"the log's {figures['kv_needed_gib']} GiB needed for {logged_len:,} tokens against "
-                  f"{figures['kv_cache_gib']} GiB available, in whole blocks of {memory.BLOCK_SIZE}")
+                  f"{figures['kv_cache_gib']} GiB available, in whole blocks of {memory.BLOCK_SIZE} tokens"
+                  + ("" if ctx.arg("--block-size") else ", assumed: vLLM's default block size"))
     if capacity is None and figures.get("kv_cache_gib") and (per_token := _kv_per_token(ctx)):
         capacity = memory.tokens_for(figures["kv_cache_gib"], per_token, ctx.version)
         source = f"the log's KV cache size ÷ {per_token} bytes per token ({ctx.model.source})"

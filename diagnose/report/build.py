@@ -56,7 +56,8 @@ def build_report(outcome: Outcome, explain: bool = False) -> dict[str, Any]:
     if report["diagnoses"] and report["diagnoses"][0]["fixes"]:
         from .memory_after import memory_after_fix
 
-        if after := memory_after_fix(memory, report["diagnoses"][0]["fixes"][0], ctx.utilization()):
+        assumed = ctx.utilization_given() is None and memory.get("gpu_memory_utilization") is None
+        if after := memory_after_fix(memory, report["diagnoses"][0]["fixes"][0], ctx.utilization(), assumed):
             memory["after_fix"] = after  # the memory bar after the rank-1 fix (predicted)
     return report
 

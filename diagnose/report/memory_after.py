@@ -22,11 +22,12 @@ from ..util.units import GIB
 SEGMENT_KEYS = ("other_processes_gib", "weights_gib", "activation_gib", "non_torch_gib", "cudagraph_gib", "kv_cache_gib")
 
 
-def memory_after_fix(memory: dict[str, Any], fix: dict[str, Any] | None,
-                     utilization: float | None = None) -> dict[str, float] | None:
+def memory_after_fix(memory: dict[str, Any], fix: dict[str, Any] | None, utilization: float | None = None,
+                     assumed: bool = False) -> dict[str, float] | None:
     """The bar's figures after `fix` (a fix of the JSON report), or None when the fix moves none of them.
 
-    `utilization` is the launch's share (given, or its release's default) when the log prints none.
+    `utilization` is the launch's share (given, or its release's default) when the log prints none; `assumed` when it
+    is the default: the bar after a fix that leaves it then draws no budget, as the bar before draws none.
     """
     if not fix or not memory.get("total_gpu_gib") and not memory.get("oom_total_gib"):
         return None
@@ -38,7 +39,7 @@ def memory_after_fix(memory: dict[str, Any], fix: dict[str, Any] | None,
             after[key] = value
     util_now = _number(memory.get("gpu_memory_utilization")) or utilization
     util = _number(changes.get("--gpu-memory-utilization")) or _number(predicted.get("gpu_memory_utilization")) or util_now
-    if util is not None and 0 < util <= 1:
+    if util is not None and 0 < util <= 1 and not (assumed and util == util_now and memory.get("gpu_memory_utilization") is None):
         after["gpu_memory_utilization"] = util
     kv_delta = 0.0
     if util is not None and util_now is not None and util != util_now:

@@ -42,12 +42,15 @@ def ticket_kind(report: dict[str, Any], sig: Signals = _QUIET) -> str:
     """The ticket's kind, from the report's status and phase and the words of its prose."""
     status = report["status"]
     if status == "failure-diagnosed":
-        return FAILURE
+        return REQUEST_ERROR if failed_one_request(report, sig) else FAILURE
     if status == "request-errors":
         return REQUEST_ERROR
     if status == "errors-unexplained":
         serving = report["facts"].get("phase") in _SERVING_PHASES
-        return REQUEST_ERROR if serving and sig.client_error else FAILURE
+        # a client's own error for one request (a 400 for a prompt too long) says the server answered it
+        lines = [u.get("line") for u in report.get("unexplained") or []]
+        only_requests = bool(lines) and all(line in sig.request_lines for line in lines)
+        return REQUEST_ERROR if (serving and sig.client_error) or only_requests else FAILURE
     if sig.client_error:
         return REQUEST_ERROR
     if sig.traceback_cut:
@@ -55,6 +58,14 @@ def ticket_kind(report: dict[str, Any], sig: Signals = _QUIET) -> str:
     if sig.question or sig.performance:
         return QUESTION
     return NOTHING
+
+
+def failed_one_request(report: dict[str, Any], sig: Signals) -> bool:
+    """The diagnosed error is one request's: every evidence line of the top diagnosis lies where a request failed
+    on a server that was up (`Signals.request_lines`), not where it started."""
+    diagnoses = report.get("diagnoses") or []
+    lines = [e.get("line") for e in diagnoses[0].get("evidence") or []] if diagnoses else []
+    return bool(lines) and all(line in sig.request_lines for line in lines)
 
 
 def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signals = _QUIET,
@@ -68,9 +79,10 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
     top = report["diagnoses"][0]["category"] if report.get("diagnoses") else None
     asks: list[str] = []
     if kind == REQUEST_ERROR:
-        asks.append(ASK_REQUEST)
-        if facts.get("phase") not in _SERVING_PHASES:
-            asks.append(ASK_SERVER_LOG)
+        if not report.get("diagnoses"):  # a diagnosed one is the server's own error line, its cause known
+            asks.append(ASK_REQUEST)
+            if facts.get("phase") not in _SERVING_PHASES:
+                asks.append(ASK_SERVER_LOG)
         if not has_version:
             asks.append(ASK_VERSION)
         return asks
@@ -82,10 +94,13 @@ def questions_for(report: dict[str, Any], prose: ProseFacts = _EMPTY, sig: Signa
         asks.append(ASK_VERSION)
     if not has_gpus and (top is None or top in _NEEDS_GPUS):
         asks.append(ASK_GPUS)
-    if top in NEEDS_DEPLOYMENT:
+    # the container's own launch is in the ticket: a `docker run`, or its spec pasted (compose service, pod spec)
+    container_shown = bool(prose.manifest) or (facts.get("launch") or {}).get("form") == "docker" or \
+        (prose.command or "").startswith("docker run")
+    if top in NEEDS_DEPLOYMENT and not container_shown:
         if prose.deployment == "kubernetes":
             asks.append(ASK_POD_SPEC)
-        elif prose.deployment in ("docker", "docker compose") and not (facts.get("launch") or {}).get("form") == "docker":
+        elif prose.deployment in ("docker", "docker compose"):
             asks.append(ASK_DOCKER_RUN)
     diagnoses = report.get("diagnoses") or []
     guessed = bool(diagnoses) and diagnoses[0].get("basis") in ("traceback-step", "wording")

@@ -31,7 +31,7 @@ from ..ingest.budget import TICKET_BUDGET
 from ..util.errors import VdiagError
 from ..util.redact import redact
 from .asks import (ASK_FULL_LOG, ASK_GPUS, ASK_LAUNCH, ASK_READABLE, ASK_VERSION, NEEDS_DEPLOYMENT, QUESTION,
-                   QUESTION_LABELS, questions_for, ticket_kind)
+                   QUESTION_LABELS, REQUEST_ERROR, questions_for, ticket_kind)
 from .drafts import customer_reply, error_reply, internal_note
 from .fingerprint import ticket_fingerprint
 from .prose import language_of, prose_of, server_request_lines, signals, stated_facts
@@ -66,7 +66,7 @@ def triage_ticket(ticket: Ticket, ruleset, settings: Settings) -> TicketResult:
     from ..diagnosis.pipeline import Options, diagnose
     from ..report.build import build_report
 
-    title = None
+    title = ticket.title  # a record's subject, also when its text cannot be read
     if ruleset is None:
         from ..knowledge.loader import load_rules
 
@@ -121,14 +121,17 @@ def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any], text: 
     prose_text = prose_of(text)
     prose, sig = stated_facts(text, prose_text), signals(text, prose_text)
     kind = ticket_kind(report, sig)
+    # one request's failure on a server that was up is no failure of the server, even with its cause known: the
+    # row keeps the rule and its fix, not a failure category
+    request_only = kind == REQUEST_ERROR and report["status"] == "failure-diagnosed"
     row = {
         "id": _clean(ticket.id),
         "title": _clean(title),
-        "status": report["status"],
+        "status": "request-errors" if request_only else report["status"],
         "kind": kind,
         "topic": ("performance" if sig.performance else "howto") if kind == QUESTION else None,
         "language": language_of(prose_text),
-        "category": top["category"] if top else None,
+        "category": top["category"] if top and not request_only else None,
         "rule": top["rule"] if top else None,
         "confidence": top["confidence"] if top else None,
         "fix": _clean(fix["title"]) if fix else None,
@@ -149,7 +152,9 @@ def _error_result(ticket: Ticket, title: str | None, message: str, settings: Set
            "language": None, "category": None, "rule": None, "confidence": None, "fix": None, "command": None,
            "questions": [ASK_READABLE], "fingerprint": None, "stated": {}, "unexplained": None, "notes": [],
            "error": _clean(message)}
-    reply = error_reply(title, message, (ticket.path, ticket.id), ASK_READABLE)
+    # what could not be read has no prose to tell the language by, but a title (a record's subject) may
+    reply = error_reply(title, "" if ticket.error_in_export else message, (ticket.path, ticket.id), ASK_READABLE,
+                        language_of(title) if title else None)  # the export's own error is the team's, in the row
     problem = _write_reply(ticket, settings, reply) if settings.replies_dir else None
     if problem:
         row["error"] = _clean(f"{message}; {problem}")

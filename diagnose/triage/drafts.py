@@ -66,8 +66,9 @@ def customer_reply(title: str | None, report: dict[str, Any], kind: str, questio
 
 def error_reply(title: str | None, error: str, places: tuple[str | None, ...], question: str,
                 language: str | None = None) -> str:
-    """The reply for a ticket whose attachment could not be read: why (`error`), without the `places` it has on
-    the triager's disk (its path, its id), which are not the customer's to see.
+    """The reply for a ticket whose attachment could not be read: why (`error`, empty where the reason is the
+    team's own, an export read with the wrong fields), without the `places` it has on the triager's disk (its path,
+    its id), which are not the customer's to see.
 
     >>> print(error_reply(None, "tickets/T-7.log: looks like binary data", ("tickets/T-7.log", "T-7.log"), "Paste it?"))
     Hello,
@@ -79,13 +80,13 @@ def error_reply(title: str | None, error: str, places: tuple[str | None, ...], q
     Best regards,
     <BLANKLINE>
     """
+    words, asked = reply_words(language)
     reason = error
     for place in sorted({p for p in places if p}, key=len, reverse=True):
-        reason = reason.removeprefix(f"{place}: ").replace(place, "the attachment")
-    words, asked = reply_words(language)
+        reason = reason.removeprefix(f"{place}: ").replace(place, words["error"]["attachment"])
     title, reason, question = shown([title, reason, asked.get(question, question)])
     parts = [f"**Re: {md_text(title)}**\n" if title else "", words["greeting"] + "\n",
-             _then(words["thanks"], f"{words['error']['found']} ({md_prose(reason)}).") + "\n",
+             _then(words["thanks"], f"{words['error']['found']}" + (f" ({md_prose(reason)})." if reason else ".")) + "\n",
              f"- {md_prose(question)}\n", words["sign_off"] + "\n"]
     return redact("\n".join(p for p in parts if p), emails=True)
 
@@ -96,6 +97,11 @@ def _then(first: str, second: str) -> str:
 
 
 _FULL_WIDTH_MARKS = ("。", "：", "、", "，", "！", "？")
+
+
+def _in_english(say: dict) -> list[str]:
+    """The note a reply in another language gives before the diagnosis, whose words (the rules') are English."""
+    return [say["in_english"] + "\n"] if say["in_english"] else []
 
 
 def _bullets(items: list[str]) -> list[str]:
@@ -112,7 +118,7 @@ def _failure(report: dict[str, Any], questions: list[str], words: dict, topic: s
         return out + ([found["next"] + "\n"] + _bullets(questions) if questions else [])
     top = report["diagnoses"][0]
     say = words["failure"]
-    out = [_then(words["thanks"], say["found"]) + "\n",
+    out = [_then(words["thanks"], say["found"]) + "\n", *_in_english(say),
            f"**{md_prose(top['title'])}.** {md_prose(top['summary'].strip())}\n"]
     if top["evidence"]:
         out.append(md_block(top["evidence"][-1]["text"]) + "\n")
@@ -137,9 +143,25 @@ def _request_error(report: dict[str, Any], questions: list[str], words: dict, se
     if server_lines:
         out.append(say["server_lines"] + "\n")
         out.append(md_block("\n".join(server_lines)) + "\n")
-    else:
+    elif not report["diagnoses"]:  # a diagnosed request error is the server's own line: its side is shown
         out.append(say["no_server_lines"] + "\n")
-    return out + [say["next"] + "\n"] + _bullets(questions)
+    return out + _request_cause(report, words) + ([say["next"] + "\n"] + _bullets(questions) if questions else [])
+
+
+def _request_cause(report: dict[str, Any], words: dict) -> list[str]:
+    """What made the request fail, where a rule knows it (a model without a chat template), and its fix."""
+    if not report["diagnoses"]:
+        return []
+    top, say = report["diagnoses"][0], words["failure"]
+    out = [*_in_english(say), f"**{md_prose(top['title'])}.** {md_prose(top['summary'].strip())}\n"]
+    if top["evidence"]:
+        out.append(md_block(top["evidence"][-1]["text"]) + "\n")
+    fix = top["fixes"][0] if top["fixes"] else None
+    if fix:
+        out.append(_then(say["do"], f"{md_prose(fix['title'].rstrip('.'))}.") + "\n")
+        if command := fix.get("command") or fix.get("step"):
+            out.append(f"{say['run']}\n\n{md_block(command, 'bash')}\n")
+    return out
 
 
 def _question(report: dict[str, Any], questions: list[str], words: dict, topic: str) -> list[str]:
@@ -160,7 +182,7 @@ def _gpu_state(report: dict[str, Any], say: dict) -> list[str]:
     gpus = report["facts"]["gpus"]
     rows = []
     for gpu in gpus:
-        used = f", {gpu['used_gib']:.1f} GiB of {gpu['total_gib']:.1f} GiB in use" \
+        used = ", " + say["in_use"].format(used=f"{gpu['used_gib']:.1f}", total=f"{gpu['total_gib']:.1f}") \
             if gpu.get("used_gib") is not None and gpu.get("total_gib") else ""
         rows.append(f"GPU {gpu.get('index', '?')}: {md_text(str(gpu.get('name') or '?'))}{used}")
     largest_gib = max((gpu.get("total_gib") or 0 for gpu in gpus), default=0)

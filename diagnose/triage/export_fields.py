@@ -3,7 +3,8 @@
 Forgetting `--text-field` (the default is `text`) made every record a row with an error and a question to the
 customer about an unreadable attachment, exit 0. The first records are read here, before any ticket is: when none
 of them holds text at any of the given paths, the export was read with the wrong fields; an export given by name
-is then a usage error (tickets.count_and_list), one found in a folder gives rows that name the fields.
+is then a usage error (tickets.count_and_list); one found in a folder is read by its fields' names where they name a
+ticket's text (export_shapes), else gives rows that name the fields.
 
 >>> field_paths({"ticket": {"id": 7, "subject": "x", "comments": [{"body": "a", "author": {"name": "b"}}]}})
 ['ticket.subject', 'ticket.comments.body', 'ticket.comments.author.name']
@@ -25,7 +26,7 @@ MAX_DEPTH = 8
 def missing_text_fields(path: str, text_fields: tuple[str, ...]) -> str | None:
     """Why the export is read with the wrong text fields: none of its first records has text at any of
     `text_fields`; the sentence lists the fields they have. None when one has."""
-    records = _first_records(path)
+    records = first_records(path)
     if not records or any(strings_of(dotted_get(r, f), 1) for r in records for f in text_fields):
         return None
     return f"no record has the text field {', '.join(repr(f) for f in text_fields)}; {text_fields_of(records)}"
@@ -58,7 +59,7 @@ def field_paths(record: Any) -> list[str]:
     return paths
 
 
-def _first_records(path: str) -> list[Any]:
+def first_records(path: str) -> list[Any]:
     records: list[Any] = []
     with open_regular(path, ".jsonl file") as handle:
         for raw, cut in bounded_lines(handle):

@@ -20,6 +20,7 @@ from typing import Any
 
 from ..util.datafiles import load_yaml
 from ..util.lazy_pattern import lazy
+from .env_reports import env_report_facts
 
 _FLAGS = re.IGNORECASE | re.MULTILINE
 _CJK = lazy(r"[\u4e00-\u9fff]")
@@ -43,6 +44,7 @@ class ProseFacts:
     command: str | None = None
     deployment: str | None = None
     image: str | None = None  # a vLLM container image with a tag that pins its build
+    manifest: str | None = None  # the container's spec pasted (a compose service, a pod spec, Helm values): its key
 
     def as_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if v}
@@ -56,6 +58,7 @@ class Signals:
     performance: bool
     client_error: bool
     traceback_cut: bool
+    request_lines: frozenset[int] = frozenset()  # line numbers (from 1) of the text where one request failed
 
 
 @lru_cache(maxsize=1)
@@ -67,14 +70,17 @@ def _table() -> dict[str, Any]:
         "facts": compiled,
         "deployment_names": data["deployment_names"],
         **{kind: re.compile("|".join(f"(?:{p})" for p in data[kind]), _FLAGS)
-           for kind in ("question", "performance", "client_error")},
+           for kind in ("question", "question_sentence", "failure_words", "performance", "client_error")},
         "traceback_start": re.compile(data["traceback_start"]),
         "server_lines": re.compile("|".join(f"(?:{p})" for p in data["server_request_lines"]), re.IGNORECASE),
         "max_server_lines": data["max_server_lines"],
+        "request_path": re.compile("|".join(f"(?:{p})" for p in data["request_path"]), re.IGNORECASE),
+        "request_path_window": data["request_path_window"],
         "exception_line": re.compile(data["exception_line"], re.MULTILINE),
         "zh_min_chars": data["languages"]["zh_min_chars"],
         "ja_min_kana": data["languages"]["ja_min_kana"],
-        "instance_gpus": [(re.compile(p), gpus) for p, gpus in data["instance_gpus"].items()],
+        "instance_gpus": [(re.compile(p), gpus) for provider in load_yaml("cloud_instances.yaml")["providers"]
+                          for p, gpus in provider["types"].items()],
         "words": {lang: frozenset(words) for lang, words in data["languages"]["words"].items()},
     }
 
@@ -118,12 +124,14 @@ def prose_facts(text: str) -> ProseFacts:
         command=_first(patterns["command"], text),
         deployment=_deployment_name(deployment, table["deployment_names"]) if deployment else None,
         image=_first(patterns["image"], text),
+        manifest=_first(patterns["manifest"], text),
     )
 
 
 def stated_facts(text: str, prose: str) -> ProseFacts:
-    """What the ticket states: its prose's facts, and the GPUs, driver and CUDA an `nvidia-smi` table in it shows
-    where the prose does not say them (a ticket of only `nvidia-smi` states its GPUs).
+    """What the ticket states: its prose's facts, what an environment report in it says (`env_reports`), and the
+    GPUs, driver and CUDA an `nvidia-smi` table in it shows where the prose does not say them (a ticket of only
+    `nvidia-smi` states its GPUs).
 
     >>> smi = "| NVIDIA-SMI 550.54.15   Driver Version: 550.54.15   CUDA Version: 12.4 |\\n|   0  NVIDIA L40S   On |"
     >>> facts = stated_facts(smi, prose_of(smi))
@@ -131,6 +139,12 @@ def stated_facts(text: str, prose: str) -> ProseFacts:
     (['NVIDIA L40S'], '550.54.15', '12.4')
     """
     facts = prose_facts(prose)
+    # an environment report (collect_env, `nvidia-smi -L`) says it exactly, its GPUs counted: it goes first
+    report = env_report_facts(text[: _table()["max_chars"]])
+    facts.vllm_version = report.get("vllm_version") or facts.vllm_version
+    facts.gpus = report.get("gpus") or facts.gpus
+    facts.driver = report.get("driver") or facts.driver
+    facts.cuda = facts.cuda or report.get("cuda")
     tables = "\n".join(line for line in text[: _table()["max_chars"]].splitlines() if _TABLE_ROW.match(line))
     if tables:
         shown = prose_facts(tables)
@@ -165,8 +179,36 @@ def signals(text: str, prose: str | None = None) -> Signals:
     prose = prose_of(text) if prose is None else prose
     start = table["traceback_start"].search(text)
     cut = bool(start) and not table["exception_line"].search(text, start.end())
-    return Signals(question=bool(table["question"].search(prose)), performance=bool(table["performance"].search(prose)),
-                   client_error=bool(table["client_error"].search(text)), traceback_cut=cut)
+    asks = bool(table["question"].search(prose)) or (bool(table["question_sentence"].search(prose))
+                                                     and not table["failure_words"].search(prose))
+    return Signals(question=asks, performance=bool(table["performance"].search(prose)),
+                   client_error=bool(table["client_error"].search(text)), traceback_cut=cut,
+                   request_lines=request_lines(text))
+
+
+def request_lines(text: str) -> frozenset[int]:
+    """The lines (numbered from 1) where one request failed: a line of vLLM's request path (`request_path`), and the
+    `request_path_window` lines after it (its exception), or a single request's error (data/request_errors.yaml).
+
+    >>> sorted(request_lines("INFO up\\nERROR 10-02 14:11:09 [serving_chat.py:187] Error in preprocessing prompt "
+    ...                      "inputs\\nValueError: no chat template\\nINFO later"))
+    [2, 3, 4, 5]
+    >>> request_lines("ERROR 10-02 14:11:09 [core.py:700] EngineCore failed to start.")
+    frozenset()
+    """
+    table = _table()
+    found: set[int] = set()
+    for number, line in enumerate(text[: table["max_chars"]].splitlines(), start=1):
+        if table["request_path"].search(line):
+            found.update(range(number, number + table["request_path_window"] + 1))
+        elif _request_error().search(line):
+            found.add(number)
+    return frozenset(found)
+
+
+@lru_cache(maxsize=1)
+def _request_error() -> re.Pattern:
+    return re.compile("|".join(f"(?:{p})" for p in load_yaml("request_errors.yaml")), re.IGNORECASE)
 
 
 def server_request_lines(text: str) -> list[str]:

@@ -45,6 +45,7 @@ class Ticket:
     reply_name: str | None = None
     title: str | None = None
     notes: tuple[str, ...] = ()  # what reading it left out (a record's objects past MAX_RECORD_OBJECTS)
+    error_in_export: bool = False  # the error is the export's (a record without text), none of the customer's
 
     def source(self, budget: InputBudget) -> tuple[Source, str | None, tuple[str, ...]]:
         """The ticket's text as a diagnosable source read within `budget`, its title when it has one (an e-mail
@@ -71,6 +72,7 @@ class JsonlFields:
     text: tuple[str, ...] = ("text",)
     id: str | None = None
     title: str | None = None
+    inferable: bool = False  # no text field was given: an export in a folder without them has its fields inferred
 
     def __post_init__(self) -> None:
         if isinstance(self.text, str):  # one path given as a plain string
@@ -86,6 +88,7 @@ def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, It
     `file:line`.
     """
     plan: list[tuple[str, str, str]] = []
+    inferred: dict[str, tuple[JsonlFields, str] | None] = {}  # an export's fields inferred from its records, and the note
     total = 0
     for given in paths:
         if os.path.isdir(given):
@@ -93,6 +96,7 @@ def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, It
                 relative = Path(path).relative_to(given).as_posix()
                 if path.lower().endswith(EXPORT_SUFFIX):
                     plan.append(("jsonl", path, relative))
+                    inferred[path] = _inferred_fields(path, fields)
                     total += _count_records(path)
                 else:
                     plan.append(("file", path, relative))
@@ -114,7 +118,7 @@ def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, It
             total += 1
         else:
             raise InputError(f"{given}: no such file or folder")
-    return total, _iterate(plan, fields)
+    return total, _iterate(plan, fields, inferred)
 
 
 def _ticket_files(folder: str) -> list[str]:
@@ -152,16 +156,33 @@ class _BoundedObjects:
         return dict(self.last_pairs) if parsed is None and self.dropped else parsed
 
 
-def _iterate(plan: list[tuple[str, str, str]], fields: JsonlFields) -> Iterator[Ticket]:
+def _inferred_fields(path: str, fields: JsonlFields) -> tuple[JsonlFields, str] | None:
+    """The fields an export found in a folder is read with when none were given and its records lack `text`."""
+    from .export_fields import first_records, missing_text_fields
+    from .export_shapes import fields_of, inferred_note
+
+    if not fields.inferable or not missing_text_fields(path, fields.text):
+        return None
+    found = fields_of(first_records(path))
+    if found is None:
+        return None
+    text, id_path, title = found
+    return JsonlFields(text=text, id=fields.id or id_path, title=fields.title or title), inferred_note(found)
+
+
+def _iterate(plan: list[tuple[str, str, str]], fields: JsonlFields,
+             inferred: dict[str, tuple[JsonlFields, str] | None]) -> Iterator[Ticket]:
     for kind, path, ticket_id in plan:
         if kind == "jsonl":
-            yield from jsonl_tickets(path, fields, ticket_id)
+            own, note = inferred.get(path) or (fields, None)
+            yield from jsonl_tickets(path, own, ticket_id, note)
         else:
             yield Ticket(id=ticket_id, path=path)
 
 
-def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> Iterator[Ticket]:
-    """One ticket per record; a record without any text field becomes a ticket with an error."""
+def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None, note: str | None = None) -> Iterator[Ticket]:
+    """One ticket per record; a record without any text field becomes a ticket with an error. `note` goes on every
+    ticket's row (how its fields were chosen)."""
     name = name or Path(path).name
     hint = None  # the text fields a record without the given ones has
     with open_regular(path, ".jsonl file") as handle:
@@ -197,14 +218,16 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None) -> It
                 texts = texts[:MAX_RECORD_TEXTS]
                 notes.append(f"the record on line {line_no} holds more than {MAX_RECORD_TEXTS:,} texts in its text "
                              "fields: the first were read, so this answer may be partial")
+            title = strings_of(dotted_get(record, fields.title), 1) if fields.title else []
+            subject = clean_subject(title[0]) if title else None
             if not texts:
                 if hint is None:
                     from .export_fields import text_fields_of
 
                     hint = text_fields_of([record])
                 wanted = ", ".join(repr(f) for f in fields.text)
-                yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted} ({hint})")
+                yield Ticket(id=ticket_id, error=f"record on line {line_no} has no text field {wanted} ({hint})",
+                             title=subject, error_in_export=True)
                 continue
-            title = strings_of(dotted_get(record, fields.title), 1) if fields.title else []
-            yield Ticket(id=ticket_id, text="\n".join(texts), title=clean_subject(title[0]) if title else None,
-                         notes=tuple(notes))
+            yield Ticket(id=ticket_id, text="\n".join(texts), title=subject,
+                         notes=(*([note] if note else []), *notes))

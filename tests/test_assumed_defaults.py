@@ -1,0 +1,123 @@
+"""Advice never states a default as a fact the input did not show (newcomer review F6, issue #27 item 6): where a
+value was read from the log or the launch it is stated; where it is vLLM's default it says it is assumed; where it is
+unknown it says so."""
+
+from diagnose.api import diagnose_text
+from diagnose.report.memory_after import memory_after_fix
+from diagnose.report.memory_bar import memory_bar
+
+KV_ERROR = ("ValueError: The model's max seq len (131072) is larger than the maximum number of tokens that can be "
+            "stored in KV cache (62464). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+            "initializing the engine.\n")
+LOWER_ADVICE = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1008.00 MiB.\n"
+                "GPU 2 has a total capacity of 139.81 GiB of which 993.44 MiB is free.\n"
+                "Including non-PyTorch memory, this process has 138.83 GiB memory in use.\n"
+                "[gpu_model_runner.py:4957] Failed to load model - not enough GPU memory.\n"
+                "Try lowering --gpu-memory-utilization to free memory for weights.\n")
+
+
+def _top(text: str, ruleset) -> dict:
+    return diagnose_text(text, rules=ruleset).report["diagnoses"][0]
+
+
+def test_max_model_len_is_not_called_the_default_when_the_launch_set_it(ruleset):
+    why = _top("$ vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072\n" + KV_ERROR, ruleset)["why"]
+    assert "defaults to" not in why and "131072 tokens here (as the launch sets it with --max-model-len)" in why
+
+
+def test_max_model_len_is_the_default_only_when_the_launch_sets_none(ruleset):
+    why = _top("$ vllm serve Qwen/Qwen2.5-7B-Instruct --port 8001\n" + KV_ERROR, ruleset)["why"]
+    assert "the launch sets no --max-model-len, so vLLM takes the model's full context" in why
+
+
+def test_without_a_launch_the_origin_of_max_model_len_is_unknown(ruleset):
+    why = _top(KV_ERROR, ruleset)["why"]
+    assert "the log does not show which" in why and "defaults to" not in why
+
+
+def test_direction_only_advice_says_the_utilization_it_steps_from_is_assumed(ruleset):
+    fixes = _top(LOWER_ADVICE, ruleset)["fixes"]
+    advice = next(f for f in fixes if f["title"].startswith("As vLLM's message suggests"))
+    assert "a step of 0.05 from 0.9 (assumed: the release's default)" in advice["why"]
+    given = _top("$ vllm serve m --gpu-memory-utilization 0.8\n" + LOWER_ADVICE, ruleset)["fixes"]
+    assert any("a step of 0.05 from 0.8." in f["why"] for f in given)
+
+
+CUDAGRAPH_OOM = ("INFO 02-03 03:43:49 model_runner.py:625] Capturing the model for CUDA graphs.\n"
+                 "ERROR 02-03 03:44:03 engine.py:190] Error initializing vLLM engine: CUDA out of memory. Tried to "
+                 "allocate 112.00 MiB. GPU 0 has a total capacty of 44.35 GiB of which 53.38 MiB is free. Process "
+                 "3663367 has 44.28 GiB memory in use.\n")
+
+
+def test_a_lower_utilization_is_not_said_to_replace_a_value_the_log_never_showed(ruleset):
+    fixes = _top(CUDAGRAPH_OOM, ruleset)["fixes"]
+    lowered = [f["why"] for f in fixes if "instead of" in (f["why"] or "")]
+    assert lowered and all("instead of 0.9 (assumed: the release's default)" in why for why in lowered)
+
+
+def test_the_bar_after_a_fix_draws_no_budget_the_log_did_not_give():
+    memory = {"total_gpu_gib": 22.0, "weights_gib": 15.0, "cudagraph_gib": 1.0, "kv_cache_gib": 2.5}
+    cap = {"changes": {"--enforce-eager": True}, "predicted": {}}
+    assumed = memory_after_fix(memory, cap, 0.9, assumed=True)
+    assert assumed is not None and "gpu_memory_utilization" not in assumed
+    assert memory_bar(assumed, [])[0] == "GPU memory, 22.0 GiB:"  # no "(budget … at 0.9)"
+    assert memory_after_fix(memory, cap, 0.8)["gpu_memory_utilization"] == 0.8  # the launch's own share
+    raised = memory_after_fix(memory, {"changes": {"--gpu-memory-utilization": "0.95"}, "predicted": {}}, 0.9, assumed=True)
+    assert raised["gpu_memory_utilization"] == 0.95  # the fix's own value is drawn
+
+
+def test_the_batched_tokens_budget_names_where_max_model_len_came_from(ruleset):
+    error = "ValueError: max_num_batched_tokens (2048) is smaller than max_model_len (4096).\n"
+    set_by_launch = _top("$ vllm serve m --max-model-len 4096 --no-enable-chunked-prefill\n" + error, ruleset)["why"]
+    assert "max_model_len is 4096 (as the launch sets it with --max-model-len)" in set_by_launch
+    assert "taken by default" not in set_by_launch
+
+
+def test_a_port_the_log_does_not_name_is_said_to_be_the_assumed_default(ruleset):
+    error = "ERROR 01-01 10:00:00 [api_server.py:1] OSError: [Errno 98] Address already in use\n"
+    why = _top(error, ruleset)["fixes"][0]["why"]
+    assert why.startswith("Port 8000 (assumed: vLLM's default; the log names no port) is taken")
+    given = _top("$ vllm serve m --port 8011\n" + error, ruleset)["fixes"][0]["why"]
+    assert given.startswith("Port 8011 is taken") and "assumed" not in given
+
+
+def test_an_internal_port_is_told_from_an_http_port_that_is_assumed(ruleset):
+    error = ("ERROR 01-01 10:00:00 [core.py:1] torch.distributed.DistNetworkError: The server socket has failed to "
+             "listen on any local network address. port: 32847, useIpv6: 0, code: -98, name: EADDRINUSE, message: "
+             "address already in use\n")
+    whys = [f["why"] for f in _top(error, ruleset)["fixes"]]
+    assert any("not the HTTP port (8000, assumed: vLLM's default)" in why for why in whys), whys
+
+
+def test_the_block_size_tokens_are_counted_in_is_said_to_be_assumed(ruleset):
+    error = ("ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GB KV cache is "
+             "needed, which is larger than the available KV cache memory (9.53 GB). Try increasing "
+             "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.\n")
+    why = _top(error, ruleset)["fixes"][0]["why"]
+    assert "in whole blocks of 16 tokens, assumed: vLLM's default block size)" in why
+
+
+def test_a_launch_without_port_has_the_default_http_port_not_an_assumed_one(ruleset):
+    error = ("ERROR 01-01 10:00:00 [core.py:1] torch.distributed.DistNetworkError: The server socket has failed to "
+             "listen on any local network address. port: 32847, useIpv6: 0, code: -98, name: EADDRINUSE, message: "
+             "address already in use\n")
+    whys = [f["why"] for f in _top("$ vllm serve m -tp 2\n" + error, ruleset)["fixes"]]
+    assert any("not the HTTP port (8000, vLLM's default)" in why for why in whys), whys
+
+
+def test_a_command_in_a_why_gets_a_placeholder_to_fill_in_not_the_missing_note(ruleset):
+    why = _top("ERROR 01-01 10:00:00 [api_server.py:1] OSError: [Errno 98] Address already in use\n", ruleset)["why"]
+    assert "`ss -ltnp | grep :<port>`" in why and "(not in the log)" not in why
+    named = _top("ERROR 01-01 10:00:00 [api_server.py:1] OSError: [Errno 98] error while attempting to bind on "
+                 "address ('0.0.0.0', 8011): address already in use\n", ruleset)["why"]
+    assert "`ss -ltnp | grep :8011`" in named
+
+
+def test_max_num_seqs_is_said_to_be_assumed_and_no_was_states_the_default(ruleset):
+    fixes = _top(CUDAGRAPH_OOM, ruleset)["fixes"]
+    lower = next(f for f in fixes if "--max-num-seqs" in f["changes"])
+    assert "the V1 default, assumed as the log does not state it" in lower["why"] or "V0 default, assumed" in lower["why"]
+    assert "(was" not in (lower["cost"] or "")
+    given = _top("$ vllm serve m --max-num-seqs 512\n" + CUDAGRAPH_OOM, ruleset)["fixes"]
+    lower = next(f for f in given if "--max-num-seqs" in f["changes"])
+    assert "(was 512)" in lower["cost"] and "assumed" not in lower["why"]
