@@ -15,6 +15,7 @@ from ..facts.excerpt_lines import ExcerptLines
 from ..facts.traceback_frames import FramesExtractor
 from ..facts.gpu_csv import GpuCsvExtractor
 from ..facts.gpu_text import GpuTextExtractor
+from ..facts.stated_setup import StatedSetupExtractor
 from ..facts.hints import HintExtractor
 from ..facts.image import ImageExtractor
 from ..facts.launch import LaunchExtractor
@@ -104,8 +105,9 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     frames = FramesExtractor()
     advice = AdviceLines()
     excerpt = ExcerptLines()
+    stated = StatedSetupExtractor(facts)
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), GpuCsvExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
+                  GpuTextExtractor(facts), GpuCsvExtractor(facts), stated, HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
                   ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
@@ -125,6 +127,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
             notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
         if source.notes.truncated_input:
             notes.append(f"{source.name}: {source.notes.truncated_input}")
+    stated.settle()
     if result.regex_timeouts:
         notes.append(f"{result.regex_timeouts} regex match(es) timed out and were skipped")
     if result.budget_spent:
