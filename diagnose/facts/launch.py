@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from ..launch.launch import Launch
+from ..util.lazy_pattern import lazy
 from .base import ExtractorBase
 from .record import MAX_LAUNCH_CANDIDATES, LaunchCandidate
 
@@ -83,8 +84,8 @@ def _balanced_call(message: str, following: list[str]) -> str:
 
 
 # a word of a sentence, not an argument: letters (an apostrophe), then at most the sentence's punctuation
-_PROSE_WORD = re.compile(r"^[A-Za-z][A-Za-z']*[.,;:!?)]*$")
-_BARE_WORD = re.compile(r"^[a-z]+$")
+_PROSE_WORD = lazy(r"^[A-Za-z][A-Za-z']*[.,;:!?)]*$")
+_BARE_WORD = lazy(r"^[a-z]+$")
 
 
 def _without_prose_tail(launch: Launch | None) -> Launch | None:
