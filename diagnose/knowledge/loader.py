@@ -17,7 +17,8 @@ from .rules import DATA_DIR, FixSpec, LoadProblem, Rule, RuleSet, Signature, bun
 _KEYED_MODULES = ("rules.py", "loader.py", "document_checks.py", "signatures.py", "rule_safety.py", "error_tables.py",
                   "vocabulary.py")
 _KEYED_DATA = ("schemas/rule.schema.json", "taxonomy.yaml", "cuda_errors.yaml", "component_errors.yaml", "vllm_messages.json",
-               "wrapper_messages.json", "generated/strategies.json", "generated/predicates.json", "phases.yaml")
+               "wrapper_messages.json", "generated/strategies.json", "generated/predicates.json", "phases.yaml",
+               "component_log_markers.yaml")
 
 
 def rule_files(directories: Iterable[Path]) -> list[Path]:
