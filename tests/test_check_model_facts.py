@@ -85,10 +85,12 @@ def test_the_first_release_with_the_architecture_passes():
 
 
 def test_with_the_transformers_backend_a_missing_architecture_is_only_a_risk(monkeypatch):
-    from diagnose.foresight import architecture as module
+    from diagnose.foresight import architecture as check
+    from diagnose.launch import model_registry as module
 
     table = dict(module.registry_table(), architectures={"LlamaForCausalLM": [["0.2.0", "0.33.0"]]})
     monkeypatch.setattr(module, "registry_table", lambda: table)
+    monkeypatch.setattr(check, "registry_table", lambda: table)
     found = architecture("vllm serve Qwen/Qwen2.5-7B-Instruct", "0.9.2")
     assert found.outcome == "risk" and "Transformers backend" in found.detail
 

@@ -96,7 +96,7 @@ def test_rules_show_wraps_to_the_terminal():
     code, screen = on_pty(["rules", "show", "kv-cache-too-small-for-max-len"], 80, env={"NO_COLOR": "1"})
     lines = ANSI.sub("", screen).splitlines()
     why = lines.index("Why it happens")
-    assert code == 0 and lines[why + 1].startswith("  max_model_len defaults") and lines[why + 2].startswith("  ")
+    assert code == 0 and lines[why + 1].startswith("  max_model_len is {max_len} tokens here") and lines[why + 2].startswith("  ")
     prose = lines[: lines.index("Signatures")]
     assert all(len(line) <= 80 for line in prose), [line for line in prose if len(line) > 80]
 
