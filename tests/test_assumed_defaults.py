@@ -116,7 +116,7 @@ def test_a_command_in_a_why_gets_a_placeholder_to_fill_in_not_the_missing_note(r
 def test_max_num_seqs_is_said_to_be_assumed_and_no_was_states_the_default(ruleset):
     fixes = _top(CUDAGRAPH_OOM, ruleset)["fixes"]
     lower = next(f for f in fixes if "--max-num-seqs" in f["changes"])
-    assert "the V1 default, assumed as the log does not state it" in lower["why"] or "V0 default, assumed" in lower["why"]
+    assert "assumed: no launch in the input sets it" in lower["why"] or "depends on the GPU" in lower["why"]
     assert "(was" not in (lower["cost"] or "")
     given = _top("$ vllm serve m --max-num-seqs 512\n" + CUDAGRAPH_OOM, ruleset)["fixes"]
     lower = next(f for f in given if "--max-num-seqs" in f["changes"])

@@ -14,9 +14,10 @@ def default_max_num_seqs(ctx: Context) -> tuple[int | None, str]:
     from .predicates import PREDICATES
 
     v1 = PREDICATES["v1-engine"](ctx) if (ctx.version or ctx.facts.engine_v1 is not None) else True
+    unset = "as the launch does not set it" if ctx.launch is not None else "assumed: no launch in the input sets it"
     if not v1:
         v0 = flag_table()["runtime_defaults"]["--max-num-seqs"]["v0"]
-        return v0, f"{v0}: the V0 default, as the launch does not set it"
+        return v0, f"{v0}: the V0 default, {unset}"
     name = next((g.name for g in ctx.gpus if g.name), None)
     total = ctx.gpu_total_gib()
     if total is None and name and (entry := lookup_gpu(name)):
@@ -25,4 +26,4 @@ def default_max_num_seqs(ctx: Context) -> tuple[int | None, str]:
     if value is None:
         return None, "not set; V1's default depends on the GPU, which the log does not show"
     on = f"a {total:g} GiB {name or 'GPU'}" if total else (name or "this platform")
-    return value, f"{value}: the V1 default on {on}, as the launch does not set it"
+    return value, f"{value}: the V1 default on {on}, {unset}"
