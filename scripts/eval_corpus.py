@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import yaml  # noqa: E402
 
+from diagnose.context.host import SealedHost  # noqa: E402
 from diagnose.diagnosis.pipeline import Options, diagnose  # noqa: E402
 from diagnose.ingest.source import Source  # noqa: E402
 from diagnose.knowledge.loader import load_rules  # noqa: E402
@@ -61,7 +62,7 @@ def main() -> int:
             if not log_path.exists() or (args.half and half_of(label_path.stem) != args.half):
                 continue
             label = yaml.safe_load(label_path.read_text(encoding="utf-8"))
-            outcome = diagnose([Source(str(log_path))], Options(gpu_mode="none"), ruleset)
+            outcome = diagnose([Source(str(log_path))], Options(gpu_mode="none", host=SealedHost()), ruleset)
             report = build_report(outcome)
             categories = [d["category"] for d in report["diagnoses"]]
             expected = label["category"]
@@ -95,7 +96,7 @@ def main() -> int:
     for directory in args.healthy:
         for log_path in sorted(directory.glob("*.log")):
             healthy_total += 1
-            report = build_report(diagnose([Source(str(log_path))], Options(gpu_mode="none"), ruleset))
+            report = build_report(diagnose([Source(str(log_path))], Options(gpu_mode="none", host=SealedHost()), ruleset))
             if report["diagnoses"]:
                 healthy_fired += 1
                 print(f"FIRED on healthy {log_path.name}: {[d['rule'] for d in report['diagnoses']]}")
