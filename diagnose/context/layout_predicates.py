@@ -43,3 +43,10 @@ def _architecture_named(ctx: Context) -> bool:
 def _inspection_failed(ctx: Context) -> bool:
     hits = ctx.scan.hits
     return any(f"unsupported-architecture/{name}" in hits for name in ("failed-to-be-inspected", "error-inspecting-architecture"))
+
+
+@predicate("gpu-capability-known", means="the GPU's compute capability is known (the log's, the GPU table's, or torch's sm_NN)")
+def _capability_known(ctx: Context) -> bool:
+    import re
+
+    return ctx.compute_capability() is not None or bool(re.search(r"sm_?\d{2,3}\b", ctx.captures.get("capability") or ""))
