@@ -1,0 +1,77 @@
+"""Reproducers of the third attack campaign (tests/attack_campaign_r3.md): the Kubernetes, Helm, KServe and Compose
+launch readers and the patches, values lines and compose blocks they print, run through the CLI as an outsider.
+
+Every test is one finding that broke before its fix: the input is a manifest pasted with a log, the assertion is
+what must never come out of vdiag (a printed fix whose text, pasted into a shell or applied to the cluster, runs a
+command the log chose).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from diagnose.cli.main import main
+
+KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (262144), (24.0 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (3.18 GiB). Based on the available memory, "
+            "the estimated maximum model length is 34736.\n")
+
+
+def _fixes(tmp_path, log_text: str) -> list[dict]:
+    path = tmp_path / "crash.log"
+    path.write_text(log_text)
+    result = CliRunner().invoke(main, ["--no-gpu", "--format", "json", str(path)], catch_exceptions=False)
+    return [fix for diagnosis in json.loads(result.stdout)["diagnoses"] for fix in diagnosis["fixes"]]
+
+
+def _deployment(container: dict) -> str:
+    return ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: vllm\nspec:\n  template:\n    spec:\n"
+            "      containers:\n      - " + json.dumps({"name": "vllm", "image": "vllm/vllm-openai:v0.9.2", **container})
+            + "\n" + KV_ERROR)
+
+
+def _pasted_runs_nothing(tmp_path, text: str) -> bool:
+    """Whether `text` pasted into bash (in a folder of its own) leaves no canary behind."""
+    box = tmp_path / "box"
+    box.mkdir(exist_ok=True)
+    subprocess.run(["bash", "-c", text], cwd=box, env={"PATH": os.defpath, "HOME": str(box)}, capture_output=True,
+                   timeout=30, stdin=subprocess.DEVNULL)
+    return not (tmp_path / "PWNED").exists()
+
+
+# A pod's `sh -c` string: the words around the launch were kept in the printed patch, so applying the fix ran the
+# log's `curl …|sh` in the operator's cluster (the shell syntax check saw only the launch's own segment).
+SHELL_STRING_TAILS = ["; {p}", " && {p}", " || {p}", " | sh -c '{p}'", " & {p}", "; exec {p}", "\n{p}"]
+
+
+@pytest.mark.parametrize("tail", SHELL_STRING_TAILS)
+@pytest.mark.parametrize("shell", [["/bin/sh", "-c"], ["bash", "-lc"]])
+def test_a_pod_shell_string_that_runs_more_than_vllm_is_never_printed_as_a_patch(tmp_path, tail, shell):
+    script = "vllm serve Qwen/Qwen3-8B --max-model-len 262144" + tail.format(p=f"touch {tmp_path}/PWNED")
+    fixes = _fixes(tmp_path, _deployment({"command": shell, "args": [script]}))
+    capped = next(f for f in fixes if f["changes"].get("--max-model-len") == "33792")
+    assert capped["command"] is None and "PWNED" not in json.dumps(fixes)
+    assert "shell" in capped["command_not_shown"]
+
+
+def test_a_compose_entrypoint_shell_string_with_a_second_command_is_not_printed(tmp_path):
+    compose = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.9.2\n"
+               f"    entrypoint: /bin/sh -c \"vllm serve Qwen/Qwen3-8B --max-model-len 262144 && touch {tmp_path}/PWNED\"\n")
+    fixes = _fixes(tmp_path, compose + KV_ERROR)
+    assert all(f["command"] is None or "PWNED" not in f["command"] for f in fixes)
+    assert any(f.get("command_not_shown", "").startswith("the shell string runs more than vLLM") for f in fixes)
+
+
+def test_a_pod_shell_string_of_the_launch_alone_is_still_printed_as_a_patch(tmp_path):
+    fixes = _fixes(tmp_path, _deployment({"command": ["/bin/sh", "-c"],
+                                          "args": ["vllm serve Qwen/Qwen3-8B --max-model-len 262144"]}))
+    capped = next(f for f in fixes if f["changes"].get("--max-model-len") == "33792")
+    patch = yaml.safe_load(capped["command"])
+    container = patch["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["vllm serve Qwen/Qwen3-8B --max-model-len 33792"]
