@@ -75,3 +75,39 @@ def test_a_pod_shell_string_of_the_launch_alone_is_still_printed_as_a_patch(tmp_
     patch = yaml.safe_load(capped["command"])
     container = patch["spec"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["vllm serve Qwen/Qwen3-8B --max-model-len 33792"]
+
+
+def _inference_service(args: list[str]) -> str:
+    return ("apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: llama}\nspec:\n"
+            "  predictor:\n    model:\n      modelFormat: {name: huggingface}\n      args: " + json.dumps(args) + "\n"
+            + KV_ERROR)
+
+
+def _helm_values(extra_args: list[str]) -> str:
+    return ("servingEngineSpec:\n  modelSpec:\n  - name: llama\n    modelURL: Qwen/Qwen3-8B\n    vllmConfig:\n"
+            "      maxModelLen: 262144\n      extraArgs: " + json.dumps(extra_args) + "\n" + KV_ERROR)
+
+
+# A KServe merge patch was dumped with YAML's plain style and Helm values lines with JSON's double quotes: a
+# `$(…)` or backticks from the log, pasted with the block into a shell, ran (`- --model_id=$(…)`, `["$(…)"]`).
+# The pod and compose blocks already single-quoted such strings.
+@pytest.mark.parametrize("form", ["$({p})", "`{p}`", "a$({p})b"])
+def test_a_kserve_patch_pasted_into_a_shell_runs_nothing_the_log_wrote(tmp_path, form):
+    payload = form.format(p=f"touch {tmp_path}/PWNED")
+    fixes = _fixes(tmp_path, _inference_service(["--model_name=llama", "--model_id=Qwen/Qwen3-8B",
+                                                 "--max-model-len=262144", f"--served-model-name={payload}"]))
+    printed = [f["command"] for f in fixes if f["command"]]
+    assert printed and all(_pasted_runs_nothing(tmp_path, command) for command in printed)
+    patch = yaml.safe_load(printed[0])
+    assert f"--served-model-name={payload}" in patch["spec"]["predictor"]["model"]["args"]  # kept, as text
+
+
+@pytest.mark.parametrize("form", ["$({p})", "`{p}`", "\"$({p})\""])
+def test_helm_values_lines_pasted_into_a_shell_run_nothing_the_log_wrote(tmp_path, form):
+    payload = form.format(p=f"touch {tmp_path}/PWNED")
+    fixes = _fixes(tmp_path, _helm_values(["--served-model-name", payload]))
+    printed = [f["command"] for f in fixes if f["command"]]
+    assert any("extraArgs" in command for command in printed)
+    assert all(_pasted_runs_nothing(tmp_path, command) for command in printed)
+    extra = next(line for command in printed for line in command.splitlines() if ".extraArgs: " in line)
+    assert payload in yaml.safe_load(extra.split(": ", 1)[1])  # the value is the log's, as YAML reads it
