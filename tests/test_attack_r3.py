@@ -111,3 +111,23 @@ def test_helm_values_lines_pasted_into_a_shell_run_nothing_the_log_wrote(tmp_pat
     assert all(_pasted_runs_nothing(tmp_path, command) for command in printed)
     extra = next(line for command in printed for line in command.splitlines() if ".extraArgs: " in line)
     assert payload in yaml.safe_load(extra.split(": ", 1)[1])  # the value is the log's, as YAML reads it
+
+
+# 100,000 small manifests in one log (each with a log line after it) took minutes: each was read with PyYAML a few
+# times, and each start decoded the whole rest of its block.
+def test_a_log_of_many_manifests_reads_a_bounded_number_of_them_and_says_so(tmp_path, monkeypatch):
+    from diagnose.facts import manifests
+    from diagnose.launch import parse
+
+    calls = []
+    real = parse.parse_launch
+    monkeypatch.setattr(parse, "parse_launch", lambda text, *a, **k: calls.append(1) or real(text, *a, **k))
+    pod = ("apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: vllm\n    image: vllm/vllm-openai:v0.9.2\n"
+           "    args: [--model, Qwen/Qwen3-8B, --max-model-len, '262144']\nINFO 11-29 10:00:00 [x.py:1] step\n")
+    path = tmp_path / "crash.log"
+    path.write_text(pod * 1000 + KV_ERROR)
+    result = CliRunner().invoke(main, ["--no-gpu", "--format", "json", str(path)], catch_exceptions=False)
+    report = json.loads(result.stdout)
+    assert len(calls) <= 2 * manifests.MAX_DOCUMENTS
+    assert any(f"more than {manifests.MAX_DOCUMENTS} YAML documents" in note for note in report["notes"])
+    assert report["diagnoses"][0]["rule"] == "kv-cache-too-small-for-max-len"
