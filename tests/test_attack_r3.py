@@ -131,3 +131,27 @@ def test_a_log_of_many_manifests_reads_a_bounded_number_of_them_and_says_so(tmp_
     assert len(calls) <= 2 * manifests.MAX_DOCUMENTS
     assert any(f"more than {manifests.MAX_DOCUMENTS} YAML documents" in note for note in report["notes"])
     assert report["diagnoses"][0]["rule"] == "kv-cache-too-small-for-max-len"
+
+
+# Names a manifest gives went into printed kubectl lines as written: a KServe object's name into the patch's
+# `# kubectl patch inferenceservice NAME` header (a line break in it put the rest on a line of its own), a pod
+# container's name into `kubectl logs POD -c NAME --previous | vdiag`.
+@pytest.mark.parametrize("name", ["llama\ntouch {canary} #", "llama; touch {canary} #", "llama$(touch {canary})"])
+def test_a_kserve_name_from_the_manifest_never_runs_from_the_patch_header(tmp_path, name):
+    canary = tmp_path / "PWNED"
+    service = _inference_service(["--model_id=Qwen/Qwen3-8B", "--max-model-len=262144"]).replace(
+        "metadata: {name: llama}", "metadata: {name: " + json.dumps(name.format(canary=canary)) + "}")
+    printed = [f["command"] for f in _fixes(tmp_path, service) if f["command"]]
+    assert printed and all(_pasted_runs_nothing(tmp_path, command) for command in printed)
+    assert all(command.startswith("# kubectl patch inferenceservice <name> ") for command in printed)
+
+
+def test_a_container_name_from_the_manifest_stays_one_word_of_the_printed_kubectl_logs(tmp_path):
+    deployment = _deployment({"args": ["--model", "Qwen/Qwen3-8B"]}).replace(
+        '"name": "vllm"', json.dumps("name") + ": " + json.dumps(f"vllm$(touch {tmp_path}/PWNED)"))
+    deployment = deployment.replace(KV_ERROR, "  Warning  BackOff  2m (x20 over 10m)  kubelet  Back-off restarting "
+                                              "failed container vllm in pod vllm-7d9f8-abcde_default(1234)\n")
+    printed = [f["command"] for f in _fixes(tmp_path, deployment) if f["command"]]
+    logs = next(command for command in printed if command.startswith("kubectl logs"))
+    assert f"-c 'vllm$(touch {tmp_path}/PWNED)' --previous" in logs
+    assert _pasted_runs_nothing(tmp_path, logs)

@@ -13,6 +13,8 @@ args:
 - 'it''s'
 >>> inert_value(["--served-model-name", "`id`"]), inert_value("fp8"), inert_value(8192), inert_value(None)
 ("[--served-model-name, '`id`']", 'fp8', '8192', 'null')
+>>> object_name("llama-3.1", "<name>"), object_name("llama\\ntouch x #", "<name>")
+('llama-3.1', '<name>')
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from ..util.lazy_pattern import lazy
 
 _SHELL_PLAIN = lazy(r"[A-Za-z0-9_@%+=:,./-]+")  # what neither YAML nor a shell reads as more than text
+_OBJECT_NAME = lazy(r"[A-Za-z0-9_][\w.-]{0,252}")  # a Kubernetes object's name (DNS subdomain), loosely
 
 
 @lru_cache(maxsize=1)
@@ -53,3 +56,9 @@ def inert_value(value: Any) -> str:
     """One value as the right side of a `key: value` line (a scalar, or a list in flow style)."""
     text = inert_dump(value, flow=True).rstrip("\n")
     return text.removesuffix("\n...").rstrip("\n")
+
+
+def object_name(name: str | None, placeholder: str) -> str:
+    """An object's name as the word of a printed `kubectl patch KIND NAME` line; `placeholder` for anything that
+    is no Kubernetes name (a line break, `;` or `$(…)` from the manifest would run when the line is pasted)."""
+    return name if name and _OBJECT_NAME.fullmatch(name) else placeholder

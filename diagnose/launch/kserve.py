@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .inert_yaml import inert_dump
+from .inert_yaml import inert_dump, object_name
 from .launch import Arg, Launch, canonical_flag
 
 OWN = "(kserve)"  # an argument of KServe's server, not of vLLM
@@ -87,6 +87,6 @@ def render_inference_service(launch: Launch) -> str:
     patch: Any = words
     for step in reversed(runtime()["args_path"]):
         patch = {step: patch}
-    name = (launch.manifest[2] if launch.manifest else None) or "<name>"
+    name = object_name(launch.manifest[2] if launch.manifest else None, "<name>")
     return (f"# kubectl patch inferenceservice {name} --type merge --patch-file patch.yaml (the whole args list)\n"
             + inert_dump(patch, flow=False).rstrip())

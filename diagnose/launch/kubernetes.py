@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any
 
 from ..util.lazy_pattern import lazy
-from .inert_yaml import inert_dumper
+from .inert_yaml import inert_dumper, object_name
 
 _CONTAINER_KEYS = ("image", "command", "args", "env")
 _KEY = lazy(r"[A-Za-z_][\w.-]*")
@@ -88,7 +88,7 @@ def pod_spec_patch(kind: str | None, container: str, changes: dict[str, Any], na
         patch = {**(pod_changes or {}), "containers": [{"name": container, **changes}]}
         for key in reversed(PATCH_PATHS[kind]):
             patch = {key: patch}
-    name = name if name and _KEY.fullmatch(name) else f"<{kind.lower()}>"
+    name = object_name(name, f"<{kind.lower()}>")
     header = (f"# kubectl patch {kind.lower()} {name} --type {merge} --patch-file patch.yaml"
               " (or these keys in the manifest)")
     return header + "\n" + yaml.dump(patch, Dumper=inert_dumper(), sort_keys=False, default_flow_style=False,
