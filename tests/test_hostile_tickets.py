@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from diagnose.triage import mail, tickets
+from diagnose.triage import export_fields, jsonl_records, mail, tickets
 from diagnose.triage.tickets import JsonlFields, jsonl_tickets
 
 from .conftest import VDIAG
@@ -34,6 +34,29 @@ def test_a_record_with_many_comments_reads_the_first_of_them_and_says_so(tmp_pat
     assert first.text.startswith("vLLM crashed\ncomment 0\n")
     assert any("5,001 JSON objects" in note and "first 100" in note for note in first.notes)
     assert second.id == "T-2" and second.text == PORT_IN_USE and second.notes == ()
+
+
+def _dicts_in(node) -> int:
+    pending, count = [node], 0
+    while pending:
+        item = pending.pop()
+        if isinstance(item, dict):
+            count += 1
+            pending += item.values()
+        elif isinstance(item, list):
+            pending += item
+    return count
+
+
+def test_the_export_check_reads_a_record_of_many_comments_within_the_object_bound(tmp_path, monkeypatch):
+    # the sample read to check --text-field made every comment a dict: one record of 500,000 comments cost ~200 MB
+    monkeypatch.setattr(jsonl_records, "MAX_RECORD_OBJECTS", 100)
+    export = tmp_path / "export.jsonl"
+    record = {"key": "T-1", "text": "vLLM crashed", "comments": [{"body": f"comment {n}"} for n in range(5000)]}
+    export.write_text(json.dumps(record) + "\n")
+    (sampled,) = export_fields.first_records(str(export))
+    assert _dicts_in(sampled) <= 101 and sampled["key"] == "T-1"  # the first 100 comments and the record itself
+    assert export_fields.missing_text_fields(str(export), ("comments.body",)) is None
 
 
 def test_a_record_with_many_texts_reads_the_first_of_them(tmp_path, monkeypatch):

@@ -24,6 +24,8 @@ from ..util.lazy_pattern import lazy
 from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
 
 MAX_DOCUMENT_LINES = 2000
+MAX_DOCUMENT_BYTES = 1 << 20  # decoded per document start: past the pasted-YAML size, a document is refused anyway
+MAX_DOCUMENTS = 64  # documents read per diagnosis: a paste has a few; a log of 100,000 of them took minutes
 MAX_NOTES = 4
 MAX_CUTS = 4
 _START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:"
@@ -37,6 +39,7 @@ class ManifestReader:
 
     def __init__(self, facts: Facts) -> None:
         self.facts = facts
+        self.documents = 0
 
     def feed_block(self, data: bytes, cut: int, first_line: int) -> None:
         read_to = 0  # a document's own `kind:` line starts no other
@@ -44,7 +47,15 @@ class ManifestReader:
             if match.start() < read_to or match.start() > 0 and data[match.start() - 1:match.start()] != b"\n":
                 continue
             line_no = first_line + data.count(b"\n", 0, match.start())
-            lines = data[match.start():].decode("utf-8", "replace").split("\n")[:MAX_DOCUMENT_LINES]
+            self.documents += 1
+            if self.documents > MAX_DOCUMENTS:
+                if self.documents == MAX_DOCUMENTS + 1:  # said once, whatever notes came before
+                    self.facts.input_notes.append(f"line {line_no}: the input holds more than {MAX_DOCUMENTS} YAML "
+                                                  "documents (manifests, values, compose files): the first were read, "
+                                                  "the rest not")
+                return
+            start = match.start()
+            lines = data[start:start + MAX_DOCUMENT_BYTES].decode("utf-8", "replace").split("\n")[:MAX_DOCUMENT_LINES]
             document: list[str] = []
             for line in lines:
                 if document and not _YAML_LINE.match(line):
@@ -84,8 +95,8 @@ class ManifestReader:
         if quiet and (launch is None or launch.model is None):
             return False
         if launch is None:
-            if problem and not quiet and len(self.facts.input_notes) < MAX_NOTES:
-                self.facts.input_notes.append(f"line {line_no}: {problem}")
+            if problem and not quiet:
+                self._note(f"line {line_no}: {problem}")
             return False
         last = line_no + text.count("\n")
         kept = [c for c in self.facts.launches if not line_no <= c.line <= last]  # its lines, read without indentation
@@ -93,6 +104,11 @@ class ManifestReader:
             kept.append(LaunchCandidate(line_no, launch, text))
         self.facts.launches[:] = sorted(kept, key=lambda c: c.line)
         return True
+
+
+    def _note(self, note: str) -> None:
+        if len(self.facts.input_notes) < MAX_NOTES:
+            self.facts.input_notes.append(note)
 
 
 def _yaml_prefix(text: str) -> str:

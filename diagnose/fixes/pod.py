@@ -40,6 +40,13 @@ def deployment_patch(container: str, changes: dict[str, Any], ctx: Context | Non
     return pod_spec_patch(manifest[0] if manifest else None, container, changes, manifest[2] if manifest else None)
 
 
+def _word(name: str | None, placeholder: str) -> str:
+    """A name from the input as one word of a printed command (shell-quoted), or the placeholder where none is known."""
+    from ..launch.shell_words import quote_text
+
+    return quote_text(name) if name else placeholder
+
+
 def _container(ctx: Context) -> str:
     manifest = ctx.launch.manifest if ctx.launch is not None else None
     return (manifest[1] if manifest else None) or ctx.facts.pod.container or DEFAULT_CONTAINER
@@ -152,7 +159,8 @@ def pod_memory_limit(ctx: Context, params: dict) -> Fix | None:
     raised = doubled_quantity(limit) if limit else None
     if raised is None:
         return Fix(title="Raise the container's memory limit (resources.limits.memory): host RAM, not GPU memory",
-                   step_command=f"kubectl get pod {pod.name or '<pod>'} -o jsonpath='{{.spec.containers[*].resources}}'",
+                   step_command=f"kubectl get pod {_word(pod.name, '<pod>')} "
+                                "-o jsonpath='{.spec.containers[*].resources}'",
                    why="The kernel killed the container at its memory limit (OOMKilled, exit 137); the paste does not "
                        "show the limit. Weights are staged through host RAM while loading.",
                    cost="memory", cost_note="more RAM reserved on the node", will_start=None)
@@ -225,9 +233,10 @@ def container_command(ctx: Context, params: dict) -> Fix | None:
 @strategy("pod-logs-previous", params={"why": TEXT})
 def pod_logs_previous(ctx: Context, params: dict) -> Fix | None:
     """The crash behind a restart loop is in the log of the run before the restart."""
-    pod = ctx.captures.get("pod") or ctx.facts.pod.name or "<pod>"
+    pod = _word(ctx.captures.get("pod") or ctx.facts.pod.name, "<pod>")
     return Fix(title="Diagnose the run that crashed (its log is the one before the restart)",
-               step_command=f"kubectl logs {pod} -c {_container(ctx)} --previous | vdiag",
+               # the container's name may come from a manifest, as written there: quoted, it stays a word when pasted
+               step_command=f"kubectl logs {pod} -c {_word(_container(ctx), '<container>')} --previous | vdiag",
                why=params.get("why", "Each restart failed the same way; the error in that log names the fix, and "
                                      "the restarts stop once it is fixed."),
                cost="none", cost_note="none", will_start=None)

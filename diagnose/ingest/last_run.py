@@ -6,8 +6,9 @@ weeks of request lines adds nothing to either. So a file over `LAST_RUN_AFTER_BY
 compiled code, see run_index): its runs are counted by the kind of vLLM start banner it shows first, and the last
 one is read. A last run over `WHOLE_RUN_BYTES` (a server that ran for weeks) is read as its first `HEAD_BYTES` (the
 start-up, its launch and settings), its last `TAIL_BYTES` (the failure), and the lines around each error word in
-between (the cells of run_index that hold one and their neighbours, `WINDOW_CELLS` on each side). Each part keeps
-its line numbers in the file. `--all-runs` reads the whole file as smaller inputs always are.
+between (the cells of run_index that hold one and their neighbours, `WINDOW_CELLS` on each side), at most
+`MIDDLE_BYTES` of them, the latest (a run whose every cell holds an error word would otherwise be read whole, as a
+stream's is not: see run_stream). Each part keeps its line numbers in the file. `--all-runs` reads the whole file as smaller inputs always are.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ HEAD_BYTES = 1 << 20
 TAIL_BYTES = 4 << 20
 WINDOW_CELLS = 1  # cells of 4 KiB read on each side of a cell that holds an error word
 JOIN_GAP_CELLS = 2  # windows closer than this are read as one
+MIDDLE_BYTES = 8 << 20  # of windows between the head and the tail, the latest
 
 
 @dataclass
@@ -91,12 +93,36 @@ def plan_reading(index: RunIndex, name: str) -> Reading:
         else:
             spans.append((low, high))
         cell = cells.find(1, cell + 1)
+    spans = _latest_windows(spans, head_end)
     if tail_start - spans[-1][1] <= JOIN_GAP_CELLS << CELL_SHIFT:
         spans[-1] = (spans[-1][0], index.size)
     else:
         spans.append((tail_start, index.size))
     reading.pieces = [Piece(start, end) for start, end in spans]
     return reading
+
+
+def _latest_windows(spans: list[tuple[int, int]], head_end: int) -> list[tuple[int, int]]:
+    """The head, then the latest windows of at most MIDDLE_BYTES in all (the spans as they are when they fit).
+
+    >>> _latest_windows([(0, 100), (200, 300)], 50)
+    [(0, 100), (200, 300)]
+    >>> _latest_windows([(0, 3 * MIDDLE_BYTES)], 10) == [(0, 10), (2 * MIDDLE_BYTES, 3 * MIDDLE_BYTES)]
+    True
+    """
+    head, windows = spans[0], spans[1:]
+    if head[1] > head_end:  # windows joined to the head
+        head, windows = (head[0], head_end), [(head_end, head[1]), *windows]
+    if sum(high - low for low, high in windows) <= MIDDLE_BYTES:
+        return spans
+    kept: list[tuple[int, int]] = []
+    room = MIDDLE_BYTES
+    for low, high in reversed(windows):
+        if room <= 0:
+            break
+        kept.append((max(low, high - room), high))
+        room -= kept[-1][1] - kept[-1][0]
+    return [head, *reversed(kept)]
 
 
 def number_pieces(reading: Reading, index: RunIndex) -> None:

@@ -108,9 +108,15 @@ def index_stream(handle: BinaryIO, size: int) -> RunIndex:
         error_cells.extend(bytes(len(counts) - len(error_cells)))
         origin = base - kept  # the file offset of buffer[keep - kept]
         # comprehensions, not one loop with branches: a crash loop has a few hundred thousand error words
-        marks = [(word, origin + start) for word, start, stop in finder.raw_marks(view[keep - kept:end]) if stop > kept]
-        for cell in {offset >> CELL_SHIFT for word, offset in marks if word >= supervised_end}:
-            error_cells[cell] = 1
+        data = view[keep - kept:end]
+        if finder.is_flood(data):  # a flood of error lines: each cell's first error word is enough (see run_marks)
+            marks = [(word, origin + start) for word, start, stop in finder.banner_marks(data) if stop > kept]
+            for at in finder.first_errors(buffer, keep - kept, end, base - keep, CELL_SHIFT):
+                error_cells[(base - keep + at) >> CELL_SHIFT] = 1
+        else:
+            marks = [(word, origin + start) for word, start, stop in finder.raw_marks(data) if stop > kept]
+            for cell in {offset >> CELL_SHIFT for word, offset in marks if word >= supervised_end}:
+                error_cells[cell] = 1
         index.starts.extend((offset, word) for word, offset in marks if word < starts_end)
         index.supervisor.extend(offset for word, offset in marks if starts_end <= word < supervised_end)
         kept = min(keep, filled + kept)

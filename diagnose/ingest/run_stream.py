@@ -6,7 +6,8 @@ which is then only counted: the exception lines it held are remembered as keys (
 run's failure can be compared with it. The run going on is kept as a file's would be read: its first
 `HEAD_BYTES`, its lines up to `WHOLE_RUN_BYTES` (from there on only its last `TAIL_BYTES`), and the windows around
 error words of what left the tail, at most `MIDDLE_BYTES` of them (the latest). An input of at most
-`LAST_RUN_AFTER_BYTES` is kept and read whole, as a file of that size is.
+`LAST_RUN_AFTER_BYTES` is kept and read whole, as a file of that size is. A block that is a flood of error lines
+has only the first error word of each cell noted (and keyed): repeated lines cost once a cell.
 """
 
 from __future__ import annotations
@@ -17,12 +18,11 @@ from typing import Iterator
 
 from . import last_run
 from .earlier_runs import failure_key
-from .last_run import Piece, Reading
+from .last_run import MIDDLE_BYTES, Piece, Reading
 from .run_index import CELL_SHIFT
 from .run_marks import mark_finder
 from .source import Source
 
-MIDDLE_BYTES = 8 << 20
 MAX_FAILURE_KEYS = 4096  # distinct exception lines remembered across the earlier runs
 _Segment = tuple  # (first line, bytes, error offsets in them)
 
@@ -83,8 +83,15 @@ class RunKeeper:
         cuts: dict[int, bool] = {}  # line start → whether a run begins there (else a supervisor line does)
         errors: list[int] = []
         raised: list[int] = []  # the exception words (`Error`, `Exception`): their lines are the runs' failure keys
-        starts_end, supervised_end, exceptions = self.finder.starts, self.finder.supervised, self.exception_words
-        for word, offset in self.finder.marks(block):
+        finder = self.finder
+        starts_end, supervised_end, exceptions = finder.starts, finder.supervised, self.exception_words
+        if finder.is_flood(block):  # a flood of error lines: the first error word of each cell (see run_marks)
+            marks = finder.banner_marks(block)
+            errors = finder.first_errors(block, 0, len(block), 0, CELL_SHIFT)
+            raised = finder.first_errors(block, 0, len(block), 0, CELL_SHIFT, exceptions=True)
+        else:
+            marks = finder.raw_marks(block)
+        for word, offset, _end in marks:
             if word >= supervised_end:
                 errors.append(offset)
                 if word in exceptions:
@@ -93,7 +100,7 @@ class RunKeeper:
             if word < starts_end:
                 if self.first_kind is None:
                     self.first_kind = word
-                    if not self.error_before_banner and not errors:
+                    if not self.error_before_banner and not (errors and errors[0] < offset):
                         continue  # the first run's own banner: what came before is its preamble
                 elif word != self.first_kind:
                     continue

@@ -17,7 +17,7 @@ from functools import partial
 from typing import Any
 
 from .arguments import entrypoint_serves
-from .kubernetes import _inert_dumper
+from .inert_yaml import inert_dumper
 from .launch import Launch
 from .wrapped import variable_named
 
@@ -90,7 +90,7 @@ def render_compose(launch: Launch, command_words: list[str], inner: str | None) 
     if launch.env:
         service["environment"] = (dict(launch.env) if environment_form == "dict"
                                   else [f"{k}={v}" for k, v in launch.env])
-    dump = partial(yaml.dump, Dumper=_inert_dumper(), sort_keys=False, width=10**6, allow_unicode=True)
+    dump = partial(yaml.dump, Dumper=inert_dumper(), sort_keys=False, width=10**6, allow_unicode=True)
     if not launch.fixed:
         return dump(service, default_flow_style=True).strip()
     name = (launch.manifest[1] if launch.manifest else None) or "vllm"

@@ -232,8 +232,6 @@ def _quoted(word: str) -> str:
 
 
 def _yaml_value(value: Any) -> str:
-    import json
+    from .inert_yaml import inert_value
 
-    if value is None:
-        return "null"
-    return json.dumps(value) if isinstance(value, (list, bool, str)) else str(value)
+    return inert_value(value)  # single quotes, never JSON's double ones: a shell pasted the line expands nothing

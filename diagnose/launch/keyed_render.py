@@ -73,9 +73,9 @@ def _without_carriers(entries: Any, spec: dict) -> Any:
 def _dump(value: Any, flow: bool) -> str:
     import yaml
 
-    from .kubernetes import _inert_dumper
+    from .inert_yaml import inert_dumper
 
     if value is None:
         return "null"
-    return yaml.dump(value, Dumper=_inert_dumper(), sort_keys=False, default_flow_style=flow, width=10**6,
+    return yaml.dump(value, Dumper=inert_dumper(), sort_keys=False, default_flow_style=flow, width=10**6,
                      allow_unicode=True).strip().removesuffix("\n...").strip()

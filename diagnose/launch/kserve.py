@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from .inert_yaml import inert_dump, object_name
 from .launch import Arg, Launch, canonical_flag
 
 OWN = "(kserve)"  # an argument of KServe's server, not of vLLM
@@ -73,9 +74,8 @@ def _launch(words: list, model_spec: dict, name: Any) -> Launch:
 
 
 def render_inference_service(launch: Launch) -> str:
-    """The args list as found (one flow line), or the merge patch that sets it for a fix."""
-    import yaml
-
+    """The args list as found (one flow line), or the merge patch that sets it for a fix (strings a shell would
+    read as more than text quoted: see inert_yaml)."""
     words: list[str] = []
     for arg in launch.args:
         if arg.value is None:
@@ -83,10 +83,10 @@ def render_inference_service(launch: Launch) -> str:
         else:
             words += [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
     if not launch.fixed:
-        return "spec.predictor.model.args: " + yaml.safe_dump(words, default_flow_style=True, width=10**6).strip()
+        return "spec.predictor.model.args: " + inert_dump(words, flow=True).strip()
     patch: Any = words
     for step in reversed(runtime()["args_path"]):
         patch = {step: patch}
-    name = (launch.manifest[2] if launch.manifest else None) or "<name>"
+    name = object_name(launch.manifest[2] if launch.manifest else None, "<name>")
     return (f"# kubectl patch inferenceservice {name} --type merge --patch-file patch.yaml (the whole args list)\n"
-            + yaml.safe_dump(patch, sort_keys=False, default_flow_style=False, width=10**6).rstrip())
+            + inert_dump(patch, flow=False).rstrip())

@@ -12,14 +12,14 @@ written.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 
 from ..util.lazy_pattern import lazy
+from .inert_yaml import inert_dumper, object_name
 
 _CONTAINER_KEYS = ("image", "command", "args", "env")
 _KEY = lazy(r"[A-Za-z_][\w.-]*")
-_SHELL_PLAIN = lazy(r"[A-Za-z0-9_@%+=:,./-]+")
 MAX_SPEC_CHARS = 16384
 MAX_CONTAINERS = 16
 _MANIFEST_KIND = lazy(r"(?m)^kind:\s*[\"']?[A-Za-z]+")
@@ -88,10 +88,10 @@ def pod_spec_patch(kind: str | None, container: str, changes: dict[str, Any], na
         patch = {**(pod_changes or {}), "containers": [{"name": container, **changes}]}
         for key in reversed(PATCH_PATHS[kind]):
             patch = {key: patch}
-    name = name if name and _KEY.fullmatch(name) else f"<{kind.lower()}>"
+    name = object_name(name, f"<{kind.lower()}>")
     header = (f"# kubectl patch {kind.lower()} {name} --type {merge} --patch-file patch.yaml"
               " (or these keys in the manifest)")
-    return header + "\n" + yaml.dump(patch, Dumper=_inert_dumper(), sort_keys=False, default_flow_style=False,
+    return header + "\n" + yaml.dump(patch, Dumper=inert_dumper(), sort_keys=False, default_flow_style=False,
                                      width=10**6, allow_unicode=True).rstrip()
 
 
@@ -238,24 +238,7 @@ def render_container(image: str | None, command: list[str] | None, args: list[st
         container["env"] = entries
     if patched and patched[1]:
         return pod_spec_patch(patched[0], patched[1], container, patched[2])
-    dump = partial(yaml.dump, Dumper=_inert_dumper(), sort_keys=False, width=10**6, allow_unicode=True)
+    dump = partial(yaml.dump, Dumper=inert_dumper(), sort_keys=False, width=10**6, allow_unicode=True)
     if not fixed:
         return dump(container, default_flow_style=True).strip()
     return HEADER + "\n" + dump(container, default_flow_style=False).rstrip()
-
-
-@lru_cache(maxsize=1)
-def _inert_dumper():
-    """YAML's safe dumper, with every string a shell would read as more than text in single quotes: a spec pasted
-    into a shell by mistake expands nothing (`- '$(x)'`), and Kubernetes reads the same strings."""
-    import yaml
-
-    class InertDumper(yaml.SafeDumper):
-        pass
-
-    def represent_str(dumper, data: str):
-        style = None if _SHELL_PLAIN.fullmatch(data) else "'"
-        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-    InertDumper.add_representer(str, represent_str)
-    return InertDumper

@@ -29,7 +29,7 @@ from .kubernetes import container_of, looks_like_container, manifest_object
 from .launch import Arg, Launch, Token
 from .python_forms import CALL, parse_llm_call
 from .shell_words import line_syntax, tokenize
-from .wrapped import shell_string, variable_named
+from .wrapped import line_breaks_outside_quotes, shell_string, variable_named
 
 _USAGE = lazy(r"\s*usage:\s", re.IGNORECASE)
 _PLACEHOLDER_MODEL = lazy(r"\[[^\]]*\]|<[^>]*>|\{[^}]*\}|\.\.\.|(?i:(?:your[_-])?model(?:[_-](?:name|tag|id|path))?)")
@@ -109,6 +109,8 @@ def argv_launch(argv: list[str]) -> Launch | None:
     launch = _parse_shell(wrapped[2] if wrapped is not None else shlex.join(argv)) if argv else None
     if launch is not None and wrapped is not None:
         launch.shell_wrapper, launch.shell_before, launch.shell_after = wrapped[0], wrapped[1], wrapped[3]
+        if line_breaks_outside_quotes(argv[2]):
+            launch.shell_syntax.append("a line break between commands")
     return launch
 
 

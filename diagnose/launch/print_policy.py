@@ -3,7 +3,7 @@
 A launch comes from a log, a ticket or --launch, and anyone may have written it; the operator pastes what vdiag
 prints, often as root. Every word the input gave is quoted (`shell_words.shell_word`), and a launch is not printed
 as a command at all when pasting it would do more than start vLLM: shell syntax in its line (`;`, `|`, `$(…)`,
-backticks, a `#` comment), a variable that makes the loader, the shell or Python load code (print_policy.yaml
+backticks, a `#` comment), other commands around it in a `sh -c` string, a variable that makes the loader, the shell or Python load code (print_policy.yaml
 `loader_env`), a program the input chose rather than the operator's vllm, python or docker (`programs`), docker out
 of its sandbox (verify's own lines: verify_docker.yaml), or a value its frame (a unit, a pod spec, Python)
 cannot quote the way the shell reads it. The report then says why and gives the fix as a `change:` line.
@@ -29,6 +29,7 @@ from ..util.lazy_pattern import lazy
 from .launch import Launch
 from .render import apply_changes, render
 from .shell_words import word_value
+from .wrapped import SEPARATORS
 
 _NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 # a line break or control character, or what YAML cannot put in single quotes: no frame quotes it as text for a shell
@@ -60,6 +61,9 @@ def not_shown_reason(launch: Launch, fixed: Launch | None = None) -> str | None:
     fixed = fixed or launch
     if fixed.shell_syntax:
         return f"the launch contains shell syntax ({', '.join(fixed.shell_syntax)})"
+    if fixed.shell_before or fixed.shell_after:  # `sh -c "pip install x && vllm serve …; curl …|sh"` in a pod spec
+        separators = dict.fromkeys(f"`{w}`" for w in (*fixed.shell_before, *fixed.shell_after) if w in SEPARATORS)
+        return f"the shell string runs more than vLLM ({', '.join(separators)})"
     if bad := next((v for v in _values(fixed) if _CONTROL.search(v)), None):
         return f"a value holds a line break or control character ({bad[:40]!r})"
     if fixed.frame != "kubernetes":  # a container's env: and command are the image's, not the operator's host

@@ -4,6 +4,7 @@ vLLM's own Kubernetes guide runs `command: ["/bin/sh", "-c"]` with one `args` st
 a variable (`VLLM_ARGS="--max-model-len 8192"`, then `vllm serve M $VLLM_ARGS`). Both are read as the launch
 they hold, and written back in the same shape: the shell string keeps what came before and after the launch
 (`pip install x && vllm serve … ; sleep 1`), and the arguments read from a variable stay in that variable.
+What comes before and after the launch is the log's own shell: print_policy never prints such a string as a fix.
 
 >>> shell_string(["/bin/sh", "-c", "pip install -U x && vllm serve m --port 8001"])
 (['/bin/sh', '-c'], ['pip', 'install', '-U', 'x', '&&'], 'vllm serve m --port 8001', [])
@@ -18,7 +19,7 @@ from .shell_words import tokenize
 
 SHELLS = ("sh", "bash", "dash", "ash", "zsh")
 _SHELL_FLAGS = lazy(r"-[a-z]*c")  # -c, -lc, -ec, -xc
-_SEPARATORS = ("&&", "||", ";", "|", "&")
+SEPARATORS = ("&&", "||", ";", "|", "&")
 _LAUNCH_WORDS = lazy(r"(?:^|\s)(?:\S*/)?vllm\s+serve\b|-m\s+vllm\.entrypoints\.")
 _VARIABLE = lazy(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)\}|(?P<plain>[A-Za-z_]\w*))")
 
@@ -30,12 +31,21 @@ def shell_string(argv: list[str]) -> tuple[list[str], list[str], str, list[str]]
         return None
     tokens = tokenize(argv[2])
     start = 0
-    for end in [i for i, t in enumerate(tokens) if t.raw in _SEPARATORS] + [len(tokens)]:
+    for end in [i for i, t in enumerate(tokens) if t.raw in SEPARATORS] + [len(tokens)]:
         segment = " ".join(t.raw for t in tokens[start:end])
         if _LAUNCH_WORDS.search(segment):
             return argv[:2], [t.raw for t in tokens[:start]], segment, [t.raw for t in tokens[end:]]
         start = end + 1
     return None
+
+
+def line_breaks_outside_quotes(text: str) -> bool:
+    """Whether a shell string holds a line break between words: a shell reads it as `;`, the tokens as a space.
+
+    >>> line_breaks_outside_quotes("vllm serve m\\ntouch x"), line_breaks_outside_quotes("vllm serve m --x 'a\\nb'")
+    (True, False)
+    """
+    return text.count("\n") > sum(token.raw.count("\n") for token in tokenize(text))
 
 
 def variable_named(word: str) -> str | None:

@@ -12,11 +12,10 @@ ticket's text (export_shapes), else gives rows that name the fields.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..util.safeio import open_regular
-from .jsonl_records import bounded_lines, dotted_get, strings_of
+from .jsonl_records import bounded_lines, dotted_get, parse_record, strings_of
 
 SAMPLE_RECORDS = 50  # records read to decide: an export whose first 50 records hold no text is read wrongly
 MAX_LISTED = 30
@@ -68,7 +67,7 @@ def first_records(path: str) -> list[Any]:
             if cut or not raw.strip():
                 continue
             try:
-                records.append(json.loads(raw.decode("utf-8", "replace")))
+                records.append(parse_record(raw)[0])  # a record of 500,000 comments: their first objects only
             except (ValueError, RecursionError):
                 continue
     return records

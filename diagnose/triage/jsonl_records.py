@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator
 
 MAX_RECORD_BYTES = 32 << 20  # a longer JSONL record is a ticket with an error: JSON cut short cannot be read
+MAX_RECORD_OBJECTS = 10_000  # JSON objects made per record (comments, fields); the rest are parsed and dropped
 _END = object()
 
 
@@ -64,3 +66,38 @@ def dotted_get(record: Any, dotted: str) -> Any:
         else:
             return None
     return node
+
+
+class _BoundedObjects:
+    """An `object_pairs_hook` that makes the first `most` objects of a record and drops the rest (None in their
+    place): a record of 500,000 comments costs their bytes, not half a million dicts. The record itself, the last
+    object the parser finishes, is made from its pairs whatever the count."""
+
+    def __init__(self, most: int):
+        self.left = most
+        self.dropped = 0
+        self.last_pairs: list = []
+
+    def __call__(self, pairs: list) -> dict | None:
+        self.last_pairs = pairs
+        if self.left > 0:
+            self.left -= 1
+            return dict(pairs)
+        self.dropped += 1
+        return None
+
+    def record(self, parsed: Any) -> Any:
+        return dict(self.last_pairs) if parsed is None and self.dropped else parsed
+
+
+def parse_record(raw: bytes, most: int | None = None) -> tuple[Any, int]:
+    """One JSONL record with at most `most` (MAX_RECORD_OBJECTS) of its JSON objects made, and how
+    many it holds past them (the record itself, made whatever the count, among them when it is past).
+
+    Raises ValueError (not JSON) or RecursionError (nested too deeply).
+
+    >>> parse_record(b'{"id": 1, "comments": [{"body": "a"}, {"body": "b"}]}', most=1)
+    ({'id': 1, 'comments': [{'body': 'a'}, None]}, 2)
+    """
+    objects = _BoundedObjects(MAX_RECORD_OBJECTS if most is None else most)
+    return objects.record(json.loads(raw.decode("utf-8", "replace"), object_pairs_hook=objects)), objects.dropped

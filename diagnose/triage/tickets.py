@@ -14,13 +14,13 @@ that carries its error, so one bad ticket never stops the batch.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
-from .jsonl_records import MAX_RECORD_BYTES, bounded_lines as _bounded_lines, dotted_get, strings_of
+from .jsonl_records import (MAX_RECORD_BYTES, MAX_RECORD_OBJECTS, bounded_lines as _bounded_lines, dotted_get,
+                            parse_record, strings_of)
 from ..ingest.budget import InputBudget
 from ..ingest.source import Source, TextSource
 from ..util.errors import ExitCode, InputError, VdiagError
@@ -30,7 +30,6 @@ from .mail import clean_subject, read_eml
 
 TICKET_SUFFIXES = (".txt", ".md", ".eml", ".log", ".gz")
 EXPORT_SUFFIX = ".jsonl"
-MAX_RECORD_OBJECTS = 10_000  # JSON objects read per record (comments, fields); the rest are parsed and dropped
 MAX_RECORD_TEXTS = 10_000  # texts taken from one record's text fields (a comment's body each); the rest are left
 
 
@@ -44,7 +43,7 @@ class Ticket:
     error: str | None = None
     reply_name: str | None = None
     title: str | None = None
-    notes: tuple[str, ...] = ()  # what reading it left out (a record's objects past MAX_RECORD_OBJECTS)
+    notes: tuple[str, ...] = ()  # what reading it left out (a record's objects past jsonl_records.MAX_RECORD_OBJECTS)
     error_in_export: bool = False  # the error is the export's (a record without text), none of the customer's
 
     def source(self, budget: InputBudget) -> tuple[Source, str | None, tuple[str, ...]]:
@@ -134,28 +133,6 @@ def _count_records(path: str) -> int:
         return sum(1 for line, _ in _bounded_lines(handle, MAX_RECORD_BYTES) if line.strip())
 
 
-class _BoundedObjects:
-    """An `object_pairs_hook` that makes the first `most` objects of a record and drops the rest (None in their
-    place): a record of 500,000 comments costs their bytes, not half a million dicts. The record itself, the last
-    object the parser finishes, is made from its pairs whatever the count."""
-
-    def __init__(self, most: int):
-        self.left = most
-        self.dropped = 0
-        self.last_pairs: list = []
-
-    def __call__(self, pairs: list) -> dict | None:
-        self.last_pairs = pairs
-        if self.left > 0:
-            self.left -= 1
-            return dict(pairs)
-        self.dropped += 1
-        return None
-
-    def record(self, parsed: Any) -> Any:
-        return dict(self.last_pairs) if parsed is None and self.dropped else parsed
-
-
 def _inferred_fields(path: str, fields: JsonlFields) -> tuple[JsonlFields, str] | None:
     """The fields an export found in a folder is read with when none were given and its records lack `text`."""
     from .export_fields import first_records, missing_text_fields
@@ -194,18 +171,17 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None, note:
                 yield Ticket(id=fallback_id, error=f"the record on line {line_no} is longer than "
                                                    f"{human_bytes(MAX_RECORD_BYTES)}; not read")
                 continue
-            objects = _BoundedObjects(MAX_RECORD_OBJECTS)
             try:
-                record = objects.record(json.loads(raw.decode("utf-8", "replace"), object_pairs_hook=objects))
+                record, dropped = parse_record(raw, MAX_RECORD_OBJECTS)
             except ValueError as exc:
                 yield Ticket(id=fallback_id, error=f"line {line_no} is not valid JSON ({exc.msg})")
                 continue
             except RecursionError:
                 yield Ticket(id=fallback_id, error=f"the record on line {line_no} is nested too deeply to read")
                 continue
-            notes = [f"the record on line {line_no} holds {MAX_RECORD_OBJECTS + objects.dropped:,} JSON objects: the "
+            notes = [f"the record on line {line_no} holds {MAX_RECORD_OBJECTS + dropped:,} JSON objects: the "
                      f"first {MAX_RECORD_OBJECTS:,} were read (comments, fields), so this answer may be partial"] \
-                if objects.dropped else []
+                if dropped else []
             ticket_id = fallback_id
             if fields.id:
                 found = dotted_get(record, fields.id)
