@@ -174,7 +174,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
             say(text, style, hang=2)
     for index, d in enumerate(diagnoses):
         if index == 1:
-            say("\nAlso found (lower confidence, often a consequence of the above):", "bold")
+            say("\nAlso found (lower confidence):", "bold")
         if index == 0:
             say(f"✗ {d['title']}", "bold red", hang=2)
             rule = f"rule {d['rule']}" if d["rule"] == d["category"] else f"{d['category']} · rule {d['rule']}"
@@ -209,7 +209,9 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None
         else:
             where = f"line {d['evidence'][0]['line']}" if d["evidence"] else (
                 "from the launch alone" if d.get("basis") == "launch-check" else "no line of the log")
-            say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, {where})", hang=4)
+            # a consequence only where a rule says so (it outranks this one): two errors of a paste may be two runs
+            cause = f"; explained by {d['secondary_of']}" if d.get("secondary_of") else ""
+            say(f"  - {d['title']} ({d['category']}, confidence {d['confidence']:.2f}, {where}{cause})", hang=4)
     facts_lines = _fact_rows(facts, markdown=False)
     if facts_lines:
         say("\nFacts:", "bold")
