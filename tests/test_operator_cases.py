@@ -65,12 +65,17 @@ def test_usage_banner_is_not_a_launch_and_the_misspelled_flag_keeps_its_value():
 
 
 def test_a_long_context_on_0_12_uses_the_flag_0_12_has():
+    """YaRN is spelled as 0.12 reads it. It ranks below staying within the model's context: raising the context
+    to 131,072 starts only if that sequence's KV cache fits, which this log cannot tell (review C6)."""
     report = report_for("release-0.12-long-context.log")
     diagnosis = top(report)
     assert diagnosis["category"] == "max-model-len-exceeds-model"
-    assert diagnosis["fixes"][0]["command"] == (
+    yarn = next(fix for fix in diagnosis["fixes"] if "YaRN" in fix["title"])
+    assert yarn["command"] == (
         "vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 131072 --hf-overrides "
         "'{\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0, \"original_max_position_embeddings\": 32768}}'")
+    assert yarn["predicted"]["starts"] is None and "KV cache" in yarn["not_evaluable"]
+    assert diagnosis["fixes"][0]["changes"] == {"--max-model-len": "32768"}
     assert not any("--rope-scaling" in (fix.get("command") or "") for fix in every_fix(report))
 
 

@@ -48,7 +48,9 @@ def enable_yarn(ctx: Context, params: dict) -> Fix | None:
                changes={"--rope-scaling": scaling},  # re-spelled as --hf-overrides where the release needs it (base.py)
                why=f"{ctx.model_name()} ships {derived:,} positions without rope scaling; its card enables {wanted:,} "
                    f"with YaRN factor {factor}.",
-               cost="quality", cost_note="static YaRN can slightly lower quality on short texts", will_start=True)
+               cost="quality", cost_note="static YaRN can slightly lower quality on short texts", will_start=None,
+               # the context grows to `wanted`: its KV cache is a check vLLM runs next, with figures this log lacks
+               not_evaluable=f"whether one {wanted:,}-token sequence fits the KV cache (checked next by vLLM)")
 
 
 @strategy("batched-tokens-cover-max-len")
