@@ -290,6 +290,7 @@ SENTENCES_NAMING_VLLM_SERVE = [  # `vllm serve` in a sentence: the sentence goes
     "How do I make vllm serve use two GPUs?",
     "Can vllm serve run two models at once?",
     "We run vllm serve Qwen/Qwen3-8B --max-model-len 4096 and it works, but how do I enable tool calling?",
+    "how do I turn on tool calling in vllm serve for Qwen2.5?",  # "for" is no model: the sentence's word
 ]
 
 

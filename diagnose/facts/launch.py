@@ -118,4 +118,6 @@ def _plausible(launch: Launch) -> bool:
     if launch.form == "docker":
         return bool(launch.image) and ("vllm" in (launch.image or "") or launch.model is not None)
     model = launch.model or ""
-    return bool(model) and not re.match(r"^(?:you|the|should|with|a|an|to|and|or|is|as|`)$", model, re.I)
+    # a model named by a word of the sentence around the command ("tool calling in vllm serve for Qwen2.5?")
+    return bool(model) and not re.match(r"^(?:you|the|should|with|a|an|to|and|or|is|as|for|in|on|at|of|from|it|this|"
+                                        r"that|when|but|so|then|do|does|did|not|no|my|our|your|can|will|`)$", model, re.I)
