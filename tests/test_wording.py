@@ -73,3 +73,12 @@ def test_an_internal_assertion_that_a_value_must_be_given_is_not_a_refused_const
     """"must be" is how assertions word themselves, at request time as much as at start-up."""
     text = "ERROR 05-01 10:00:00 [core.py:800] AssertionError: Exactly one of block_hashes or token_ids must be provided\n"
     assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
+
+
+def test_a_tool_s_table_under_a_failing_subject_is_no_wording_to_guess_from(ruleset):
+    """nvidia-smi's table is data: its words ("CUDA Version", "Driver") are no failure's wording (newcomer F9)."""
+    text = ("Subject: vLLM crashed\n\n"
+            "| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |\n"
+            "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n"
+            "|   0  NVIDIA L40S                    On  |   00000000:01:00.0 Off |                    0 |\n")
+    assert [d for d in diagnose_text(text, rules=ruleset).report["diagnoses"] if d["basis"] == "wording"] == []

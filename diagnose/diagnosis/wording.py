@@ -32,11 +32,17 @@ _FAILED = lazy(r"(?i)\b(?:error|exception|fail(?:ed|ure|s)?|cannot|can't|could n
                r"insufficient|too (?:small|large|long|many|few))\b")
 
 
+# a row or rule of a tool's table (nvidia-smi, ps, a pod list): the tool's data, not anyone's wording of a failure
+def _table_row(text: str) -> bool:
+    return text.lstrip().startswith(("|", "+-", "+=")) or text.count(" | ") >= 2
+
+
 def paste_document(lines: list[tuple[int, str]]) -> tuple[str, int | None]:
     """The paste's message lines joined (each once), and the first that says something failed."""
     kept: list[str] = []
     first_failure = None
-    for line_no, text, _error in candidate_texts(lines):
+    worded = [(line_no, text) for line_no, text in lines if not _table_row(text)]
+    for line_no, text, _error in candidate_texts(worded):
         if any(text in other for other in kept):
             continue
         kept.append(text)
