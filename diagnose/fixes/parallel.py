@@ -73,12 +73,16 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
     if choice is None or choice == requested:
         return None
     counts = ", ".join(f"{n} {what}" for n, what in ((heads, "attention heads"), (kv_heads, "KV heads"), (experts, "experts")) if n)
-    cost = "fewer GPUs per replica" if choice < requested else ""
-    extra = f"; {requested - choice} GPU(s) stay free for a second replica or pipeline parallelism" if choice < requested else ""
+    on_cpu = ctx.facts.platform == "cpu"  # the CPU backend's workers are its NUMA nodes' processes, not GPUs
+    unit = "workers" if on_cpu else "GPUs"
+    cost = f"fewer {unit} per replica" if choice < requested else ""
+    extra = (f"; {requested - choice} GPU(s) stay free for a second replica or pipeline parallelism"
+             if choice < requested and not on_cpu else "")
+    bound = (f"the largest power-of-two size ≤ {limit} that divides them (KV-head counts are powers of two)"
+             if limit > 1 else "the only size that fits")
     return Fix(title=f"Use a tensor-parallel size that divides the model: --tensor-parallel-size {choice}",
                changes={"--tensor-parallel-size": str(choice)},
-               why=f"Tensor parallelism splits {counts or 'the heads'} evenly across GPUs; {choice} is the largest "
-                   f"power-of-two size ≤ {limit} that divides them (KV-head counts are powers of two){extra}.",
+               why=f"Tensor parallelism splits {counts or 'the heads'} evenly across {unit}; {choice} is {bound}{extra}.",
                cost="throughput", cost_note=cost, will_start=True if gpus else None,
                not_evaluable=None if gpus else "number of GPUs not in the log", predicted={"tensor_parallel_size": choice})
 
