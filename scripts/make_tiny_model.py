@@ -119,11 +119,12 @@ def build_model(outdir: str, vocab_size: int, bos_id: int, eos_id: int, pad_id: 
         bos_token_id=bos_id,
         eos_token_id=eos_id,
         pad_token_id=pad_id,
-        dtype="bfloat16",
+        dtype="float32",
     )
-    # Init in float32 (seeded), store as bfloat16: the dtype vLLM CPU runs in,
-    # so it loads without per-weight downcast warnings.
-    model = LlamaForCausalLM(config).to(torch.bfloat16).eval()
+    # Init and store in float32 (seeded): vLLM's CPU build runs a bf16 model's attention on AMX, which some VMs
+    # advertise but fault on at the first request (tests/test_verify.py forces float32 for the same reason), so
+    # `vdiag verify` of the bundled CPU logs would fail for a cause that is not theirs.
+    model = LlamaForCausalLM(config).to(torch.float32).eval()
     model.save_pretrained(outdir, safe_serialization=True)
     gen_path = os.path.join(outdir, "generation_config.json")
     if not os.path.exists(gen_path):
