@@ -154,7 +154,7 @@ class _Progress:
     def announce(self, attempt) -> None:
         say = self.printer.say
         say(f"attempt {attempt.number} · {attempt.origin} · {_shown(attempt.fix)}", "bold", hang=4)
-        say(f"  $ {_shown(attempt.ran)}", "green")
+        self.printer.say_command(_shown(attempt.ran), 2, "green")  # folded at its options on a terminal
         for note in attempt.notes:
             say(f"  note: {_shown(note)}", "dim", hang=8)
 
@@ -164,7 +164,8 @@ class _Progress:
             if data.diagnosis:
                 say(f"Diagnosis: {data.diagnosis['title']} ({data.diagnosis['rule']})", "bold", hang=2)
             if data.original_command:
-                say(f"  failing command: {_shown(data.original_command)}", "dim")
+                say("  failing command:", "dim")
+                self.printer.say_command(_shown(data.original_command), 4, "dim")
             for note in data.notes:
                 say(f"  note: {_shown(note)}", "dim", hang=8)
         elif event == "start":
