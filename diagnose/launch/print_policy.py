@@ -34,6 +34,7 @@ _NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 # a line break or control character, or what YAML cannot put in single quotes: no frame quotes it as text for a shell
 _CONTROL = lazy("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\ufeff\u2028\u2029]")
 _NAMED_VOLUME = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_WORD = lazy(r"[A-Za-z_][A-Za-z0-9_]*")  # the names in a dotted spelling or a JSON value, where a key is one
 _SHORT_VALUE_OPTIONS = set("vepuwmlh")  # docker's one-letter options that take a value (`-v/:/host` is `-v /:/host`)
 
 
@@ -76,14 +77,25 @@ def _code_flag_reason(launch: Launch) -> str | None:
     from .launch import canonical_flag
     from .releases import engine_args
 
-    code: dict[str, str] = load_yaml("print_policy.yaml")["code_flags"]
+    rules = load_yaml("print_policy.yaml")
+    code: dict[str, str] = rules["code_flags"]
+    qualname: dict[str, str] = rules["qualname_flags"]
+    code_keys: dict[str, str] = rules["code_keys"]
     known = (engine_args().get("flags") or {}).keys()
     for arg in launch.args:
-        if not arg.spelled.startswith("--"):
+        if not arg.spelled.startswith("-"):
             continue
         name = canonical_flag(arg.spelled).split(".", 1)[0]
         if name in code:
             return f"the launch passes {name}, which {code[name]}"
+        if name in qualname and arg.value and "." in arg.value:
+            return f"the launch passes {name} {arg.value[:60]}, a module path, which {qualname[name]}"
+        json_value = arg.value if arg.value and arg.value.lstrip().startswith(("{", "[")) else ""
+        words = set(_WORD.findall(f"{arg.spelled.partition('.')[2]} {json_value}"))
+        if key := next((k for k in code_keys if k in words), None):
+            return f"the launch passes {name} with `{key}`, which {code_keys[key]}"
+        if not arg.spelled.startswith("--"):
+            continue
         if known and name not in known and (longer := sorted(f for f in known if f.startswith(name))):
             return f"the launch abbreviates a flag: vLLM reads `{arg.spelled[:60]}` as {longer[0]}"
     return None

@@ -1,0 +1,62 @@
+"""The fourth attack campaign's breaks (tests/attack_campaign_r4.md), each a test that failed before its fix.
+
+R4-1 a printed command kept flags that import code the log named (a dotted executor backend, JSON keys that
+name compiler passes or connector modules); R4-2 a docker bind source that is a symlink to `/` (or under
+/etc) passed verify and the print policy; R4-3 a symlink, FIFO or hard link planted at the hook's report name
+ended the hook as an internal error (exit 70); R4-4 a flood of one repeated line measured its run again for
+every line its targets could not skip (quadratic in the run).
+"""
+
+from __future__ import annotations
+
+
+import pytest
+from click.testing import CliRunner
+
+from diagnose.cli.main import main
+from diagnose.hook import state as hook_state
+from diagnose.launch.parse import parse_launch
+from diagnose.launch.print_policy import printed_command
+
+
+KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (262144), (24.0 GiB KV cache "
+            "is needed, which is larger than the available KV cache memory (3.18 GiB). Based on the available memory, "
+            "the estimated maximum model length is 34736. Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.")
+CODE_LOADING_LAUNCHES = [
+    "vllm serve org/m --distributed-executor-backend evilmod.Executor",
+    "vllm serve org/m --kv-transfer-config.kv_connector_module_path evilmod",
+    "vllm serve org/m --kv-transfer-config '{\"kv_connector\": \"X\", \"kv_connector_module_path\": \"evilmod\"}'",
+    "vllm serve org/m --compilation-config.inductor_passes.x evilmod.f",
+    "vllm serve org/m -O '{\"inductor_passes\": {\"post_grad_custom_post_pass\": \"evilmod.f\"}}'",
+]
+
+
+@pytest.fixture(autouse=True)
+def no_system_state_dir(tmp_path, monkeypatch):
+    monkeypatch.setattr(hook_state, "DEFAULT_STATE_DIR", str(tmp_path / "var-lib-vdiag"))
+
+
+# R4-1: printed commands that import code the log named
+
+
+@pytest.mark.parametrize("launch", CODE_LOADING_LAUNCHES)
+def test_a_launch_that_imports_code_it_names_is_not_printed_as_a_command(launch):
+    printed = printed_command(parse_launch(launch), {"--max-model-len": "4096"})
+    assert printed.command is None and "imports" in printed.not_shown
+
+
+@pytest.mark.parametrize("launch", ["vllm serve org/m --distributed-executor-backend mp",
+                                    "vllm serve org/m --compilation-config '{\"level\": 3}'",
+                                    "vllm serve org/m --served-model-name worker_cls"])
+def test_vllms_own_backends_and_plain_json_stay_printed(launch):
+    assert printed_command(parse_launch(launch), {"--max-model-len": "4096"}).command is not None
+
+
+@pytest.mark.parametrize("fmt", ["text", "md", "json"])
+def test_the_report_gives_a_change_line_not_the_code_loading_command(tmp_path, fmt):
+    log = tmp_path / "crash.log"
+    log.write_text(f"$ {CODE_LOADING_LAUNCHES[0]} --max-model-len 262144\n{KV_ERROR}\n")
+    result = CliRunner().invoke(main, ["--no-gpu", "--format", fmt, str(log)])
+    assert "--max-model-len 33792" in result.output
+    assert "evilmod.Executor --max-model-len 33792" not in result.output
