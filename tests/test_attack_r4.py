@@ -17,6 +17,8 @@ from diagnose.cli.main import main
 from diagnose.hook import state as hook_state
 from diagnose.launch.parse import parse_launch
 from diagnose.launch.print_policy import printed_command
+from diagnose.verify.allowlist import sanitize
+from diagnose.verify.policy import LaunchRefused
 
 
 KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (262144), (24.0 GiB KV cache "
@@ -60,3 +62,24 @@ def test_the_report_gives_a_change_line_not_the_code_loading_command(tmp_path, f
     result = CliRunner().invoke(main, ["--no-gpu", "--format", fmt, str(log)])
     assert "--max-model-len 33792" in result.output
     assert "evilmod.Executor --max-model-len 33792" not in result.output
+
+
+# R4-2: a docker bind source that is a symlink to a host path verify never mounts
+
+
+@pytest.mark.parametrize("target", ["/", "/etc"])
+def test_a_symlinked_bind_source_is_checked_as_what_it_points_to(tmp_path, target):
+    link = tmp_path / "bundle-link"
+    link.symlink_to(target)
+    for option in (f"-v {link}:/models", f"--mount type=bind,src={link},dst=/models"):
+        launch = parse_launch(f"docker run --gpus all {option} vllm/vllm-openai --model org/m")
+        with pytest.raises(LaunchRefused, match="mounts the host path"):
+            sanitize(launch)
+        assert printed_command(launch, {"--max-model-len": "4096"}).command is None
+
+
+def test_a_real_data_folder_still_mounts(tmp_path):
+    data = tmp_path / "models"
+    data.mkdir()
+    launch = parse_launch(f"docker run --gpus all -v {data}:/models vllm/vllm-openai --model org/m")
+    assert printed_command(launch, {"--max-model-len": "4096"}).command is not None

@@ -18,6 +18,7 @@ Printed(command=None, not_shown='the launch contains shell syntax (`|`)')
 from __future__ import annotations
 
 import csv
+import os
 import posixpath
 import re
 from dataclasses import dataclass
@@ -197,8 +198,10 @@ def _protected(source: str, host_paths: dict[str, list[str]]) -> bool:
     if path.startswith("/"):
         path = posixpath.normpath(re.sub("/+", "/", path))
     path = path.rstrip("/") or "/"
-    return (any(fnmatchcase(path, p) for p in host_paths["exact"])
-            or any(fnmatchcase(path, p) or fnmatchcase(path, p + "/*") for p in host_paths["under"]))
+    # a symlink on this host is mounted as what it points to (`/srv/link -> /`), so that is checked too
+    forms = {path, os.path.realpath(path)} if path.startswith("/") else {path}
+    return any(any(fnmatchcase(form, p) for p in host_paths["exact"])
+               or any(fnmatchcase(form, p) or fnmatchcase(form, p + "/*") for p in host_paths["under"]) for form in forms)
 
 
 def _frame_reason(launch: Launch) -> str | None:
