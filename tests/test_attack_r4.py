@@ -9,6 +9,8 @@ every line its targets could not skip (quadratic in the run).
 
 from __future__ import annotations
 
+import os
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -20,6 +22,8 @@ from diagnose.launch.print_policy import printed_command
 from diagnose.verify.allowlist import sanitize
 from diagnose.verify.policy import LaunchRefused
 
+from .conftest import VDIAG
+from .test_hook import FAILED_ID, JournalWriter, needs_journal_tools
 
 KV_ERROR = ("ValueError: To serve at least one request with the models's max seq len (262144), (24.0 GiB KV cache "
             "is needed, which is larger than the available KV cache memory (3.18 GiB). Based on the available memory, "
@@ -83,3 +87,36 @@ def test_a_real_data_folder_still_mounts(tmp_path):
     data.mkdir()
     launch = parse_launch(f"docker run --gpus all -v {data}:/models vllm/vllm-openai --model org/m")
     assert printed_command(launch, {"--max-model-len": "4096"}).command is not None
+
+
+# R4-3: a link or FIFO planted at the hook's own report name
+
+
+@needs_journal_tools
+@pytest.mark.parametrize("plant", ["symlink", "fifo", "hardlink"])
+def test_a_link_or_fifo_at_the_report_name_is_named_not_an_internal_error(tmp_path, plant):
+    writer = JournalWriter()
+    writer.service_line("OSError: [Errno 98] Address already in use", "vllm.service", FAILED_ID, 42)
+    journal = writer.write(tmp_path)
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if k not in ("INVOCATION_ID", "JOURNAL_STREAM", "SERVICE_RESULT")}
+    env["VDIAG_JOURNAL_SOCKET"] = str(tmp_path / "no-journald.socket")
+    argv = [*VDIAG, "hook", "--unit", "vllm.service", "--invocation", FAILED_ID, "--journal-file", str(journal),
+            "--no-gpu", "--state-dir", str(state)]
+    first = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    names = sorted(p.name for p in state.iterdir()) if state.exists() else []
+    assert first.returncode == 0 and len(names) == 2, first.stdout + first.stderr
+    victim = tmp_path / "victim"
+    victim.write_text("victim\n")
+    for name in names:  # the same invocation diagnosed again, by hand: the same report names
+        (state / name).unlink()
+        if plant == "symlink":
+            (state / name).symlink_to(victim)
+        elif plant == "fifo":
+            os.mkfifo(state / name)
+        else:
+            os.link(victim, state / name)
+    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0 and "internal error" not in again.stdout + again.stderr, again.stdout + again.stderr
+    assert "report not written" in again.stdout and "port-in-use" in again.stdout
+    assert victim.read_text() == "victim\n"
