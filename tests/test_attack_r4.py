@@ -120,3 +120,19 @@ def test_a_link_or_fifo_at_the_report_name_is_named_not_an_internal_error(tmp_pa
     assert again.returncode == 0 and "internal error" not in again.stdout + again.stderr, again.stdout + again.stderr
     assert "report not written" in again.stdout and "port-in-use" in again.stdout
     assert victim.read_text() == "victim\n"
+
+
+# R4-4: a flood of one line
+
+
+def test_a_run_of_one_line_is_measured_once_not_once_per_line(tmp_path, monkeypatch):
+    from diagnose.scan import scanner
+
+    calls = []
+    measure = scanner.run_length
+    monkeypatch.setattr(scanner, "run_length", lambda *args: calls.append(1) or measure(*args))
+    log = tmp_path / "flood.log"
+    log.write_text("vllm serve org/m --max-model-len 262144\n" + f"{KV_ERROR}\n" * 3000)
+    result = CliRunner().invoke(main, ["--no-gpu", "-q", str(log)])
+    assert result.exit_code == 1
+    assert len(calls) < 100, f"the run was measured {len(calls)} times"
