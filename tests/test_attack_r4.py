@@ -4,7 +4,8 @@ R4-1 a printed command kept flags that import code the log named (a dotted execu
 name compiler passes or connector modules); R4-2 a docker bind source that is a symlink to `/` (or under
 /etc) passed verify and the print policy; R4-3 a symlink, FIFO or hard link planted at the hook's report name
 ended the hook as an internal error (exit 70); R4-4 a flood of one repeated line measured its run again for
-every line its targets could not skip (quadratic in the run).
+every line its targets could not skip (quadratic in the run); R4-5 the hook's --jsonl and --textfile were
+written through a folder of another user's symlink, or in a folder anyone can write to.
 """
 
 from __future__ import annotations
@@ -136,3 +137,38 @@ def test_a_run_of_one_line_is_measured_once_not_once_per_line(tmp_path, monkeypa
     result = CliRunner().invoke(main, ["--no-gpu", "-q", str(log)])
     assert result.exit_code == 1
     assert len(calls) < 100, f"the run was measured {len(calls)} times"
+
+
+# R4-5: the folder of --jsonl and --textfile
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a symlink owned by another user can only be made as root")
+def test_jsonl_and_textfile_are_not_written_through_another_users_symlink(tmp_path):
+    from diagnose.hook.fleet import append_jsonl, update_textfile
+
+    elsewhere = tmp_path / "elsewhere"  # any folder: /etc/cron.d, a unit folder
+    elsewhere.mkdir()
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)  # sticky, as /tmp: nobody renames another's entries, but anyone adds a symlink
+    link = shared / "metrics"
+    link.symlink_to(elsewhere)
+    os.lchown(link, 1000, 1000)
+    with pytest.raises(OSError, match="symbolic link of uid 1000"):
+        append_jsonl(str(link / "vdiag.jsonl"), {"unit": "vllm.service"})
+    with pytest.raises(OSError, match="symbolic link of uid 1000"):
+        update_textfile(str(link / "vdiag.prom"), ("vllm.service", "c", "r"), 0.0)
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_jsonl_and_textfile_are_not_written_in_a_folder_anyone_can_swap(tmp_path):
+    from diagnose.hook.fleet import append_jsonl, update_textfile
+
+    open_folder = tmp_path / "open"
+    open_folder.mkdir()
+    open_folder.chmod(0o777)
+    with pytest.raises(OSError, match="can be written by others"):
+        append_jsonl(str(open_folder / "vdiag.jsonl"), {"unit": "vllm.service"})
+    with pytest.raises(OSError, match="can be written by others"):
+        update_textfile(str(open_folder / "vdiag.prom"), ("vllm.service", "c", "r"), 0.0)
+    assert list(open_folder.iterdir()) == []
