@@ -5,7 +5,8 @@ name compiler passes or connector modules); R4-2 a docker bind source that is a 
 /etc) passed verify and the print policy; R4-3 a symlink, FIFO or hard link planted at the hook's report name
 ended the hook as an internal error (exit 70); R4-4 a flood of one repeated line measured its run again for
 every line its targets could not skip (quadratic in the run); R4-5 the hook's --jsonl and --textfile were
-written through a folder of another user's symlink, or in a folder anyone can write to.
+written through a folder of another user's symlink, or in a folder anyone can write to; R4-6 triage's JSON
+(and the reply drafts' notes) gave the command a ticket states raw, `$(…)` and brace expansions included.
 """
 
 from __future__ import annotations
@@ -172,3 +173,21 @@ def test_jsonl_and_textfile_are_not_written_in_a_folder_anyone_can_swap(tmp_path
     with pytest.raises(OSError, match="can be written by others"):
         update_textfile(str(open_folder / "vdiag.prom"), ("vllm.service", "c", "r"), 0.0)
     assert list(open_folder.iterdir()) == []
+
+
+# R4-6: the command a ticket states
+
+
+@pytest.mark.parametrize("stated, kept_out", [
+    ('--served-model-name "$(touch /tmp/pwned)"', "$(touch"),
+    ("--served-model-name {a,--trust-remote-code}", " {a,--trust-remote-code}"),
+])
+def test_triage_shows_a_stated_command_only_as_the_print_policy_allows(tmp_path, stated, kept_out):
+    import json
+
+    tickets = tmp_path / "tickets"
+    tickets.mkdir()
+    (tickets / "t.log").write_text(f"vllm serve org/m {stated} --max-model-len 262144\n{KV_ERROR}\n")
+    result = CliRunner().invoke(main, ["triage", "--format", "json", str(tickets)])
+    row = json.loads(result.output)["tickets"][0]
+    assert row["stated"]["command"] and kept_out not in row["stated"]["command"]

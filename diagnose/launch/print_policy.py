@@ -54,6 +54,22 @@ def printed_command(launch: Launch, changes: dict[str, Any] | None = None) -> Pr
     return Printed(None, reason) if reason else Printed(render(fixed))
 
 
+def shown_text(text: str) -> str:
+    """A command the input states (a ticket's `vllm serve …`), as a report may show it: every word quoted, or
+    `not shown: why` where the policy withholds it, as for a fix's command.
+
+    >>> shown_text('vllm serve m --served-model-name "$(id)"'), shown_text("vllm serve m --served-model-name {a,b}")
+    ('not shown: the launch contains shell syntax (a `$(…)` command substitution)', "vllm serve m --served-model-name '{a,b}'")
+    """
+    from .parse import parse_launch
+
+    launch = parse_launch(text)
+    if launch is None:
+        return "not shown: not a launch vdiag reads"
+    printed = printed_command(launch)
+    return printed.command or f"not shown: {printed.not_shown}"
+
+
 def not_shown_reason(launch: Launch, fixed: Launch | None = None) -> str | None:
     """Why `fixed` (the launch read, `launch`, with a fix applied) may not be printed as a command; None when it may.
 
