@@ -6,7 +6,8 @@ name compiler passes or connector modules); R4-2 a docker bind source that is a 
 ended the hook as an internal error (exit 70); R4-4 a flood of one repeated line measured its run again for
 every line its targets could not skip (quadratic in the run); R4-5 the hook's --jsonl and --textfile were
 written through a folder of another user's symlink, or in a folder anyone can write to; R4-6 triage's JSON
-(and the reply drafts' notes) gave the command a ticket states raw, `$(…)` and brace expansions included.
+(and the reply drafts' notes) gave the command a ticket states raw, `$(…)` and brace expansions included; R4-7
+verify named the failing command as the log had it, code-loading flags included.
 """
 
 from __future__ import annotations
@@ -191,3 +192,30 @@ def test_triage_shows_a_stated_command_only_as_the_print_policy_allows(tmp_path,
     result = CliRunner().invoke(main, ["triage", "--format", "json", str(tickets)])
     row = json.loads(result.output)["tickets"][0]
     assert row["stated"]["command"] and kept_out not in row["stated"]["command"]
+
+
+# R4-7: the failing command verify names
+
+FAKE_VLLM_PYTHON = """#!{python} -S
+import json, sys
+if "-c" in sys.argv:
+    print(json.dumps({{"found": True, "version": "0.10.1", "cpu": False, "python": "3.12.3"}}))
+    sys.exit(0)
+sys.stderr.write({log!r})
+sys.exit(1)
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "md"])
+def test_verify_names_the_failing_command_as_the_print_policy_allows(tmp_path, fmt):
+    import sys
+
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_VLLM_PYTHON.format(python=sys.executable, log=KV_ERROR + "\n"))
+    fake.chmod(0o755)
+    log = tmp_path / "crash.log"
+    log.write_text(f"$ {CODE_LOADING_LAUNCHES[0]} --max-model-len 262144\n{KV_ERROR}\n")
+    result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", str(fake), "--max-attempts", "1",
+                                       "--attempt-timeout", "20", "--timeout", "60", "--format", fmt, str(log)])
+    assert "failing command" in result.output.lower() or "original_command" in result.output, result.output
+    assert "evilmod.Executor --max-model-len" not in result.output

@@ -64,8 +64,11 @@ def shown_text(text: str) -> str:
     from .parse import parse_launch
 
     launch = parse_launch(text)
-    if launch is None:
-        return "not shown: not a launch vdiag reads"
+    return shown_launch(launch) if launch is not None else "not shown: not a launch vdiag reads"
+
+
+def shown_launch(launch: Launch) -> str:
+    """A launch read from the input (the failing command verify names), as `shown_text` shows it."""
     printed = printed_command(launch)
     return printed.command or f"not shown: {printed.not_shown}"
 
