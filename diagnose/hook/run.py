@@ -128,7 +128,12 @@ def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_di
     log = should_log(repeats, now)
     if log:
         repeats.update(logged=f"{now:%Y-%m-%dT%H:%M:%SZ}", logged_count=repeats["count"])
-    paths = write_report(state_dir, trigger, report, now, into, failed)
+    problems = []
+    try:
+        paths: tuple[Path, Path] | None = write_report(state_dir, trigger, report, now, into, failed)
+    except OSError as exc:  # a link, FIFO or foreign file planted at the report's name: refused, said in the line
+        paths = None
+        problems.append(f"report not written: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""))
     max_age_s = settings.max_age_days * 86400 if settings.max_age_days else None
     rotate_reports(state_dir, settings.keep_reports, max_age_s, now)
     result = summarize(trigger, report, paths, state_note)
@@ -140,7 +145,6 @@ def keep_report(trigger: Trigger, settings: HookSettings, report: dict, state_di
     if settings.textfile:
         outputs.append((f"cannot write {settings.textfile}",
                         lambda: update_textfile(settings.textfile, metric_labels(report), now.timestamp())))
-    problems = []
     for failed, write in outputs:
         try:
             if overall.left() <= 0:

@@ -35,16 +35,17 @@ class HookResult:
     exit_code: ExitCode = ExitCode.NOTHING_FOUND  # by hand at a shell; under systemd the hook always exits 0
 
 
-def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_note: str | None) -> HookResult:
-    """One journal line saying what failed (systemd's result first), the rank-1 fix and where the report is.
+def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path] | None, state_note: str | None) -> HookResult:
+    """One journal line saying what failed (systemd's result first), the rank-1 fix and where the report is
+    (`paths` None: none was written, and the caller says why).
     Any failed run is logged at priority 4 (warning) or more urgent, so alerts on `PRIORITY<=4` see each one."""
     from ..util.redact import redact, redact_tree
 
     report = redact_tree(report)
-    json_path, md_path = paths
     fields = base_fields(trigger, PRIORITY_WARNING)
     fields["VDIAG_STATUS"] = report["status"]
-    fields["VDIAG_REPORT"] = one_line(str(json_path), MAX_FIELD_CHARS)
+    if paths is not None:
+        fields["VDIAG_REPORT"] = one_line(str(paths[0]), MAX_FIELD_CHARS)
     repeats = report["systemd"].get("repeats") or {}
     fields["VDIAG_COUNT"] = str(repeats.get("count", 1))
     phase = report["facts"].get("phase")
@@ -70,10 +71,10 @@ def summarize(trigger: Trigger, report: dict, paths: tuple[Path, Path], state_no
         what = f"no vLLM failure found in {report['facts']['lines']} journal line(s)"
     if report["systemd"].get("partial"):
         what += f" (partial report: {report['systemd']['partial']} while reading the journal)"
-    tail = sanitise(f"; report {md_path}" + (f" ({state_note})" if state_note else ""))
+    tail = sanitise((f"; report {paths[1]}" if paths is not None else "") + (f" ({state_note})" if state_note else ""))
     message = one_line(redact(f"{head}: {what}"), MAX_MESSAGE_CHARS - len(tail)) + tail
     fields["MESSAGE"] = message
-    return HookResult(message, fields, [json_path, md_path])
+    return HookResult(message, fields, list(paths or ()))
 
 
 def base_fields(trigger: Trigger | None, priority: str) -> dict[str, str]:

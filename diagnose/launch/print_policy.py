@@ -18,6 +18,7 @@ Printed(command=None, not_shown='the launch contains shell syntax (`|`)')
 from __future__ import annotations
 
 import csv
+import os
 import posixpath
 import re
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ _NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]*")
 # a line break or control character, or what YAML cannot put in single quotes: no frame quotes it as text for a shell
 _CONTROL = lazy("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\ufeff\u2028\u2029]")
 _NAMED_VOLUME = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+_WORD = lazy(r"[A-Za-z_][A-Za-z0-9_]*")  # the names in a dotted spelling or a JSON value, where a key is one
 _SHORT_VALUE_OPTIONS = set("vepuwmlh")  # docker's one-letter options that take a value (`-v/:/host` is `-v /:/host`)
 
 
@@ -51,6 +53,25 @@ def printed_command(launch: Launch, changes: dict[str, Any] | None = None) -> Pr
     fixed = apply_changes(launch, changes) if changes else launch
     reason = not_shown_reason(launch, fixed)
     return Printed(None, reason) if reason else Printed(render(fixed))
+
+
+def shown_text(text: str) -> str:
+    """A command the input states (a ticket's `vllm serve …`), as a report may show it: every word quoted, or
+    `not shown: why` where the policy withholds it, as for a fix's command.
+
+    >>> shown_text('vllm serve m --served-model-name "$(id)"'), shown_text("vllm serve m --served-model-name {a,b}")
+    ('not shown: the launch contains shell syntax (a `$(…)` command substitution)', "vllm serve m --served-model-name '{a,b}'")
+    """
+    from .parse import parse_launch
+
+    launch = parse_launch(text)
+    return shown_launch(launch) if launch is not None else "not shown: not a launch vdiag reads"
+
+
+def shown_launch(launch: Launch) -> str:
+    """A launch read from the input (the failing command verify names), as `shown_text` shows it."""
+    printed = printed_command(launch)
+    return printed.command or f"not shown: {printed.not_shown}"
 
 
 def not_shown_reason(launch: Launch, fixed: Launch | None = None) -> str | None:
@@ -80,14 +101,25 @@ def _code_flag_reason(launch: Launch) -> str | None:
     from .launch import canonical_flag
     from .releases import engine_args
 
-    code: dict[str, str] = load_yaml("print_policy.yaml")["code_flags"]
+    rules = load_yaml("print_policy.yaml")
+    code: dict[str, str] = rules["code_flags"]
+    qualname: dict[str, str] = rules["qualname_flags"]
+    code_keys: dict[str, str] = rules["code_keys"]
     known = (engine_args().get("flags") or {}).keys()
     for arg in launch.args:
-        if not arg.spelled.startswith("--"):
+        if not arg.spelled.startswith("-"):
             continue
         name = canonical_flag(arg.spelled).split(".", 1)[0]
         if name in code:
             return f"the launch passes {name}, which {code[name]}"
+        if name in qualname and arg.value and "." in arg.value:
+            return f"the launch passes {name} {arg.value[:60]}, a module path, which {qualname[name]}"
+        json_value = arg.value if arg.value and arg.value.lstrip().startswith(("{", "[")) else ""
+        words = set(_WORD.findall(f"{arg.spelled.partition('.')[2]} {json_value}"))
+        if key := next((k for k in code_keys if k in words), None):
+            return f"the launch passes {name} with `{key}`, which {code_keys[key]}"
+        if not arg.spelled.startswith("--"):
+            continue
         if known and name not in known and (longer := sorted(f for f in known if f.startswith(name))):
             return f"the launch abbreviates a flag: vLLM reads `{arg.spelled[:60]}` as {longer[0]}"
     return None
@@ -189,8 +221,10 @@ def _protected(source: str, host_paths: dict[str, list[str]]) -> bool:
     if path.startswith("/"):
         path = posixpath.normpath(re.sub("/+", "/", path))
     path = path.rstrip("/") or "/"
-    return (any(fnmatchcase(path, p) for p in host_paths["exact"])
-            or any(fnmatchcase(path, p) or fnmatchcase(path, p + "/*") for p in host_paths["under"]))
+    # a symlink on this host is mounted as what it points to (`/srv/link -> /`), so that is checked too
+    forms = {path, os.path.realpath(path)} if path.startswith("/") else {path}
+    return any(any(fnmatchcase(form, p) for p in host_paths["exact"])
+               or any(fnmatchcase(form, p) or fnmatchcase(form, p + "/*") for p in host_paths["under"]) for form in forms)
 
 
 def _frame_reason(launch: Launch) -> str | None:

@@ -168,8 +168,9 @@ class Scanner:
                 self._use_literals_in_use()
                 candidates = self._finder.candidates(data, cut)
                 order, index = [later for later in sorted(candidates) if later > start], 0
-            elif not asks and (skipped := run_length(data, start, end, cut) - lookahead) > 0 \
-                    and may_skip_repeats(targets, SIGNATURE):  # the same line again and again: counted, not fed
+            elif not asks and may_skip_repeats(targets, SIGNATURE) \
+                    and (skipped := run_length(data, start, end, cut) - lookahead) > 0:  # the same line again: counted
+                # (asked in this order: a run measured for every line its targets cannot skip is quadratic in it)
                 count_repeats(matched, timed_out, targets, SIGNATURE, result, line_no + 1, skipped)
                 previous = start + (end + 1 - start) * skipped  # the last repeat skipped
                 line_no += skipped

@@ -139,12 +139,22 @@ def _summarise(ticket: Ticket, title: str | None, report: dict[str, Any], text: 
         "questions": questions_for(report, prose, sig, kind),
         "fingerprint": ticket_fingerprint(report, report["facts"].get("vllm_version") or prose.vllm_version,
                                           prose.deployment, NEEDS_DEPLOYMENT),
-        "stated": {k: _clean(v) if isinstance(v, str) else [_clean(x) for x in v] for k, v in prose.as_json().items()},
+        "stated": _stated(prose.as_json()),
         "unexplained": {"first": _clean(report["unexplained"][0]["text"]), "templates": template_ids} if template_ids else None,
         "notes": [_clean(n) for n in [*read_notes, *report.get("notes", [])]],
         "error": None,
     }
     return TicketResult(row, templates)
+
+
+def _stated(facts: dict) -> dict:
+    """What the ticket states, cleaned; its command as the print policy lets it be shown (never pasted raw)."""
+    from ..launch.print_policy import shown_text
+
+    out = {k: _clean(v) if isinstance(v, str) else [_clean(x) for x in v] for k, v in facts.items()}
+    if isinstance(out.get("command"), str):
+        out["command"] = shown_text(out["command"])
+    return out
 
 
 def _error_result(ticket: Ticket, title: str | None, message: str, settings: Settings) -> TicketResult:

@@ -7,6 +7,8 @@ another user at a name vdiag writes can redirect the write, hold it, or own what
   target, then renamed over it: whatever sat at the target is replaced, never written through.
 - A file vdiag keeps appending to or locking (`open_own_file`) is opened with O_NOFOLLOW|O_NONBLOCK, and
   checked with `fstat`: a regular file with one link, owned by this user or root.
+- Either is written only in a folder nobody else can swap (`_ancestry_problem`): no symlink of another user on
+  the way to it (it would send the write into any folder), nothing above it that others own or can write to.
 """
 
 from __future__ import annotations
@@ -114,6 +116,7 @@ def replace_file(path: str | Path, data: bytes, mode: int = 0o640) -> None:
         problem = file_problem(os.lstat(path))
     except FileNotFoundError:
         problem = None
+    problem = problem or _ancestry_problem(Path(os.path.abspath(path)))
     if problem:
         raise refused(path, problem)
     fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -133,7 +136,11 @@ def replace_file(path: str | Path, data: bytes, mode: int = 0o640) -> None:
 def open_own_file(path: str | Path, flags: int, mode: int = 0o640) -> int:
     """A blocking descriptor on `path` (created with `mode` when missing) for a file kept between runs, with
     `flags` (O_WRONLY|O_APPEND, O_RDWR). OSError for a symlink, FIFO, socket, device, a file of another user or
-    with more than one link: checked before opening, and with `fstat` on what was opened."""
+    with more than one link: checked before opening, and with `fstat` on what was opened; also for a folder
+    others could swap (`_ancestry_problem`)."""
+    problem = _ancestry_problem(Path(os.path.abspath(path)))
+    if problem:
+        raise refused(path, problem)
     for _attempt in range(2):
         try:
             before = os.lstat(path)

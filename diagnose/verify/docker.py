@@ -222,7 +222,10 @@ def host_path_refused(source: str) -> bool:
     path = posixpath.normpath(source) if source.startswith("/") else source.rstrip("/") or source
     if path.startswith("//"):
         path = "/" + path.lstrip("/")
-    return _matches(path, rules["exact"]) or any(_matches(path, [p, p + "/*"]) for p in rules["under"])
+    # docker mounts what a symlink on this host points to: `/srv/link -> /` is `/`, so both are checked
+    forms = {path, os.path.realpath(path)} if path.startswith("/") else {path}
+    return any(_matches(form, rules["exact"]) or any(_matches(form, [p, p + "/*"]) for p in rules["under"])
+               for form in forms)
 
 
 def _check_target(flag: str, target: str) -> None:

@@ -23,6 +23,7 @@ from ..ingest.source import Source
 from ..knowledge.loader import load_rules
 from ..knowledge.rules import RuleSet
 from ..launch.launch import Launch
+from ..launch.print_policy import shown_launch
 from ..launch.render import apply_changes, render
 from ..util.errors import ExitCode, VdiagError
 from ..util.redact import redact
@@ -79,7 +80,7 @@ def nothing_to_verify(outcome: Outcome) -> VerifyResult | None:
     if primary_of(outcome) is not None:
         return None
     launch = outcome.ctx.launch
-    result = VerifyResult(render(launch) if launch else None, None, nothing_to_verify=True,
+    result = VerifyResult(shown_launch(launch) if launch else None, None, nothing_to_verify=True,
                           unexplained=bool(outcome.unexplained))
     result.reason = reasons.nothing_to_verify(outcome.ctx.scan.lines, len(outcome.unexplained))
     return result
@@ -99,7 +100,7 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
     launch = outcome.ctx.launch
     primary = primary_of(outcome)
     summary = diagnosis_summary(primary)
-    result = VerifyResult(render(launch) if launch else None, summary)
+    result = VerifyResult(shown_launch(launch) if launch else None, summary)
     if launch is None:
         raise VdiagError("cannot verify: the log shows no launch command; give it with --launch", ExitCode.USAGE)
     text = launch_text_of(outcome, launch_text)
