@@ -124,7 +124,8 @@ def test_verify_on_a_terminal_shows_diagnosis_command_live_status_and_summary(tm
                           env={"PYTHONPATH": str(FAKE_VLLM)})
     text = ANSI.sub("", screen)
     assert code == 5, text
-    assert text.index("Diagnosis: ") < text.index(f"{sys.executable} {ISOLATED} -m vllm.entrypoints.openai.api_server --model=M")
+    flat = re.sub(r" \\\n\s+", " ", text)  # a command folded at its options with shell continuations, joined
+    assert flat.index("Diagnosis: ") < flat.index(f"{sys.executable} {ISOLATED} -m vllm.entrypoints.openai.api_server --model=M")
     # the live line: attempt, elapsed m:ss, the phase from vLLM's own log, its last line without the header
     assert re.search(r"attempt 1 · 0:0\d · arguments · Initializing a V1 LLM engine \(hangs\)", text), text
     assert re.search(r"✗ attempt 1 timeout after [\d.]+ s \(start-up reached: arguments\)", text), text
