@@ -130,3 +130,13 @@ def test_a_closed_pipe_keeps_the_diagnosis_exit_code():
     finally:
         os.close(write_end)
     assert done.returncode == 1 and b"Traceback" not in done.stderr
+
+
+def test_a_launch_given_that_is_no_launch_says_so_and_names_the_one_used():
+    """`--launch "rm -rf /"` was dropped without a word (newcomer F15): the note says it was not read."""
+    from diagnose import diagnose_text
+
+    log = "$ vllm serve m --max-model-len 8192\nValueError: No available memory for the cache blocks.\n"
+    notes = diagnose_text(log, launch="rm -rf /").report["notes"]
+    assert any(n.startswith("--launch was not read as a vLLM launch") and "line 1" in n for n in notes), notes
+    assert not any("--launch was not read" in n for n in diagnose_text(log, launch="vllm serve m").report["notes"])

@@ -138,6 +138,9 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     match_error_lines(signatures, unexplained.lines, result)
     snapshot = _snapshot(options)
     ctx = build_context(facts, result, hints, options, snapshot, phases=progress.phases, advice=advice)
+    if options.launch_text and ctx.launch_source != "given with --launch":
+        notes.append("--launch was not read as a vLLM launch (no vllm serve, api_server, docker run, LLM(...) or unit "
+                     "line in it)" + (f"; the launch in the input is used: {ctx.launch_source}" if ctx.launch else ""))
     fired = fire_rules(ruleset.rules, ctx)
     for diagnosis in fired:
         plan_fixes(diagnosis, ctx)
