@@ -672,3 +672,12 @@ def test_survivors_list_names_a_process_that_could_not_be_stopped(tmp_path, monk
         assert proc.returncode is not None
     finally:
         os.kill(stray, signal.SIGKILL)
+
+
+def test_off_a_terminal_each_start_up_phase_reached_is_a_line(max_len_log):
+    """Without a terminal the live status is not drawn; a line per phase vLLM's log reaches says it is moving
+    (newcomer F8: 'attempt 1 started', then nothing for half a minute)."""
+    result, _report = run_verify(max_len_log, fake_launch(free_port()))
+    assert result.exit_code == 0, result.output
+    reached = [line for line in result.stderr.splitlines() if " · reached " in line]
+    assert reached and all(line.startswith("vdiag verify: attempt 1 · 0:") for line in reached), result.stderr

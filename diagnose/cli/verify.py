@@ -171,7 +171,12 @@ class _Progress:
         elif event == "start":
             self._start(data)
         elif event == "line" and self._status is not None:
+            before = self._status.phase
             self._status.feed(data)
+            if not self.live_capable and self._status.phase != before:  # off a terminal: a line per phase reached
+                seconds = int(self._status.elapsed_s())
+                self.printer.say(f"vdiag verify: attempt {self._status.number} · {seconds // 60}:{seconds % 60:02d} · "
+                                 f"reached {self._status.phase}")
         elif event == "done":
             self.stop()
             say(_summary(data, self._phase), _STYLE.get(data.outcome), hang=4)
