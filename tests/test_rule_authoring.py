@@ -99,6 +99,10 @@ def test_rules_show_wraps_to_the_terminal():
     assert code == 0 and lines[why + 1].startswith("  max_model_len is {max_len} tokens here") and lines[why + 2].startswith("  ")
     prose = lines[: lines.index("Signatures")]
     assert all(len(line) <= 80 for line in prose), [line for line in prose if len(line) > 80]
+    # the signatures too: a regex folds onto indented lines (newcomer F13), its whole text is in the rule's file
+    code, screen = on_pty(["rules", "show", "tp-not-divisible"], 80, env={"NO_COLOR": "1"})
+    lines = ANSI.sub("", screen).splitlines()
+    assert code == 0 and all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
 
 
 def test_a_catalogue_signature_is_shown_by_its_table_not_as_its_regex():

@@ -92,7 +92,7 @@ def _rule_document(rule) -> list[tuple[str, str | None, int | None]]:
     for sig in rule.signatures:
         pattern = (f"generated from the error table {sig.table} ({len(sig.regex):,} characters; `vdiag rules "
                    "export-patterns` prints the scanned ones)") if sig.table else sig.regex
-        out.append((f"  [{sig.kind}, weight {sig.weight}] {sig.name}: {pattern}", None, 4 if sig.table else None))
+        out.append((f"  [{sig.kind}, weight {sig.weight}] {sig.name}: {pattern}", None, 4))  # wrapped on a terminal (F13)
     if rule.conditions:
         out += [*heading("Conditions"), ("  " + ", ".join(rule.conditions), None, 2)]
     out += heading("Fixes (in order of preference)")
