@@ -44,6 +44,7 @@ from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules
 from .fallbacks import check_launch_alone, place_unfired, say_error_line_missing
+from .attempted_fix import fold_attempted_spellings
 from .feasibility_order import weights_first
 from .fix_plan import plan_fixes
 from .gpu_facts import gpu_fields
@@ -144,7 +145,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     fired = fire_rules(ruleset.rules, ctx)
     for diagnosis in fired:
         plan_fixes(diagnosis, ctx)
-    fired = weights_first(fired, ctx)
+    fired = fold_attempted_spellings(weights_first(fired, ctx))
     explained = {m.line for d in fired for m in d.evidence}
     leftovers = sorted((line, text) for text, line in unexplained.lines.items()
                        if line not in explained and not _wraps_explained(line, text, explained))
