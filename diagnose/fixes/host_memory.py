@@ -16,11 +16,12 @@ preempted, and a small value leaves the RAM to loading and serving.
 
 from __future__ import annotations
 
+import json
 import math
 
 from ..context.context import Context
 from ..util.units import parse_float
-from .base import Fix, strategy
+from .base import TEXT, Fix, fill, strategy
 
 WARNING_SHARE = 0.4  # vLLM warns above this share of host RAM; errors above 0.7
 
@@ -52,3 +53,22 @@ def swap_space_within_ram(ctx: Context, params: dict) -> Fix | None:
 
 
 __all__ = ["swap_space_within_ram", "swap_within"]
+
+
+@strategy("streamed-load-within-ram", params={"why": TEXT, "cost": TEXT})
+def streamed_load_within_ram(ctx: Context, params: dict) -> Fix | None:
+    """`--load-format runai_streamer` with its buffer capped at half the RAM the log says is available: the loader
+    sets the streamer's limit only when `memory_limit` is given (runai_streamer_loader.py), and half leaves the rest
+    of the host its own memory."""
+    available = ctx.facts.memory.get("available_ram_gib")
+    if ctx.arg("--load-format") == "runai_streamer":
+        return None
+    changes: dict = {"--load-format": "runai_streamer"}
+    if available:
+        limit_gib = max(1, int(float(available) // 2))
+        changes["--model-loader-extra-config"] = json.dumps({"memory_limit": limit_gib * 2**30})
+    return Fix(title="Stream the weights through a bounded host buffer: --load-format runai_streamer",
+               changes=changes, why=fill(params.get("why", ""), ctx)
+               + (f" The buffer is capped at {limit_gib} GiB, half of the {available:g} GiB available." if available else ""),
+               cost="config", cost_note=fill(params.get("cost", ""), ctx), will_start=None,
+               not_evaluable="whether the rest of the start-up fits the host's RAM")
