@@ -9,15 +9,16 @@ REFUSED_CATEGORY = "invalid-cli-argument"
 
 
 def _as_flag(token: str) -> str | None:
-    """`trust_remote_code=True`, `--trust_remote_code`, `trust-remote-code` → `--trust-remote-code`.
+    """`trust_remote_code=True`, `--trust_remote_code`, `trust-remote-code` → `--trust-remote-code` (the flag a name
+    in a message means: fixes.advice.flag_for), its value and quotes left out.
 
     >>> _as_flag("trust_remote_code=True"), _as_flag("--max_model_len=4096"), _as_flag("/models/x")
     ('--trust-remote-code', '--max-model-len', None)
     """
-    name = token.strip("'\"`,").lstrip("-").split("=", 1)[0]
-    if not name or not name.replace("_", "").replace("-", "").isalnum() or not name[0].isalpha():
-        return None
-    return "--" + name.replace("_", "-").lower()
+    from ..fixes.advice import flag_for
+
+    name = token.strip("'\"`,").split("=", 1)[0]
+    return flag_for(name) if name[:1].isalpha() or name.startswith("-") else None
 
 
 def fold_attempted_spellings(fired: list[Diagnosis]) -> list[Diagnosis]:
