@@ -32,9 +32,9 @@ def _beyond_one_node(ctx: Context) -> bool:
 
 @predicate("architecture-named", means="the refusal names the architecture (config.json's `architectures`)")
 def _architecture_named(ctx: Context) -> bool:
-    import re
+    from ..launch.model_registry import named_architectures
 
-    return bool(re.search(r"[A-Z][A-Za-z0-9_]{2,80}", ctx.captures.get("architectures") or ""))
+    return bool(named_architectures(ctx.captures.get("architectures")))
 
 
 @predicate("architecture-inspection-failed", means=(

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from ..context.context import Context
-from ..launch.model_registry import first_release, in_registry, newest_release
-from ..util.lazy_pattern import lazy
+from ..launch.model_registry import first_release, in_registry, named_architectures, newest_release
 from .base import Declined, Fix, strategy
 from .release_levers import upgrade_fix
-
-_NAME = lazy(r"[A-Z][A-Za-z0-9_]{2,80}")
 
 
 @strategy("upgrade-to-architecture-release")
@@ -16,7 +13,7 @@ def upgrade_to_architecture_release(ctx: Context, params: dict) -> Fix | None:
     """Upgrade vLLM to the first release whose registry lists the refused architecture, named (`vllm>=0.11.1`), or
     say that no release read has it; the last release with it where vLLM's message says it was removed. Declined
     where the user's own release lists it, or vLLM has it but failed to import it (then the failure is elsewhere)."""
-    names = _NAME.findall(ctx.captures.get("architectures") or "")
+    names = named_architectures(ctx.captures.get("architectures"))
     if not names:
         raise Declined("the message names no architecture")
     architecture = names[0]

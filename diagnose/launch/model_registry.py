@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..util.lazy_pattern import lazy
 from .releases import parse_release
+
+_ARCHITECTURE = lazy(r"[A-Z][A-Za-z0-9_]{2,80}")
 
 
 @lru_cache(maxsize=1)
@@ -47,3 +50,12 @@ def first_release(architecture: str, after: str = "0.0.0") -> str | None:
 
 def newest_release() -> str:
     return max(registry_table()["releases"], key=release_key)
+
+
+def named_architectures(text: str | None) -> list[str]:
+    """The architecture classes a refusal names (`['Qwen2_5_VLForConditionalGeneration']`, `MPTForCausalLM`).
+
+    >>> named_architectures("['Qwen2_5_VLForConditionalGeneration']"), named_architectures(None)
+    (['Qwen2_5_VLForConditionalGeneration'], [])
+    """
+    return _ARCHITECTURE.findall(text or "")
