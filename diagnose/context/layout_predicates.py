@@ -47,6 +47,6 @@ def _inspection_failed(ctx: Context) -> bool:
 
 @predicate("gpu-capability-known", means="the GPU's compute capability is known (the log's, the GPU table's, or torch's sm_NN)")
 def _capability_known(ctx: Context) -> bool:
-    import re
+    from ..gpu.table import capability_from_sm
 
-    return ctx.compute_capability() is not None or bool(re.search(r"sm_?\d{2,3}\b", ctx.captures.get("capability") or ""))
+    return ctx.compute_capability() is not None or capability_from_sm(ctx.captures.get("capability")) is not None

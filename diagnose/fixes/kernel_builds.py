@@ -7,10 +7,7 @@ from functools import lru_cache
 
 from ..context.context import Context
 from ..launch.releases import parse_release
-from ..util.lazy_pattern import lazy
 from .base import Declined, Fix, strategy
-
-_SM = lazy(r"sm_?(?P<major>\d{1,2}?)(?P<minor>\d)\b")
 
 
 @lru_cache(maxsize=1)
@@ -32,11 +29,10 @@ def runs_on(capability: float, archs: list[str]) -> bool:
 
 def capability_of(ctx: Context) -> float | None:
     """The GPU's compute capability: the log's or the GPU table's, else torch's `with CUDA capability sm_120`."""
+    from ..gpu.table import capability_from_sm
+
     known = ctx.compute_capability()
-    if known is not None:
-        return known
-    found = _SM.search(ctx.captures.get("capability") or "")
-    return float(f"{found.group('major')}.{found.group('minor')}") if found else None
+    return known if known is not None else capability_from_sm(ctx.captures.get("capability"))
 
 
 def _first_release_with(cuda: str) -> str | None:

@@ -18,6 +18,16 @@ def lookup_gpu(name: str) -> dict | None:
     return None
 
 
+def capability_from_sm(text: str | None) -> float | None:
+    """The compute capability an `sm_120`/`sm90` in a message names (torch: "with CUDA capability sm_120").
+
+    >>> capability_from_sm("with CUDA capability sm_120 is not"), capability_from_sm("sm_86"), capability_from_sm("8.6")
+    (12.0, 8.6, None)
+    """
+    found = re.search(r"sm_?(\d{1,2}?)(\d)\b", text or "")
+    return float(f"{found.group(1)}.{found.group(2)}") if found else None
+
+
 def capability_for(name: str) -> float | None:
     entry = lookup_gpu(name)
     return float(entry["compute_capability"]) if entry else None
