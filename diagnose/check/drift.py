@@ -132,8 +132,8 @@ def _default_drift(given: set[str], source: str, target: str) -> list[DriftItem]
         v0, v1 = runtime["v0"], runtime["v1"]
         out.append(DriftItem("--max-num-seqs", "default", f"--max-num-seqs is chosen by the GPU under the V1 engine "
                              f"(the default from 0.8): {v1['large_gpu']} with {v1['large_gpu_min_gib']} GiB or more "
-                             f"(an A100 excepted from 0.9), else {v1['other_gpu']}; {v0} before. To keep the old "
-                             f"behaviour: --max-num-seqs {v0}", {"--max-num-seqs": str(v0)}))
+                             f"(an A100 excepted from {v1['large_gpu_except']['since']}), else {v1['other_gpu']}; "
+                             f"{v0} before. To keep the old behaviour: --max-num-seqs {v0}", {"--max-num-seqs": str(v0)}))
     return out
 
 

@@ -16,10 +16,10 @@ from .memory import predict_kv
 def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
     """Fewer sequences at once (a quarter of the given max_num_seqs or of the default this GPU gets, or the
     message's own count): the profile and warm-up batches shrink with them."""
-    current = parse_int(ctx.captures.get("max_num_seqs")) or parse_int(ctx.arg("--max-num-seqs"))
+    given = parse_int(ctx.captures.get("max_num_seqs")) or parse_int(ctx.arg("--max-num-seqs"))
     limit = parse_int(ctx.captures.get("blocks"))
     divide_by, floor = int(params.get("divide_by", 4)), int(params.get("floor", 8))
-    said = f"{current}" if current is not None else ""
+    current, said = given, f"{given}"
     if current is None:
         from ..context.run_defaults import default_max_num_seqs
 
@@ -28,16 +28,19 @@ def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
         value = limit  # vLLM's own "at most N": the most sequences its cache holds, so the least throughput lost
         basis = f"vLLM says at most {limit}: {limit} state blocks fit, one per sequence"
     elif current is None:
-        # the V1 default is 1024 or 256 by the GPU, which the log does not show: 256 lowers the first, and says so
-        value = V1_SMALL_DEFAULT
-        basis = (f"{value} lowers the 1024 that GPUs of 70 GiB or more get (an A100 excepted from 0.9); on a smaller "
-                 f"GPU {value} is already the default, and {max(floor, value // divide_by)} is the quarter to try")
+        # V1's default is by the GPU, which the log does not show: the smaller one lowers the larger, and says so
+        from ..launch.launch import flag_table
+
+        v1 = flag_table()["runtime_defaults"]["--max-num-seqs"]["v1"]
+        value = int(v1["other_gpu"])
+        basis = (f"{value} lowers the {v1['large_gpu']} that GPUs of {v1['large_gpu_min_gib']} GiB or more get (an "
+                 f"A100 excepted from {v1['large_gpu_except']['since']}); on a smaller GPU {value} is already the "
+                 f"default, and {max(floor, value // divide_by)} is the quarter to try")
     else:
         value = max(floor, current // divide_by)
         basis = f"a quarter of the {current} sequences the warm-up or profile run sized for"
     if current is not None and value >= current:
         return None
-    given = parse_int(ctx.captures.get("max_num_seqs")) or parse_int(ctx.arg("--max-num-seqs"))
     return Fix(
         title=f"Lower --max-num-seqs to {value}",
         changes={"--max-num-seqs": str(value)},
@@ -47,8 +50,6 @@ def lower_max_num_seqs(ctx: Context, params: dict) -> Fix | None:
         not_evaluable=None if limit else "the memory each sequence needs is not in the log",
     )
 
-
-V1_SMALL_DEFAULT = 256
 
 
 @strategy("enforce-eager")
