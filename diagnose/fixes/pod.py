@@ -115,6 +115,15 @@ def _values_path(ctx: Context) -> str | None:
     return launch.values_path if launch is not None and launch.frame == "helm-values" else None
 
 
+def _resources_command(ctx: Context, chart_key: str, value, change: dict) -> str:
+    """A container resource changed where the launch was read: the chart's values key (production-stack Helm
+    values), else a strategic-merge patch of the container."""
+    path = _values_path(ctx)
+    if path:
+        return values_lines({f"{path}.{chart()[chart_key]}": value})
+    return deployment_patch(_container(ctx), change, ctx)
+
+
 @strategy("chart-shm", params={"per_gpu_gib": {"type": "integer"}, "min_gib": {"type": "integer"}})
 def chart_shm(ctx: Context, params: dict) -> Fix | None:
     """The production-stack chart mounts /dev/shm only when vllmConfig.tensorParallelSize is set: move tensor
@@ -165,9 +174,7 @@ def pod_memory_limit(ctx: Context, params: dict) -> Fix | None:
                        "show the limit. Weights are staged through host RAM while loading.",
                    cost="memory", cost_note="more RAM reserved on the node", will_start=None)
     change = {"resources": {"limits": {"memory": raised}}}
-    path = _values_path(ctx)
-    command = (values_lines({f"{path}.{chart()['memory_limit_key']}": raised}) if path
-               else deployment_patch(_container(ctx), change, ctx))
+    command = _resources_command(ctx, "memory_limit_key", raised, change)
     return Fix(title=f"Raise the container's memory limit: resources.limits.memory {limit} → {raised} (host RAM)",
                step_command=command,
                why=f"The kernel killed the container at its memory limit of {limit} (limits.memory, from the paste; "
@@ -185,9 +192,7 @@ def pod_gpu_request(ctx: Context, params: dict) -> Fix | None:
     asked = pod.gpu_limit
     if asked is not None and ctx.parallel_stated() and asked > used:
         change = {"resources": {"limits": {"nvidia.com/gpu": used}, "requests": {"nvidia.com/gpu": used}}}
-        path = _values_path(ctx)
-        command = (values_lines({f"{path}.{chart()['gpu_request_key']}": used}) if path
-                   else deployment_patch(_container(ctx), change, ctx))
+        command = _resources_command(ctx, "gpu_request_key", used, change)
         return Fix(title=f"Ask for the GPUs vLLM uses: nvidia.com/gpu: {used} (tensor × pipeline parallel)",
                    step_command=command,
                    why=f"The pod asks {asked} GPUs (from the paste) but the launch runs {ctx.tp()} × {ctx.pp()} = "
