@@ -121,3 +121,23 @@ def test_max_num_seqs_is_said_to_be_assumed_and_no_was_states_the_default(rulese
     given = _top("$ vllm serve m --max-num-seqs 512\n" + CUDAGRAPH_OOM, ruleset)["fixes"]
     lower = next(f for f in given if "--max-num-seqs" in f["changes"])
     assert "(was 512)" in lower["cost"] and "assumed" not in lower["why"]
+
+
+def test_a_why_leaves_out_what_needs_a_fact_the_log_does_not_give(ruleset):
+    """The quantization rule's Why names the checkpoint's method in a parenthesis; a log that does not show it
+    gets the sentence without the parenthesis, not "(not in the log)" in its place (held-out review, class 5)."""
+    log = "ValueError: Cannot find the config file for awq\n"  # the checkpoint's own method is not named
+    why = _top(log, ruleset)["why"]
+    assert "(not in the log)" not in why
+    assert why.startswith("vLLM reads the quantization method from the checkpoint's config.json")
+
+
+def test_a_why_keeps_a_sentence_whose_fact_is_given():
+    from diagnose.facts.record import Facts
+    from diagnose.context.context import Context
+    from diagnose.fixes.base import fill_prose
+    from diagnose.scan.hits import ScanResult
+
+    ctx = Context(Facts(), ScanResult()).for_rule({"method": "awq"}, focus_line=None)
+    assert fill_prose("Set it to the method (here {method}). It fails for {other}.", ctx) == \
+        "Set it to the method (here awq)."

@@ -13,7 +13,7 @@ from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
 from ..fixes.advice_conditions import applies
-from ..fixes.base import COST_ORDER, Declined, Fix, fill, strategy_for
+from ..fixes.base import COST_ORDER, Declined, Fix, fill_prose, strategy_for
 from ..knowledge.error_tables import error_meaning
 from ..launch.print_policy import Printed, printed_command
 from ..util.lazy_pattern import lazy
@@ -95,7 +95,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             if entry.get("title") == fix.title and "outcome" not in entry:
                 named_cure = " a setting the log's own message names as the cure;" if named & set(fix.changes) else ""
                 entry["outcome"] = f"ranked {rank}:{named_cure} {_rank_reason(fix)}"
-    diagnosis.why = fill(diagnosis.rule.why, ctx, missing="(not in the log)")
+    diagnosis.why = fill_prose(diagnosis.rule.why, ctx)
     meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"

@@ -9,6 +9,7 @@ from importlib import import_module
 from typing import Any, Callable
 
 from ..context.context import Context
+from ..util.lazy_pattern import lazy
 
 # Cost classes, cheapest first: ranking prefers a fix that starts, then the cheapest. Losing context the user asked
 # for is a functional loss, so it ranks after slower or slightly less accurate serving.
@@ -180,6 +181,57 @@ def fill(template: Any, ctx: Context, missing: str | None = None, quote: Callabl
 
     parts = template.split("`")
     return "`".join(re.sub(r"\{(\w+)\}", filler(i % 2 == 1 and i < len(parts) - 1), part) for i, part in enumerate(parts))
+
+
+_UNKNOWN_SLOT = "\x00unknown\x00"  # never printed: a sentence that holds it is dropped
+_SENTENCE_END = lazy(r"(?<=[.!?;])(?<!e\.g\.)(?<!i\.e\.)(?<!vs\.)(?<!etc\.)\s+(?=[A-Za-z(`])")  # "vLLM" starts one
+
+
+def fill_prose(template: Any, ctx: Context) -> Any:
+    """A rule's or fix's prose filled like `fill`, without what needs a fact the input does not give: a
+    parenthesis that holds it goes, else its sentence ("This vLLM's parser does not know {rejected}." with no
+    rejected token says nothing rather than "(not in the log)"). Prose whose every sentence needs a missing fact is
+    kept, each slot said to be not in the log.
+
+    >>> from diagnose.facts.record import Facts
+    >>> from diagnose.scan.hits import ScanResult
+    >>> ctx = Context(Facts(), ScanResult())
+    >>> fill_prose("It is refused (here {method}). vLLM does not know {rejected}. Check the spelling.", ctx)
+    'It is refused. Check the spelling.'
+    """
+    filled = fill(template, ctx, missing=_UNKNOWN_SLOT)
+    if not isinstance(filled, str) or _UNKNOWN_SLOT not in filled:
+        return filled
+    kept = [sentence for sentence in (_without_parenthesis_of_unknown(s) for s in _SENTENCE_END.split(filled))
+            if _UNKNOWN_SLOT not in sentence]
+    return " ".join(kept) if kept else filled.replace(_UNKNOWN_SLOT, "(not in the log)")
+
+
+def _without_parenthesis_of_unknown(sentence: str) -> str:
+    """The sentence without each parenthesis that holds an unknown slot (the innermost, with the space before it)."""
+    while (at := sentence.find(_UNKNOWN_SLOT)) >= 0:
+        depth, start = 0, -1
+        for i in range(at - 1, -1, -1):
+            if sentence[i] == ")":
+                depth += 1
+            elif sentence[i] == "(":
+                if depth == 0:
+                    start = i
+                    break
+                depth -= 1
+        depth, end = 0, -1
+        for i in range(at + len(_UNKNOWN_SLOT), len(sentence)):
+            if sentence[i] == "(":
+                depth += 1
+            elif sentence[i] == ")":
+                if depth == 0:
+                    end = i
+                    break
+                depth -= 1
+        if start < 0 or end < 0:
+            return sentence
+        sentence = sentence[:start].rstrip(" ") + sentence[end + 1:]
+    return sentence
 
 
 def fill_command(template: Any, ctx: Context) -> Any:
