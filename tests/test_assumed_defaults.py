@@ -141,3 +141,12 @@ def test_a_why_keeps_a_sentence_whose_fact_is_given():
     ctx = Context(Facts(), ScanResult()).for_rule({"method": "awq"}, focus_line=None)
     assert fill_prose("Set it to the method (here {method}). It fails for {other}.", ctx) == \
         "Set it to the method (here awq)."
+
+
+def test_a_small_allocation_is_said_in_mib_not_as_zero_gib(ruleset):
+    """An OOM on a small allocation read "asked 0.00 GiB with 0.00 GiB free … 0.000 of the card" (held-out review)."""
+    log = ("INFO:     Application startup complete.\n"
+           "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 0 has a total capacity of "
+           "79.19 GiB of which 0 bytes is free.\n")
+    why = next(f["why"] for f in _top(log, ruleset)["fixes"] if "failed allocation" in f["why"])
+    assert "asked 2.0 MiB with 0.0 MiB free" in why and "0.00 GiB" not in why and "0.000 of" not in why

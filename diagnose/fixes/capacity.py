@@ -7,7 +7,7 @@ import re
 
 from ..context.context import Context, kv_capacity_tokens
 from ..model import memory
-from ..util.units import parse_int
+from ..util.units import parse_int, size_text
 from .base import Declined, Fix, TEXT, strategy
 from .memory import predict_kv
 
@@ -185,8 +185,8 @@ def lower_utilization(ctx: Context, params: dict) -> Fix | None:
     if total and tried and free is not None and tried > free:
         # the allocation that failed, less what was free, is the headroom missing outside the budget (plus 1 %)
         value = memory.floor2(current - (tried - free) / total - 0.01)
-        why = (f"The failed allocation asked {tried:.2f} GiB with {free:.2f} GiB free: {tried - free:.2f} GiB more "
-               f"headroom is {(tried - free) / total:.3f} of the {total:.2f} GiB card, so {value} instead of "
+        why = (f"The failed allocation asked {size_text(tried)} with {size_text(free)} free: {size_text(tried - free)} "
+               f"more headroom is {_share((tried - free) / total)} of the {total:.2f} GiB card, so {value} instead of "
                f"{ctx.utilization_text()}.")
     else:
         value = memory.floor2(current - float(params.get("by", 0.05)))
@@ -197,3 +197,12 @@ def lower_utilization(ctx: Context, params: dict) -> Fix | None:
                cost="throughput", cost_note="a slightly smaller KV cache", will_start=None,
                predicted=predict_kv(ctx, value * total) if total else {},
                not_evaluable=params.get("unknown", "whether a later peak needs more than the allocation that failed"))
+
+
+def _share(part: float) -> str:
+    """A share of the card as a fraction, never "0.000" for a small but real part.
+
+    >>> _share(0.0124), _share(0.00003)
+    ('0.012', '< 0.001')
+    """
+    return f"{part:.3f}" if part >= 0.0005 else "< 0.001"

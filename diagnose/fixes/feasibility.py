@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from ..context.context import Context
 from ..model import memory
+from ..util.units import size_text
 
 EMPTY_GPU_RESERVE_GIB = 1.5  # CUDA context, activation peak and non-torch memory when the log gives no figure
 MAX_USABLE_SHARE = 0.95  # gpu_memory_utilization above this leaves no headroom; vLLM's own hints stop near it
@@ -51,7 +52,7 @@ def weights_floor_gib(ctx: Context) -> tuple[float | None, str]:
     if allocated is None:
         return None, ""
     tried = figures.get("oom_tried_gib") or 0.0
-    return round(allocated + tried, 2), (f"at least {allocated:.2f} GiB allocated by PyTorch + {tried:.2f} GiB it asked "
+    return round(allocated + tried, 2), (f"at least {allocated:.2f} GiB allocated by PyTorch + {size_text(tried)} it asked "
                                          "for when the OOM hit")
 
 

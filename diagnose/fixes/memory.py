@@ -14,7 +14,7 @@ from typing import Any
 from ..context.context import Context, kv_capacity_tokens
 from ..launch.shell_words import quote_text
 from ..model import memory
-from ..util.units import parse_float, parse_int
+from ..util.units import parse_float, parse_int, size_text
 from .base import Declined, Fix, strategy
 from .feasibility import weights_verdict
 
@@ -250,7 +250,7 @@ def free_processes(ctx: Context, params: dict) -> Fix | None:
                    why="vLLM sizes its share of the GPU from total memory; memory held by others is not available.",
                    cost="downtime", cost_note="other workloads on the GPU stop",
                    not_evaluable="which processes hold the GPU is not in the log (add an nvidia-smi table or a snapshot)")
-    listing = ", ".join(f"pid {p.pid}{f' ({p.name})' if p.name else ''} {p.used_gib:.2f} GiB" for p in others[:6])
+    listing = ", ".join(f"pid {p.pid}{f' ({p.name})' if p.name else ''} {size_text(p.used_gib)}" for p in others[:6])
     pids = " ".join(quote_text(str(p.pid)) for p in others[:6])  # a snapshot's pid is input too
     verdict = weights_verdict(ctx)  # freeing the GPU helps only if the weights fit it empty
     why = f"Processes holding GPU memory: {listing}."

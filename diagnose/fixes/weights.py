@@ -12,6 +12,7 @@ from ..context.context import Context
 from ..model import memory
 from .base import Fix, strategy
 from .feasibility import layout, weights_verdict
+from ..util.units import size_text
 
 FLOAT32 = ("float", "float32", "fp32")  # how --dtype spells 32-bit weights
 ACTIVATION_RESERVE_GIB = 2.0  # activation peak and non-torch memory when the log has no figure (estimated)
@@ -151,7 +152,7 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
         figures = ctx.facts.memory
         floor_basis = (f" at least (each of the {layout_now} GPU(s) the log shows had "
                        f"{figures.get('oom_pytorch_gib') or figures.get('oom_self_gib'):.2f} GiB allocated and asked "
-                       f"for {figures.get('oom_tried_gib') or 0:.2f} GiB more when it ran out)")
+                       f"for {size_text(figures.get('oom_tried_gib') or 0)} more when it ran out)")
     per_gpu = ctx.gpu_total_gib()
     limit = min(gpus, MAX_PARALLEL) if gpus else 16
     layouts = [(t, p) for t in _tp_sizes(ctx, limit) for p in (range(1, limit // t + 1) if gpus else (1,))

@@ -105,6 +105,18 @@ def gib_to_bytes(gib: float) -> int:
     return int(gib * GIB)
 
 
+def size_text(gib: float) -> str:
+    """A memory size for prose: GiB from 1 GiB up, MiB below it ("136 MiB", not "0.13 GiB" or "0.00 GiB").
+
+    >>> size_text(22.36), size_text(0.98), size_text(0.133), size_text(0.0004)
+    ('22.36 GiB', '0.98 GiB', '136 MiB', '0.4 MiB')
+    """
+    mib = gib * 1024
+    if abs(mib) >= 1000:  # "1004 MiB" reads worse than "0.98 GiB"
+        return f"{gib:.2f} GiB"
+    return f"{mib:.0f} MiB" if abs(mib) >= 10 else f"{mib:.1f} MiB"
+
+
 def human_bytes(count: int) -> str:
     value = float(count)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
