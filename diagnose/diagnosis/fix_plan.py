@@ -13,6 +13,7 @@ from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
 from ..fixes.advice_conditions import applies
+from ..fixes.platform_tools import for_platform
 from ..fixes.base import COST_ORDER, Declined, Fix, fill_prose, strategy_for
 from ..knowledge.error_tables import error_meaning
 from ..launch.print_policy import Printed, printed_command
@@ -56,6 +57,9 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             continue
         fix.strategy = spec.strategy
         _say_what_is_missing(fix)
+        if not for_platform(fix, ctx):
+            entry["outcome"] = "left out: its check is NVIDIA's tool, and this platform has no counterpart"
+            continue
         key = repr(sorted(fix.changes.items(), key=str)) + (fix.step_command or "") + (fix.title if not fix.changes else "")
         if key in seen:
             entry["outcome"] = "left out: the same change as a fix above"

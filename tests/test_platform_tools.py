@@ -1,0 +1,44 @@
+"""A fix's NVIDIA command follows the log's platform (held-out review, class 4: `nvidia-smi -L` on an Ascend log)."""
+
+from diagnose.api import diagnose_text
+
+NO_NPU = "ValueError: No NPU devices found or specified in ASCEND_RT_VISIBLE_DEVICES.\n"
+NO_CUDA = ("INFO 08-29 04:29:54 [__init__.py:235] No platform detected, vLLM is running on UnspecifiedPlatform\n"
+           "RuntimeError: Failed to infer device type\n")
+
+
+def _commands(text: str, ruleset) -> list[str]:
+    report = diagnose_text(text, rules=ruleset).report
+    return [fix.get("command") or "" for d in report["diagnoses"] for fix in d["fixes"]]
+
+
+def test_an_ascend_log_gets_npu_smi_where_the_rule_wrote_nvidia_smi(ruleset):
+    commands = _commands(NO_NPU, ruleset)
+    assert "npu-smi info" in commands
+    assert not any("nvidia-smi" in command for command in commands)
+
+
+def test_vllms_own_platform_line_decides_over_the_paths(ruleset):
+    log = ("INFO 05-01 10:00:00 [__init__.py:239] Automatically detected platform rocm.\n"
+           "RuntimeError: Failed to infer device type\n")
+    commands = _commands(log, ruleset)
+    assert not any("nvidia-smi" in command for command in commands)
+
+
+def test_a_log_with_no_other_platform_keeps_nvidias_tool(ruleset):
+    assert any("nvidia-smi" in command for command in _commands(NO_CUDA, ruleset))
+
+
+def test_a_platform_without_a_listing_tool_gets_no_command():
+    from diagnose.context.context import Context
+    from diagnose.facts.record import Facts
+    from diagnose.fixes.base import Fix
+    from diagnose.fixes.platform_tools import for_platform
+    from diagnose.scan.hits import ScanResult
+
+    facts = Facts()
+    facts.platform = "cpu"
+    check = Fix(title="List the GPUs", why="nvidia-smi shows them.", step_command="nvidia-smi -L")
+    assert for_platform(check, Context(facts, ScanResult())) is False
+    change = Fix(title="Set it", why="x", changes={"--dtype": "float32"}, step_command="nvidia-smi -L")
+    assert for_platform(change, Context(facts, ScanResult())) is True and change.step_command is None
