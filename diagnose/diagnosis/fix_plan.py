@@ -13,6 +13,7 @@ from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
 from ..fixes.advice_conditions import applies
+from ..fixes.cpu_kv_gate import check_cpu_kv_gate
 from ..fixes.platform_tools import for_platform
 from ..fixes.base import COST_ORDER, Declined, Fix, fill_prose, strategy_for
 from ..knowledge.error_tables import error_meaning
@@ -67,6 +68,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         seen.add(key)
         entry["title"] = fix.title
         candidates.append(fix)
+    check_cpu_kv_gate(candidates, ctx)
     covered = {key for fix in candidates for key in fix.changes}
     covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
     said = [m.text for m in diagnosis.evidence] + ctx.advice.near([m.line for m in diagnosis.evidence])
