@@ -18,8 +18,6 @@ Printed(command=None, not_shown='the launch contains shell syntax (`|`)')
 from __future__ import annotations
 
 import csv
-import os
-import posixpath
 import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -27,6 +25,7 @@ from typing import Any, Iterator
 
 from ..util.datafiles import load_yaml
 from ..util.lazy_pattern import lazy
+from .host_paths import host_path_protected
 from .launch import Launch
 from .render import apply_changes, render
 from .shell_words import word_value
@@ -175,7 +174,7 @@ def _docker_escape(launch: Launch) -> str | None:
             return f"the launch runs docker with {name} {value}"
         if name in ("-v", "--volume", "--mount") and value is not None:
             for source in _mount_sources(name, value):
-                if _protected(source, rules["mounts"]["host_paths"]):
+                if host_path_protected(source, rules["mounts"]["host_paths"]):
                     return f"the launch mounts the host's {source} into the container"
         if name == "--device" and value and not any(fnmatchcase(value.split(":", 1)[0], d) for d in rules["devices"]):
             return f"the launch gives the container the host device {value.split(':', 1)[0]}"
@@ -211,20 +210,6 @@ def _mount_sources(name: str, value: str) -> list[str]:
     if fields.get("type", "volume").strip().lower() == "bind":
         sources.append(fields.get("source") or fields.get("src") or "")
     return [s for s in sources if s]
-
-
-def _protected(source: str, host_paths: dict[str, list[str]]) -> bool:
-    """Whether a host path is one verify never mounts (`host_paths`), or climbs out of the folder it starts in."""
-    path = re.sub(r"^(?:\$HOME|\$\{HOME\})(?=/|$)", "~", source)
-    if not path.startswith(("/", "~")):
-        return ".." in path.split("/")
-    if path.startswith("/"):
-        path = posixpath.normpath(re.sub("/+", "/", path))
-    path = path.rstrip("/") or "/"
-    # a symlink on this host is mounted as what it points to (`/srv/link -> /`), so that is checked too
-    forms = {path, os.path.realpath(path)} if path.startswith("/") else {path}
-    return any(any(fnmatchcase(form, p) for p in host_paths["exact"])
-               or any(fnmatchcase(form, p) or fnmatchcase(form, p + "/*") for p in host_paths["under"]) for form in forms)
 
 
 def _frame_reason(launch: Launch) -> str | None:

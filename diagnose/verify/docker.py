@@ -24,6 +24,7 @@ import posixpath
 from fnmatch import fnmatchcase
 from typing import Iterable
 
+from ..launch.host_paths import host_path_protected
 from ..launch.launch import Arg, Launch
 from ..util.lazy_pattern import lazy
 from .environment import env_note, env_verdict
@@ -215,17 +216,11 @@ def _source(flag: str, source: str, kind: str) -> str:
 
 def host_path_refused(source: str) -> bool:
     """
-    >>> [host_path_refused(p) for p in ["/", "/etc/passwd", "/var/lib/kubelet", "~/.cache/huggingface", "/data/m"]]
-    [True, True, True, False, False]
+    >>> [host_path_refused(p) for p in ["/", "/etc/passwd", "/var/lib/kubelet", "~/.cache/huggingface", "/data/m",
+    ...                                 "/home/me", "/home/me/.cache/huggingface", "/home/me/.ssh"]]
+    [True, True, True, False, False, True, False, True]
     """
-    rules = docker_policy()["mounts"]["host_paths"]
-    path = posixpath.normpath(source) if source.startswith("/") else source.rstrip("/") or source
-    if path.startswith("//"):
-        path = "/" + path.lstrip("/")
-    # docker mounts what a symlink on this host points to: `/srv/link -> /` is `/`, so both are checked
-    forms = {path, os.path.realpath(path)} if path.startswith("/") else {path}
-    return any(_matches(form, rules["exact"]) or any(_matches(form, [p, p + "/*"]) for p in rules["under"])
-               for form in forms)
+    return host_path_protected(source, docker_policy()["mounts"]["host_paths"])
 
 
 def _check_target(flag: str, target: str) -> None:
