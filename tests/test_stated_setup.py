@@ -40,3 +40,31 @@ def test_the_log_s_own_gpu_lines_win_over_the_stated_one():
             "GPU 0: NVIDIA L4 (UUID: GPU-5f1c2b7e-0000-0000-0000-000000000000)\n" + OOM)
     gpus, _count = stated(text)
     assert gpus[0][0] == "NVIDIA L4"
+
+
+@pytest.mark.parametrize("line, model", [
+    ("**Model**: Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct"),
+    ("- Model: /models/llama-3-8b (local copy)", "/models/llama-3-8b"),
+    ("Model name: `meta-llama/Llama-3.1-8B-Instruct`", "meta-llama/Llama-3.1-8B-Instruct"),
+])
+def test_a_model_field_names_the_model(line, model):
+    report = diagnose_text(line + "\n" + OOM).report
+    assert report["facts"]["model"]["name"] == model
+
+
+@pytest.mark.parametrize("line", ["Model: the model crashed after loading", "model = load(path)",
+                                  "Model: see the attached config (v2/final)"])
+def test_prose_or_a_log_line_is_no_model_field(line):
+    report = diagnose_text(line + "\n" + OOM).report
+    assert (report["facts"].get("model") or {}).get("name") in (None, "the model")
+
+
+@pytest.mark.parametrize("line, version", [("**vLLM**: v0.8.5", "0.8.5"), ("- vLLM version: 0.10.1", "0.10.1")])
+def test_a_version_field_states_the_release(line, version):
+    facts = diagnose_text(line + "\n" + OOM).report["facts"]
+    assert facts["vllm_version"] == version
+
+
+def test_vllms_own_version_line_wins_over_the_stated_one():
+    text = ("**vLLM**: v0.8.5\nINFO 06-01 10:00:00 [api_server.py:1000] vLLM API server version 0.10.1\n" + OOM)
+    assert diagnose_text(text).report["facts"]["vllm_version"] == "0.10.1"

@@ -1,4 +1,5 @@
-"""The GPUs a paste states in words: an issue's `**Hardware**: A10*4, 96GB VRAM`, `GPU: 2x RTX 3090`, `Device: H100`.
+"""The GPUs and the model a paste states in words: an issue's `**Hardware**: A10*4, 96GB VRAM`, `GPU: 2x RTX 3090`,
+`Device: H100`, `**Model**: Qwen/Qwen2.5-7B-Instruct`.
 
 Read only from a line that is a key and its value (an issue template's field, a ticket's list), the key one of the
 words people use for the machine; the card is the GPU table's (data/gpus.yaml) and its count the number written
@@ -16,6 +17,9 @@ from .base import ExtractorBase
 
 _FIELD = lazy(r"(?i)^\W{0,8}(?:hardware|gpus?(?: type| model| name)?|graphics cards?|accelerators?|devices?)\W{0,8}\s{0,4}"
               r"[:=]\s{0,8}(?P<value>[^\n]{2,200})$")
+# an issue template's model field: `**Model**: Qwen/Qwen2.5-7B-Instruct`, `- Model: /models/llama`
+_MODEL_FIELD = lazy(r"(?i)^\W{0,8}model(?: name| id)?\W{0,8}\s{0,4}[:=]\s{0,8}`?(?P<model>(?:[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,95}"
+                    r"|/[\w./-]{1,200}))`?(?:\s|[,(;]|$)")
 _COUNT_BEFORE = lazy(r"(?<![\w.])(?P<count>\d{1,2})\s{0,2}[x×*]\s{0,2}$")
 _COUNT_AFTER = lazy(r"^\s{0,2}[x×*]\s{0,2}(?P<count>\d{1,2})(?![\d.])")
 MAX_STATED_GPUS = 64
@@ -25,7 +29,7 @@ class StatedSetupExtractor(ExtractorBase):
     """Reads the stated card and count while the input is scanned; `settle` gives them to the facts afterwards, where
     no line of the log named a GPU (a stated card is what the user believes; the log's lines are what ran)."""
 
-    literals = ("hardware", "gpu", "graphics card", "accelerator", "device")
+    literals = ("hardware", "gpu", "graphics card", "accelerator", "device", "model")
 
     def __init__(self, facts):
         super().__init__(facts)
@@ -33,6 +37,9 @@ class StatedSetupExtractor(ExtractorBase):
         self.count: int | None = None
 
     def feed(self, line_no: int, message: str, following: Sequence[str]) -> None:
+        if self.facts.stated_model is None and len(message) <= 240 and (model := _MODEL_FIELD.match(message.strip())):
+            self.facts.stated_model = model.group("model").rstrip(".")
+            return
         if self.name is not None or len(message) > 240 or not (found := _FIELD.match(message.strip())):
             return
         from ..gpu.table import gpu_table

@@ -17,6 +17,9 @@ _VERSION_PATTERNS = [
     (lazy(r"\bvllm==(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "pip requirement"),
     (lazy(r"\bvllm-(?P<v>\d{1,20}\.\d{1,20}[\w.+]{0,40}?)(?:\.cu\d{1,20})?-cp\d{1,20}"), "wheel name"),
     (lazy(r"vllm-openai[:-]v(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40})"), "docker image tag"),
+    # an issue template's field: `**vLLM**: v0.8.5`, `- vLLM version: 0.10.1`
+    (lazy(r"(?i)^\W{0,8}vllm(?: version)?\W{0,8}\s{0,4}[:=]\s{0,8}`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40}?)`?\s*$"),
+     "stated"),
 ]
 
 
@@ -25,7 +28,7 @@ _AUTHORITATIVE = ("api-server line", "engine config line")
 
 class VersionExtractor(ExtractorBase):
     literals = ("server version", "llm engine (v", "version 0.", "version 1.", "vllm version", "vllm ", "vllm:", "vllm==",
-                "vllm-0.", "vllm-1.", "vllm-openai", "vllm `", "vllm\t")
+                "vllm-0.", "vllm-1.", "vllm-openai", "vllm `", "vllm\t", "vllm**", "vllm*:")
 
     def needs(self, literals: set[str]) -> bool:
         """Nothing after vLLM's own statement of its version (the server or engine line) can replace it."""
