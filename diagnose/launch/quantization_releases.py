@@ -27,6 +27,16 @@ def _table() -> dict:
         return {}
 
 
+def known_methods() -> frozenset[str]:
+    """Every quantization method a release read has."""
+    return frozenset(_table().get("methods") or {})
+
+
+def capability_steps(method: str) -> list[int]:
+    """The minimum capabilities the method has asked for over the releases read (empty for an unknown method)."""
+    return [step["value"] for step in ((_table().get("methods") or {}).get(method) or {}).get("min_capability") or []]
+
+
 def capability_as_int(value) -> int | None:
     """86 / "86" / "8.6" / 8.6 → 86, vLLM's own integer form; None when it is not a capability."""
     text = str(value).strip() if value is not None else ""
