@@ -13,6 +13,7 @@ from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
 from ..fixes.advice_conditions import applies
+from ..fixes.container_steps import in_container
 from ..fixes.cpu_kv_gate import check_cpu_kv_gate
 from ..fixes.platform_tools import for_platform
 from ..fixes.base import COST_ORDER, Declined, Fix, fill_prose, strategy_for
@@ -61,6 +62,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         if not for_platform(fix, ctx):
             entry["outcome"] = "left out: its check is NVIDIA's tool, and this platform has no counterpart"
             continue
+        in_container(fix, ctx)
         key = repr(sorted(fix.changes.items(), key=str)) + (fix.step_command or "") + (fix.title if not fix.changes else "")
         if key in seen:
             entry["outcome"] = "left out: the same change as a fix above"
