@@ -150,3 +150,17 @@ def test_a_small_allocation_is_said_in_mib_not_as_zero_gib(ruleset):
            "79.19 GiB of which 0 bytes is free.\n")
     why = next(f["why"] for f in _top(log, ruleset)["fixes"] if "failed allocation" in f["why"])
     assert "asked 2.0 MiB with 0.0 MiB free" in why and "0.00 GiB" not in why and "0.000 of" not in why
+
+
+def test_the_driver_cuda_that_torch_found_is_stated_and_unknown_slots_drop(ruleset):
+    """torch's "found version 12080" is cudaDriverGetVersion's 1000 x major + 10 x minor: the driver supports CUDA
+    12.8, a fact the fixes state; a step whose slot the log does not fill loses that sentence, not its meaning."""
+    log = ("RuntimeError: The NVIDIA driver on your system is too old (found version 12080). Please update your GPU "
+           "driver by downloading and installing a new version from the URL: http://www.nvidia.com/Download/index.aspx\n")
+    whys = [f["why"] for f in _top(log, ruleset)["fixes"]]
+    assert any("supports CUDA 12.8 at most" in why for why in whys)
+    assert any(why.endswith("Here that is a build for CUDA 12.8 or older.") for why in whys)
+    cut = "RuntimeError: CUDA driver version is insufficient for CUDA runtime version\n"
+    whys = [f["why"] for f in _top(cut, ruleset)["fixes"]]
+    assert not any("not in the log" in why or "{" in why for why in whys)
+    assert any(why.endswith("they run on older drivers.") for why in whys)

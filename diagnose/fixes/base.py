@@ -198,12 +198,19 @@ def fill_prose(template: Any, ctx: Context) -> Any:
     >>> ctx = Context(Facts(), ScanResult())
     >>> fill_prose("It is refused (here {method}). vLLM does not know {rejected}. Check the spelling.", ctx)
     'It is refused. Check the spelling.'
+    >>> fill_prose("Releases add them; check the list for {architectures}.", ctx)
+    'Releases add them.'
     """
     filled = fill(template, ctx, missing=_UNKNOWN_SLOT)
     if not isinstance(filled, str) or _UNKNOWN_SLOT not in filled:
         return filled
-    kept = [sentence for sentence in (_without_parenthesis_of_unknown(s) for s in _SENTENCE_END.split(filled))
-            if _UNKNOWN_SLOT not in sentence]
+    parts = [_without_parenthesis_of_unknown(s) for s in _SENTENCE_END.split(filled)]
+    kept = []
+    for index, sentence in enumerate(parts):
+        if _UNKNOWN_SLOT in sentence:
+            continue
+        dropped_next = index + 1 == len(parts) or _UNKNOWN_SLOT in parts[index + 1]
+        kept.append(sentence[:-1] + "." if dropped_next and sentence.endswith(";") else sentence)
     return " ".join(kept) if kept else filled.replace(_UNKNOWN_SLOT, "(not in the log)")
 
 

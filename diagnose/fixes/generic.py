@@ -8,7 +8,7 @@ import re
 from typing import Any
 
 from ..context.context import Context
-from .base import COST_CLASS, Fix, TEXT, WILL_START, fill, fill_command, strategy
+from .base import COST_CLASS, Fix, TEXT, WILL_START, fill, fill_command, fill_prose, strategy
 from .release_levers import removal_fix, replacement_fix, upgrade_fix, upgrade_for_value_fix, value_spelling_fix
 
 # ---------------------------------------------------------------- generic flag and environment changes
@@ -291,6 +291,6 @@ def _docker_value(ctx: Context, option: str) -> Any:
 def step(ctx: Context, params: dict) -> Fix | None:
     """A command to run or a step to take, written by the rule (no launch change), with its cost and why."""
     return Fix(title=fill(params["title"], ctx), step_command=fill_command(params.get("command"), ctx),
-               why=fill(params.get("why", ""), ctx), cost=params.get("cost_class", "downtime"),
+               why=fill_prose(params.get("why", ""), ctx), cost=params.get("cost_class", "downtime"),
                cost_note=fill(params.get("cost", ""), ctx), will_start=params.get("will_start"),
                workaround=bool(params.get("workaround")))
