@@ -120,7 +120,11 @@ def is_env_name(name: str) -> bool:
 
 def advice_fixes(lines: list[str], current: dict[str, Any], said: dict[str, str] | None = None) -> list[Fix]:
     """Fixes named by the messages in `lines`; `current` gives the launch's values by flag, for direction-only advice,
-    and `said` each as a sentence may state it (a release's default, assumed, says so)."""
+    and `said` each as a sentence may state it (a release's default, assumed, says so).
+
+    >>> [f.changes for f in advice_fixes(["requires SM89+. Re-run with --kv-cache-dtype auto."], {})]
+    [{'--kv-cache-dtype': 'auto'}]
+    """
     fixes: list[Fix] = []
     for raw in lines:
         line = raw[:MAX_LINE_CHARS]
@@ -229,6 +233,7 @@ def _assignment(line: str) -> Fix | None:
         return None
     for match in _ASSIGN.finditer(line):
         name, value = match.group("name"), match.group("value")
+        value = value.rstrip(".:") or None if value else value  # the sentence's own full stop is no part of it
         if value and value.lower() in _NOT_VALUES - {"true", "false"}:
             value = None
         if is_env_name(name) or (match.group("envword") and name.isupper()):
