@@ -247,7 +247,10 @@ def per_token_error(report: dict, logged: dict) -> dict | None:
     """The estimate's KV bytes per token against vLLM's (`logged_bytes_per_token`): the architecture's part of the
     estimate, apart from the memory it assumes is left."""
     figure, how = logged_bytes_per_token(logged) or (None, "")
-    estimate = report["check"]["memory"].get("kv_bytes_per_token")
+    memory = report["check"]["memory"]
+    estimate = memory.get("kv_bytes_per_token")
+    if how == "needed for max seq len":  # what vLLM's one-sequence check counts (the whole model's, under PP from 0.14)
+        estimate = memory.get("sequence_bytes_per_token") or estimate
     if not figure or not estimate:
         return None
     return {"logged": round(figure), "estimate": estimate, "error": (estimate - figure) / figure, "from": how}

@@ -305,3 +305,14 @@ def test_a_gptq_checkpoint_known_by_name_spans_its_widest_stored_width():
 def test_a_checkpoint_whose_facts_say_its_method_is_not_resized_by_the_launch():
     pic = picture(target("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ --quantization awq", gpu="L4", version="0.9.2"))
     assert not any("its own config not being here" in line for line in pic.assumed)
+
+
+def test_under_pipeline_parallelism_one_sequence_is_checked_at_the_whole_models_bytes_from_0_14():
+    # vllm 0.14.0 v1/core/kv_cache_utils.py get_kv_cache_configs: `_check_enough_kv_cache_memory(min(available_memory),
+    # … global_kv_cache_groups)`, the groups merged over every stage; 0.13.0 checked each worker's own layers.
+    # Llama-3.1-8B: 2 × 32 layers × 8 KV heads × 128 × 2 bytes = 131,072 bytes per token, 65,536 on each of 2 stages.
+    launch = "vllm serve meta-llama/Llama-3.1-8B-Instruct --pipeline-parallel-size 2 --max-model-len 131072"
+    newer, older = picture(target(launch, gpu="L4", count=2, version="0.14.0")), picture(target(launch, gpu="L4", count=2, version="0.13.0"))
+    assert newer.kv_bytes_per_token == older.kv_bytes_per_token == 65536
+    assert newer.sequence_bytes_per_token == 131072 and older.sequence_bytes_per_token is None
+    assert newer.usable(32768) == 16384 and older.usable(32768) == 32768

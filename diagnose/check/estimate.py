@@ -57,6 +57,7 @@ class MemoryPicture:
     kv_bytes_per_token: int | None = None
     kv_bytes_per_token_worst: int | None = None  # where the release leaves the cache's form open (MLA): its largest
     kv_tokens: Span | None = None
+    sequence_bytes_per_token: int | None = None  # what vLLM's one-sequence check counts, where not the GPU's own
     max_model_len: int | None = None
     max_model_len_source: str = ""
     assumed: list[str] = field(default_factory=list)
@@ -74,7 +75,11 @@ class MemoryPicture:
 
     def usable(self, tokens: float) -> float:
         """Of a KV cache of `tokens`, what one sequence may use: less the null block vLLM holds back from 0.29
-        (`memory.reserved_blocks`), as its own "estimated maximum model length" counts."""
+        (`memory.reserved_blocks`), as its own "estimated maximum model length" counts; where its check counts
+        more bytes per token than one GPU holds (pipeline parallelism from 0.14: the whole model's layers), the
+        tokens that many bytes give."""
+        if self.sequence_bytes_per_token and self.kv_bytes_per_token:
+            tokens = tokens * self.kv_bytes_per_token // self.sequence_bytes_per_token
         return max(tokens - memory.reserved_blocks(self.version) * self.block_size, 0)
 
 
@@ -129,6 +134,10 @@ def _kv_per_token(pic: MemoryPicture, target) -> None:
         pic.missing.append(f"{model.name}'s layers, KV heads or head size ({model.source})")
         return
     pic.kv_bytes_per_token = math.ceil(per_token / pp)
+    if pp > 1 and since(target.version, "pp_whole_model_kv_check_since"):
+        pic.sequence_bytes_per_token = per_token
+        pic.assumed.append(f"one sequence of max_model_len is checked at the whole model's {per_token:,} KV bytes per "
+                           f"token against one stage's memory, as vLLM {target.version} checks under PP")
     if model.mla and target.version is None:  # a release before 0.7.1 caches a key and a value per head, padded
         worst = memory.kv_bytes_per_token(model, tp, kv_dtype, mla_head_size=memory.mla_cache_head_size(model, "0.6.0"))
         if worst and worst > per_token:

@@ -105,7 +105,7 @@ def _kv_candidates(target, pic: MemoryPicture) -> list[Remedy]:
             out.append(Remedy(f"Cap the context at what the KV cache holds: --max-model-len {length}",
                               {"--max-model-len": str(length)}, cost=f"longest request {pic.max_model_len:,} → {length:,} tokens"))
     if pic.kv_bytes_per_token and pic.max_model_len and pic.total_gib:
-        need_gib = pic.kv_bytes_per_token * pic.max_model_len / memory.GIB
+        need_gib = (pic.sequence_bytes_per_token or pic.kv_bytes_per_token) * pic.max_model_len / memory.GIB
         other = pic.weights_gib.high + pic.reserve_gib.central + (pic.cudagraphs_gib.central if pic.cudagraphs_in_budget else 0)
         value = math.ceil((other + need_gib) / pic.total_gib * 100) / 100
         if pic.utilization < value <= MAX_USABLE_SHARE:
