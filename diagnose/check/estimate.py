@@ -14,12 +14,13 @@ import math
 from dataclasses import dataclass, field
 
 from ..context.predicates import PREDICATES
-from ..fixes.feasibility import EMPTY_GPU_RESERVE_GIB, MAX_USABLE_SHARE, layout, weights_verdict
+from ..fixes.feasibility import EMPTY_GPU_RESERVE_GIB
 from ..foresight.assumptions import assumptions, since
 from ..foresight.limits import max_model_len
 from ..foresight.parallel import size
 from ..model import memory
 from ..util.units import parse_float, parse_int
+from .weights_estimate import weights_figure
 
 
 @dataclass(frozen=True)
@@ -185,54 +186,18 @@ def _cpu(pic: MemoryPicture, target) -> MemoryPicture:
 
 
 def _weights(pic: MemoryPicture, target) -> None:
-    ctx = target.context()
-    verdict = weights_verdict(ctx)
-    weights = widest = verdict.weights_gib
-    fits_empty_gpu, basis = verdict.fits_empty_gpu, verdict.basis
-    method = (target.launch.get("--quantization") or "").lower()
-    bits = (assumptions()["memory"]["online_quantization_bits"]).get(method)
-    stored = stored_bits(target)
-    if bits and target.model is not None and not target.model.quantization:
-        weights = widest = memory.weights_gib(target.model, layout(ctx), ctx.arg("--dtype"), bits=bits)
-        pic.assumed.append(f"--quantization {method} quantizes the 16-bit checkpoint to {bits} bits as it loads")
-    elif stored is not None and target.model is not None:
-        weights = memory.weights_gib(target.model, layout(ctx), bits=stored["central"])
-        widest = memory.weights_gib(target.model, layout(ctx), bits=stored["high"])
-        fits_empty_gpu = None if weights is None or not pic.total_gib else (
-            weights <= pic.total_gib * MAX_USABLE_SHARE - EMPTY_GPU_RESERVE_GIB)
-        basis = f"{weights or 0:.1f} GiB of weights per GPU over {layout(ctx)} GPU(s) at {stored['central']} bits"
-        pic.assumed.append(f"--quantization {method}: the checkpoint is stored at {stored['central']} bits"
-                           + (f" (up to {stored['high']})" if stored["high"] != stored["central"] else "")
-                           + f", its own config not being here ({target.model.source})")
-    if weights is None or widest is None:
+    figure = weights_figure(target, pic.total_gib)
+    if figure is None:
         pic.missing.append("the weights' size (the model's parameter count is unknown)")
         return
-    quantized = bool(bits or stored or (target.model and (target.model.quantization or (target.model.weight_bits or 16) < 16)))
-    share = assumptions()["memory"]["weights_share"]["quantized" if quantized else "unquantized"]
-    pic.weights_gib = Span(weights * (1 + share["low"]), weights * (1 + share["central"]), widest * (1 + share["high"]))
-    pic.weights_fit = fits_empty_gpu
-    pic.assumed.append(f"weights {pic.weights_gib.central:.2f} GiB per GPU ({basis}"
-                       + (f"; {share['central']:+.0%} for the 16-bit embeddings, head and scales of a quantized "
-                          "checkpoint" if share["central"] else "") + f"; {share['low']:+.0%}/{share['high']:+.0%})")
-
-
-def stored_bits(target) -> dict | None:
-    """The width a checkpoint's weights are stored at, from the launch's `--quantization`, where the model is known
-    by its name only and the method is one whose checkpoints carry their own config (`checkpoint_quantization_bits`):
-    `--quantization awq` says the checkpoint is AWQ, so 4-bit, though its name does not say so.
-
-    >>> from diagnose.check.target import target_for
-    >>> from diagnose.foresight.gpus import gpus_from_table
-    >>> from diagnose.context.host import SealedHost
-    >>> t = target_for('LLM(model="someone/Vistral-7B-Chat-quantize", quantization="AWQ")', gpus_from_table("T4", 1),
-    ...                "0.4.0", host=SealedHost())
-    >>> stored_bits(t)
-    {'central': 4, 'high': 4}
-    """
-    model, method = target.model, (target.launch.get("--quantization") or "").lower()
-    if model is None or model.quantization or (model.weight_bits or 16) < 16 or not model.source.startswith("name"):
-        return None
-    return assumptions()["memory"]["checkpoint_quantization_bits"].get(method)
+    pic.assumed += figure.assumed
+    share = figure.share
+    pic.weights_gib = Span(figure.gib * (1 + share["low"]), figure.gib * (1 + share["central"]),
+                           figure.widest_gib * (1 + share["high"]))
+    pic.weights_fit = figure.fits_empty_gpu
+    pic.assumed.append(f"weights {pic.weights_gib.central:.2f} GiB per GPU ({figure.basis}"
+                       + (f"; {share['central']:+.0%} {figure.share_covers}" if share["central"] else "")
+                       + f"; {share['low']:+.0%}/{share['high']:+.0%})")
 
 
 def _reserve(pic: MemoryPicture, target) -> None:
@@ -295,4 +260,4 @@ def fitting_len(pic: MemoryPicture, tokens: float) -> int:
     return memory.round_down_len(int(tokens)) if tokens >= memory.BLOCK_SIZE else 0
 
 
-__all__ = ["MemoryPicture", "Span", "exact", "fitting_len", "picture", "stored_bits"]
+__all__ = ["MemoryPicture", "Span", "exact", "fitting_len", "picture"]
