@@ -11,11 +11,13 @@ import json
 import pytest
 
 from diagnose.check.estimate import picture
+from diagnose.check.run import run_checks
 from diagnose.check.target import target_for
 from diagnose.context.host import SealedHost
 from diagnose.foresight.gpus import gpus_from_table
 from diagnose.model.files import ModelFiles
 from diagnose.model.info import resolve
+from diagnose.util.units import GIB
 
 
 def target(launch: str, gpu: str = "A100 80GB", count: int = 1, version: str | None = "0.13.0"):
@@ -45,6 +47,45 @@ def test_mxfp4_keeps_the_share_for_what_it_leaves_unquantized():
     # method, so 116.83e9 × 0.5 bytes = 54.4 GiB, +15 % as before.
     pic = picture(target("vllm serve openai/gpt-oss-120b", gpu="H100"))
     assert pic.weights_gib.central == pytest.approx(54.4 * 1.15, abs=0.01)
+
+
+# ---------------------------------------------------------------- V1's sampler peak
+
+
+def test_the_v1_sampler_peak_sets_the_reserve_on_a_large_gpu():
+    # vllm 0.13.0 gpu_model_runner._dummy_sampler_run: min(max_num_seqs, max_num_batched_tokens) rows; V1's default
+    # max_num_seqs on an 80 GB H100 is 1024 (arg_utils); 1,024 × 201,088 logits × 28 bytes (the PyTorch top-k/top-p
+    # path, topk_topp_sampler.py) = 5.37 GiB, + 0.5 GiB non-torch.
+    pic = picture(target("vllm serve openai/gpt-oss-120b", gpu="H100"))
+    assert pic.reserve_gib.central == pytest.approx(1024 * 201088 * 28 / GIB + 0.5, abs=0.01)
+
+
+def test_fewer_batched_tokens_than_sequences_bound_the_sampler_rows():
+    pic = picture(target("vllm serve openai/gpt-oss-120b --max-num-batched-tokens 512", gpu="H100"))
+    assert pic.reserve_gib.central == pytest.approx(512 * 201088 * 28 / GIB + 0.5, abs=0.01)
+
+
+def test_flashinfer_may_sample_up_to_0_11_so_the_low_case_is_its_peak():
+    # topk_topp_sampler.py 0.11.0: FlashInfer by default where installed (16-bit + float32 logits + probs, 10 bytes);
+    # 0.12.0: only with VLLM_USE_FLASHINFER_SAMPLER=1.
+    old, new = picture(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.11.0")), picture(
+        target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.12.0"))
+    assert old.reserve_gib.low == pytest.approx(1024 * 201088 * 10 / GIB + 0.25, abs=0.01)
+    assert new.reserve_gib.low == pytest.approx(1024 * 201088 * 28 / GIB + 0.25, abs=0.01)
+
+
+def test_no_sampler_peak_where_it_is_not_known_or_not_v1():
+    v0 = picture(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.6.3"))
+    no_vocab = picture(target("vllm serve someone/Model-7B-chat", gpu="H100"))
+    assert not any("sampler" in line for line in v0.assumed + no_vocab.assumed)
+    assert no_vocab.reserve_gib.central == 1.5
+
+
+def test_a_large_vocabulary_quantized_model_is_predicted_short_of_its_context():
+    # Qwen1.5-7B-Chat GPTQ-Int4 on a 24 GB RTX 3090 at its 32,768 positions: the 16-bit embeddings (2.49 GB) and
+    # the sampler's 256 × 151,936 logits leave about 14.6 GiB, 29,900 tokens at 524,288 bytes each.
+    found = run_checks(target("vllm serve qwen/Qwen1.5-7B-Chat-GPTQ-Int4 --quantization gptq", gpu="RTX 3090"))
+    assert [(f.check, f.category) for f in found.failures] == [("kv-cache", "kv-cache-too-small-for-max-len")]
 
 
 # ---------------------------------------------------------------- the facts they read

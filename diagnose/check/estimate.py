@@ -20,6 +20,7 @@ from ..foresight.limits import max_model_len
 from ..foresight.parallel import size
 from ..model import memory
 from ..util.units import parse_float, parse_int
+from .sampler_profile import sampler_peak
 from .weights_estimate import weights_figure
 
 
@@ -214,6 +215,7 @@ def _reserve(pic: MemoryPicture, target) -> None:
     else:
         pic.assumed.append(f"activation peak + non-torch memory {EMPTY_GPU_RESERVE_GIB} GiB ({pic.reserve_gib.low}–"
                            f"{pic.reserve_gib.high}; the reserve the fix ranking assumes without a log)")
+    _sampler(pic, target)
     eager = target.launch.get("--enforce-eager") not in (None, "false", "False")
     graphs = table["cudagraphs_gib"]
     pic.cudagraphs_gib = exact(0.0) if eager else Span(graphs["low"], graphs["central"], graphs["high"])
@@ -225,6 +227,20 @@ def _reserve(pic: MemoryPicture, target) -> None:
     else:
         where = "out of the KV budget" if pic.cudagraphs_in_budget else "outside gpu_memory_utilization"
         pic.assumed.append(f"CUDA graphs {graphs['central']} GiB ({graphs['low']}–{graphs['high']}), {where}")
+
+
+def _sampler(pic: MemoryPicture, target) -> None:
+    """The reserve is at least V1's dummy sampler peak beside the non-torch memory (`sampler_profile`)."""
+    peak = sampler_peak(target, pic.total_gib)
+    if peak is None or pic.reserve_gib is None:
+        return
+    extra, held = assumptions()["memory"]["profile_activation"]["non_torch_gib"], pic.reserve_gib
+    pic.reserve_gib = Span(max(held.low, peak.low_gib + extra / 2), max(held.central, peak.central_gib + extra),
+                           max(held.high, peak.high_gib + 2 * extra))
+    pic.assumed.append(f"the V1 profile run's sampler peak {peak.central_gib:.2f} GiB ({peak.low_gib:.2f}–"
+                       f"{peak.high_gib:.2f}: {peak.rows:,} dummy requests, from {peak.rows_from}, × {peak.vocab_size:,} "
+                       f"logits) + {extra} GiB non-torch: a reserve of {pic.reserve_gib.central:.2f} GiB "
+                       f"({pic.reserve_gib.low:.2f}–{pic.reserve_gib.high:.2f})")
 
 
 def _whole_prompt_profile(pic: MemoryPicture, target) -> Span | None:
