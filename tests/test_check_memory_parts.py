@@ -15,6 +15,7 @@ from diagnose.check.run import run_checks
 from diagnose.check.target import target_for
 from diagnose.context.host import SealedHost
 from diagnose.foresight.gpus import gpus_from_table
+from diagnose.launch.releases import v1_max_num_seqs_default
 from diagnose.model.files import ModelFiles
 from diagnose.model.info import resolve
 from diagnose.util.units import GIB
@@ -87,6 +88,17 @@ def test_a_large_vocabulary_quantized_model_is_predicted_short_of_its_context():
     found = run_checks(target("vllm serve qwen/Qwen1.5-7B-Chat-GPTQ-Int4 --quantization gptq", gpu="RTX 3090"))
     assert [(f.check, f.category) for f in found.failures] == [("kv-cache", "kv-cache-too-small-for-max-len")]
 
+
+
+def test_v1s_default_max_num_seqs_before_0_8_5_is_that_releases_own():
+    # vllm engine/arg_utils.py _set_default_args_v1: 0.8.0-0.8.3 `default_max_num_seqs = 1024` on every GPU; 0.8.4
+    # by the device's name (h100/h200: 1024, else 256); 0.8.5 by its memory (>= 70 GiB: 1024); 0.9 less the A100.
+    assert v1_max_num_seqs_default("0.8.1", 23.69, "NVIDIA GeForce RTX 3090") == 1024
+    assert v1_max_num_seqs_default("0.8.4", 79.2, "NVIDIA A100-SXM4-80GB") == 256
+    assert v1_max_num_seqs_default("0.8.4", 79.1, "NVIDIA H100 80GB HBM3") == 1024
+    assert v1_max_num_seqs_default("0.8.5", 79.2, "NVIDIA A100-SXM4-80GB") == 1024
+    pic = picture(target("vllm serve Qwen/Qwen2.5-32B-Instruct -tp 2", gpu="RTX 3090", count=2, version="0.8.1"))
+    assert pic.reserve_gib.central == pytest.approx(1024 * 152064 * 28 / GIB + 0.5, abs=0.01)
 
 # ---------------------------------------------------------------- the facts they read
 
