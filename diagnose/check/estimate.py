@@ -60,6 +60,7 @@ class MemoryPicture:
     kv_bytes_per_token_worst: int | None = None  # where the release leaves the cache's form open (MLA): its largest
     kv_tokens: Span | None = None
     sequence_bytes_per_token: int | None = None  # what vLLM's one-sequence check counts, where not the GPU's own
+    sampler_rows: int | None = None  # V1's dummy sampler requests, where their peak sets the reserve
     max_model_len: int | None = None
     max_model_len_source: str = ""
     assumed: list[str] = field(default_factory=list)
@@ -237,6 +238,8 @@ def _sampler(pic: MemoryPicture, target) -> None:
     extra, held = assumptions()["memory"]["profile_activation"]["non_torch_gib"], pic.reserve_gib
     pic.reserve_gib = Span(max(held.low, peak.low_gib + extra / 2), max(held.central, peak.central_gib + extra),
                            max(held.high, peak.high_gib + 2 * extra))
+    if peak.central_gib + extra > held.central:
+        pic.sampler_rows = peak.rows
     pic.assumed.append(f"the V1 profile run's sampler peak {peak.central_gib:.2f} GiB ({peak.low_gib:.2f}–"
                        f"{peak.high_gib:.2f}: {peak.rows:,} dummy requests, from {peak.rows_from}, × {peak.vocab_size:,} "
                        f"logits) + {extra} GiB non-torch: a reserve of {pic.reserve_gib.central:.2f} GiB "

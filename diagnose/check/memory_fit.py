@@ -115,6 +115,10 @@ def _kv_candidates(target, pic: MemoryPicture) -> list[Remedy]:
     if cc is not None and cc >= 8.9 and target.launch.get("--kv-cache-dtype") in (None, "auto"):
         out.append(Remedy("Halve the KV bytes per token: --kv-cache-dtype fp8", {"--kv-cache-dtype": "fp8"},
                           cost="small accuracy loss from 8-bit keys and values"))
+    if pic.sampler_rows and pic.sampler_rows >= 64:  # the profile's sampler peak sets the reserve: fewer requests
+        fewer = pic.sampler_rows // 4
+        out.append(Remedy(f"Profile and serve fewer requests at once: --max-num-seqs {fewer}",
+                          {"--max-num-seqs": str(fewer)}, cost=f"at most {fewer} requests run at once"))
     out += _more_gpus(target)
     if pic.cudagraphs_in_budget:
         out.append(Remedy("Skip CUDA graphs: --enforce-eager", {"--enforce-eager": True}, cost="slower decode"))
