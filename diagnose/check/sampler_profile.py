@@ -37,7 +37,7 @@ def sampler_peak(target, total_gib: float | None) -> SamplerPeak | None:
     (1024, 5.37, 5.37)
     """
     model, launch = target.model, target.launch
-    if model is None or not model.vocab_size or target.platform == "cpu":
+    if model is None or not model.vocab_size or target.platform == "cpu" or _pooling(launch):
         return None
     if target.version is not None and not PREDICATES["v1-engine"](target.context()):
         return None
@@ -57,6 +57,15 @@ def sampler_peak(target, total_gib: float | None) -> SamplerPeak | None:
     low = table["low"] if flashinfer_possible else table["central"]
     return SamplerPeak(logits * low, logits * table["central"], logits * table["high"], rows, model.vocab_size,
                        rows_from)
+
+
+_POOLING_TASKS = ("embed", "embedding", "classify", "score", "reward")
+
+
+def _pooling(launch) -> bool:
+    """A pooling model's profile runs its pooler, not the sampler (gpu_model_runner.profile_run)."""
+    return (launch.get("--runner") == "pooling" or launch.get("--task") in _POOLING_TASKS
+            or launch.get("--convert") in ("embed", "classify", "reward"))
 
 
 __all__ = ["SamplerPeak", "sampler_peak"]
