@@ -238,6 +238,8 @@ def _sampler(pic: MemoryPicture, target) -> None:
     extra, held = assumptions()["memory"]["profile_activation"]["non_torch_gib"], pic.reserve_gib
     pic.reserve_gib = Span(max(held.low, peak.low_gib + extra / 2), max(held.central, peak.central_gib + extra),
                            max(held.high, peak.high_gib + 2 * extra))
+    if pic.reserve_gib == held:
+        return
     if peak.central_gib + extra > held.central:
         pic.sampler_rows = peak.rows
     pic.assumed.append(f"the V1 profile run's sampler peak {peak.central_gib:.2f} GiB ({peak.low_gib:.2f}–"
