@@ -46,6 +46,7 @@ from diagnose.launch.parse import parse_launch  # noqa: E402
 from diagnose.launch.render import render  # noqa: E402
 from diagnose.model.files import ModelFiles  # noqa: E402
 from diagnose.util.errors import VdiagError  # noqa: E402
+from diagnose.util.units import GIB  # noqa: E402
 
 CORPUS = Path("/work/shared/corpus")
 # The reproduced CPU runs served a tiny random-weight Llama from these folders (its config as the run's machine had
@@ -67,8 +68,10 @@ def label_gpus(text: str | None, numbers: dict) -> dict:
         return out
     if CPU_LABEL.search(text):
         return {"cpu": True}
-    if NOT_A_GPU.search(text) or " + " in text:  # not a GPU vdiag models; two kinds of GPU
+    if NOT_A_GPU.search(text):  # not a GPU vdiag models
         return {"other": True}
+    if " + " in text:  # two kinds of GPU: one snapshot cannot say them, the KV bytes per token still compare
+        return {"mixed": True}
     count = re.match(r"\s*(\d+)\s*(?:x|×|\*)\s*", text) or re.search(r"\b(\d+)\s+(?:x\s+)?(?:\d+GB\s+)?GPUs?\b", text)
     if count:
         out["count"] = int(count.group(1))
@@ -159,8 +162,9 @@ def inputs_for(log: Path, label: dict, ruleset) -> dict | None:
         total = total or float(entry["memory_gib"])
         cc = cc or str(entry["compute_capability"])
     count = said.get("count") or (len(ctx.gpus) if len(ctx.gpus) > 1 else None) or ctx.gpu_count()
-    if not (name or total or cc or count):
-        return None
+    if said.get("mixed") or not (name or total or cc or count):  # the KV bytes per token need only the launch's model and its TP
+        return {"launch": launch_text, "gpu": None, "version": ctx.version or release_of(label.get("vllm_version")),
+                "logged": memory}
     assumed_count = count is None
     count = count or world_size(launch)
     free = memory.get("free_gib")  # the start-up line's figure (`Free memory on device … on startup`), not an OOM's
@@ -203,6 +207,8 @@ def run_check(given: dict) -> dict:
         options = CheckOptions(given["launch"], vllm_version=given.get("version"), host=MACHINE[0])
         if given.get("gpu") == "cpu":
             options.gpu_name = "cpu"
+        elif given.get("gpu", "devices") is None:
+            options.no_gpu = True
         else:
             json.dump({"schema": 1, "source": "corpus", "devices": given["devices"], "processes": []}, snapshot)
             snapshot.flush()
@@ -221,6 +227,43 @@ def kv_error(report: dict, logged: dict) -> dict | None:
             return {"unit": unit, "logged": figure, "estimate": span["central"],
                     "error": (span["central"] - figure) / figure, "in_span": span["low"] <= figure <= span["high"]}
     return None
+
+
+def logged_bytes_per_token(logged: dict) -> tuple[float, str] | None:
+    """vLLM's own KV bytes per token on one GPU, where its log gives two figures of one cache: the GiB one sequence
+    of its max seq len needs (`N GiB KV cache is needed` beside `max seq len (N)`), else the cache's GiB over the
+    tokens it holds. Figures under 0.1 GiB are left out: printed to two decimals, they say too little."""
+    need, length = logged.get("kv_needed_gib"), logged.get("max_model_len")
+    if need and need >= 0.1 and length:
+        return need * GIB / length, "needed for max seq len"
+    kv, tokens = logged.get("kv_cache_gib"), logged.get("kv_tokens") or (
+        logged["gpu_blocks"] * 16 if logged.get("gpu_blocks") else None)
+    if kv and kv >= 0.1 and tokens:
+        return kv * GIB / tokens, "cache GiB / tokens"
+    return None
+
+
+def per_token_error(report: dict, logged: dict) -> dict | None:
+    """The estimate's KV bytes per token against vLLM's (`logged_bytes_per_token`): the architecture's part of the
+    estimate, apart from the memory it assumes is left."""
+    figure, how = logged_bytes_per_token(logged) or (None, "")
+    memory = report["check"]["memory"]
+    estimate = memory.get("kv_bytes_per_token")
+    if how == "needed for max seq len":  # what vLLM's one-sequence check counts (the whole model's, under PP from 0.14)
+        estimate = memory.get("sequence_bytes_per_token") or estimate
+    if not figure or not estimate:
+        return None
+    return {"logged": round(figure), "estimate": estimate, "error": (estimate - figure) / figure, "from": how}
+
+
+def memory_gap(report: dict, logged: dict) -> dict | None:
+    """The estimate's KV GiB against vLLM's `Available KV cache memory` (negative ones too), in GiB: the memory
+    part of the estimate, apart from the bytes per token."""
+    span, figure = report["check"]["memory"].get("kv_gib"), logged.get("kv_cache_gib")
+    if span is None or figure is None:
+        return None
+    return {"logged": figure, "estimate": span["central"], "gap_gib": round(span["central"] - figure, 2),
+            "in_span": span["low"] <= figure <= span["high"]}
 
 
 def main() -> int:
@@ -249,11 +292,20 @@ def main() -> int:
             try:
                 report = run_check(given)
             except VdiagError as error:
-                rows.append({"log": f"{folder.name}/{log.stem}", "category": category, "status": "error", "error": str(error)})
+                if given.get("gpu", "devices") is not None:
+                    rows.append({"log": f"{folder.name}/{log.stem}", "category": category, "status": "error",
+                                 "error": str(error)})
+                continue
+            per_token = per_token_error(report, given.get("logged") or {})
+            if given.get("gpu", "devices") is None:  # no GPU: only the bytes per token can be compared
+                if per_token:
+                    rows.append({"log": f"{folder.name}/{log.stem}", "category": category, "status": "no-gpu",
+                                 "per_token": per_token})
                 continue
             predicted = [d["category"] for d in report["diagnoses"]]
             rows.append({"log": f"{folder.name}/{log.stem}", "category": category, "status": report["status"],
                          "predicted": predicted, "kv": kv_error(report, given.get("logged") or {}),
+                         "per_token": per_token, "memory_gap": memory_gap(report, given.get("logged") or {}),
                          "launch": given["launch"][:200], "version": given.get("version"),
                          "gpus": given.get("gpu") or f"{len(given['devices'])} x {given['devices'][0]}",
                          "assumed_count": given.get("assumed_count", False)})
@@ -269,6 +321,7 @@ def summarize(rows: list[dict], verbose: bool) -> None:
 
     families = taxonomy()
     per: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    compared, rows = rows, [r for r in rows if r["status"] != "no-gpu"]
     for row in rows:
         c, outcome = row["category"], _outcome(row)
         per[c][outcome] += 1
@@ -303,6 +356,30 @@ def summarize(rows: list[dict], verbose: bool) -> None:
                 print(f"  {r['log']:<48} {r['kv']['unit']:<6} logged {r['kv']['logged']:>10,.2f} estimate "
                       f"{r['kv']['estimate']:>10,.2f} error {r['kv']['error']:+.1%}"
                       + ("" if r["kv"]["in_span"] else " (outside the span)"))
+    summarize_parts(compared)
+
+
+def summarize_parts(rows: list[dict]) -> None:
+    """The two parts of the KV estimate on their own: bytes per token (every log whose figures give vLLM's, with
+    or without a GPU) and the GiB left for the cache (every log with `Available KV cache memory`, negative too)."""
+    per_token = [r for r in rows if r.get("per_token")]
+    if per_token:
+        errors = [abs(r["per_token"]["error"]) for r in per_token]
+        worst = max(per_token, key=lambda r: abs(r["per_token"]["error"]))
+        print(f"\nKV bytes per token vs vLLM's: {len(errors)} logs, median |error| {statistics.median(errors):.1%}, "
+              f"worst {abs(worst['per_token']['error']):.1%} ({worst['log']})")
+        for r in per_token:
+            p = r["per_token"]
+            print(f"  {r['log']:<48} logged {p['logged']:>9,} estimate {p['estimate']:>9,} error {p['error']:+.1%} "
+                  f"({p['from']})")
+    gaps = [r for r in rows if r.get("memory_gap")]
+    if gaps:
+        print(f"\nKV GiB vs vLLM's Available KV cache memory: {len(gaps)} logs, median |gap| "
+              f"{statistics.median(abs(r['memory_gap']['gap_gib']) for r in gaps):.2f} GiB")
+        for r in gaps:
+            g = r["memory_gap"]
+            print(f"  {r['log']:<48} logged {g['logged']:>7.2f} estimate {g['estimate']:>7.2f} gap {g['gap_gib']:+.2f} GiB"
+                  + ("" if g["in_span"] else " (outside the span)"))
 
 
 def half_of(case_id: str) -> str:

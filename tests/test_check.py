@@ -279,3 +279,40 @@ def test_what_is_not_a_vllm_launch_is_a_usage_error(bad):
     with pytest.raises(VdiagError) as error:
         target(bad)
     assert error.value.exit_code == ExitCode.USAGE
+
+
+# ---------------------------------------------------------------- a checkpoint's method named by the launch
+
+
+def test_a_checkpoint_method_in_the_launch_sizes_weights_its_name_leaves_unsaid():
+    # vllm 0.9.2 model_executor/layers/quantization/awq.py: AWQConfig takes 4-bit weights only, so a 7B AWQ
+    # checkpoint holds 7e9 × 4 / 8 bytes = 3.26 GiB of weights (its 16 bits would be 13.04 GiB, more than a T4
+    # keeps usable): at gpu_memory_utilization 0.1 (1.48 GiB of 14.75) no KV cache is left, and nothing runs out
+    # of memory while loading.
+    launch = ('LLM(model="someone/Vistral-7B-Chat-quantize", quantization="AWQ", enforce_eager=True, '
+              'gpu_memory_utilization=0.1)')
+    pic = picture(target(launch, gpu="T4", version="0.9.2"))
+    assert round(pic.weights_gib.central / 1.15, 2) == 3.26 and pic.weights_fit is True
+    assert failures(launch, gpu="T4", version="0.9.2") == [("kv-cache", "kv-cache-no-blocks")]
+
+
+def test_a_gptq_checkpoint_known_by_name_spans_its_widest_stored_width():
+    # vllm 0.9.2 gptq.py: weight_bits in [2, 3, 4, 8]; 4 is the central case, 8 the high: 7e9 bytes = 6.52 GiB.
+    pic = picture(target("vllm serve someone/Model-7B-chat --quantization gptq", gpu="L4", version="0.9.2"))
+    assert round(pic.weights_gib.central / 1.15, 2) == 3.26 and round(pic.weights_gib.high / 1.6, 2) == 6.52
+
+
+def test_a_checkpoint_whose_facts_say_its_method_is_not_resized_by_the_launch():
+    pic = picture(target("vllm serve Qwen/Qwen2.5-7B-Instruct-AWQ --quantization awq", gpu="L4", version="0.9.2"))
+    assert not any("its own config not being here" in line for line in pic.assumed)
+
+
+def test_under_pipeline_parallelism_one_sequence_is_checked_at_the_whole_models_bytes_from_0_14():
+    # vllm 0.14.0 v1/core/kv_cache_utils.py get_kv_cache_configs: `_check_enough_kv_cache_memory(min(available_memory),
+    # … global_kv_cache_groups)`, the groups merged over every stage; 0.13.0 checked each worker's own layers.
+    # Llama-3.1-8B: 2 × 32 layers × 8 KV heads × 128 × 2 bytes = 131,072 bytes per token, 65,536 on each of 2 stages.
+    launch = "vllm serve meta-llama/Llama-3.1-8B-Instruct --pipeline-parallel-size 2 --max-model-len 131072"
+    newer, older = picture(target(launch, gpu="L4", count=2, version="0.14.0")), picture(target(launch, gpu="L4", count=2, version="0.13.0"))
+    assert newer.kv_bytes_per_token == older.kv_bytes_per_token == 65536
+    assert newer.sequence_bytes_per_token == 131072 and older.sequence_bytes_per_token is None
+    assert newer.usable(32768) == 16384 and older.usable(32768) == 32768

@@ -119,3 +119,16 @@ def test_with_the_release_unknown_an_mla_models_low_case_is_the_per_head_cache()
     assert pic.kv_bytes_per_token == 27 * 576 * 2 and pic.kv_bytes_per_token_worst == 2 * 27 * 8 * 256 * 2
     assert pic.kv_tokens.low < pic.kv_tokens.central / 5
     assert picture(target("vllm serve deepseek-ai/DeepSeek-V2-Lite", version="0.9.2")).kv_bytes_per_token_worst is None
+
+
+def test_a_token_budget_below_the_default_sequences_stops_a_release_before_0_10_1():
+    # vllm 0.10.0 engine/arg_utils.py keeps the default max_num_seqs whatever --max-num-batched-tokens is, and
+    # SchedulerConfig stops when the budget is below it; 0.10.1 lowers the default to the budget. V1's default on an
+    # 80 GB H100 is 1024 (0.8.5+), V0's 256.
+    launch = "vllm serve Qwen/Qwen3-8B --max-num-batched-tokens 512"
+    assert ("token-budget", "invalid-cli-argument") in failures(launch, gpu="H100", version="0.10.0")
+    assert ("token-budget", "invalid-cli-argument") not in failures(launch, gpu="H100", version="0.10.1")
+    assert ("token-budget", "invalid-cli-argument") not in failures(launch, gpu="L4", version="0.9.2")  # 256 by default
+    assert ("token-budget", "invalid-cli-argument") in failures(
+        "vllm serve Qwen/Qwen3-8B --max-num-batched-tokens 128 --max-model-len 128", gpu="L4", version="0.6.3")
+    assert ("token-budget", "invalid-cli-argument") not in failures(launch, gpu="H100", version=None)  # unknown

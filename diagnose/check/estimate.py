@@ -14,12 +14,14 @@ import math
 from dataclasses import dataclass, field
 
 from ..context.predicates import PREDICATES
-from ..fixes.feasibility import EMPTY_GPU_RESERVE_GIB, layout, weights_verdict
+from ..fixes.feasibility import EMPTY_GPU_RESERVE_GIB
 from ..foresight.assumptions import assumptions, since
 from ..foresight.limits import max_model_len
 from ..foresight.parallel import size
 from ..model import memory
 from ..util.units import parse_float, parse_int
+from .sampler_profile import sampler_peak
+from .weights_estimate import weights_figure
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class MemoryPicture:
     kv_bytes_per_token: int | None = None
     kv_bytes_per_token_worst: int | None = None  # where the release leaves the cache's form open (MLA): its largest
     kv_tokens: Span | None = None
+    sequence_bytes_per_token: int | None = None  # what vLLM's one-sequence check counts, where not the GPU's own
+    sampler_rows: int | None = None  # V1's dummy sampler requests, where their peak sets the reserve
     max_model_len: int | None = None
     max_model_len_source: str = ""
     assumed: list[str] = field(default_factory=list)
@@ -74,7 +78,11 @@ class MemoryPicture:
 
     def usable(self, tokens: float) -> float:
         """Of a KV cache of `tokens`, what one sequence may use: less the null block vLLM holds back from 0.29
-        (`memory.reserved_blocks`), as its own "estimated maximum model length" counts."""
+        (`memory.reserved_blocks`), as its own "estimated maximum model length" counts; where its check counts
+        more bytes per token than one GPU holds (pipeline parallelism from 0.14: the whole model's layers), the
+        tokens that many bytes give."""
+        if self.sequence_bytes_per_token and self.kv_bytes_per_token:
+            tokens = tokens * self.kv_bytes_per_token // self.sequence_bytes_per_token
         return max(tokens - memory.reserved_blocks(self.version) * self.block_size, 0)
 
 
@@ -129,6 +137,10 @@ def _kv_per_token(pic: MemoryPicture, target) -> None:
         pic.missing.append(f"{model.name}'s layers, KV heads or head size ({model.source})")
         return
     pic.kv_bytes_per_token = math.ceil(per_token / pp)
+    if pp > 1 and since(target.version, "pp_whole_model_kv_check_since"):
+        pic.sequence_bytes_per_token = per_token
+        pic.assumed.append(f"one sequence of max_model_len is checked at the whole model's {per_token:,} KV bytes per "
+                           f"token against one stage's memory, as vLLM {target.version} checks under PP")
     if model.mla and target.version is None:  # a release before 0.7.1 caches a key and a value per head, padded
         worst = memory.kv_bytes_per_token(model, tp, kv_dtype, mla_head_size=memory.mla_cache_head_size(model, "0.6.0"))
         if worst and worst > per_token:
@@ -176,24 +188,18 @@ def _cpu(pic: MemoryPicture, target) -> MemoryPicture:
 
 
 def _weights(pic: MemoryPicture, target) -> None:
-    ctx = target.context()
-    verdict = weights_verdict(ctx)
-    weights = verdict.weights_gib
-    method = (target.launch.get("--quantization") or "").lower()
-    bits = (assumptions()["memory"]["online_quantization_bits"]).get(method)
-    if bits and target.model is not None and not target.model.quantization:
-        weights = memory.weights_gib(target.model, layout(ctx), ctx.arg("--dtype"), bits=bits)
-        pic.assumed.append(f"--quantization {method} quantizes the 16-bit checkpoint to {bits} bits as it loads")
-    if weights is None:
+    figure = weights_figure(target, pic.total_gib)
+    if figure is None:
         pic.missing.append("the weights' size (the model's parameter count is unknown)")
         return
-    quantized = bool(bits or (target.model and (target.model.quantization or (target.model.weight_bits or 16) < 16)))
-    share = assumptions()["memory"]["weights_share"]["quantized" if quantized else "unquantized"]
-    pic.weights_gib = Span(weights * (1 + share["low"]), weights * (1 + share["central"]), weights * (1 + share["high"]))
-    pic.weights_fit = verdict.fits_empty_gpu
-    pic.assumed.append(f"weights {pic.weights_gib.central:.2f} GiB per GPU ({verdict.basis}"
-                       + (f"; {share['central']:+.0%} for the 16-bit embeddings, head and scales of a quantized "
-                          "checkpoint" if share["central"] else "") + f"; {share['low']:+.0%}/{share['high']:+.0%})")
+    pic.assumed += figure.assumed
+    share = figure.share
+    pic.weights_gib = Span(figure.gib * (1 + share["low"]), figure.gib * (1 + share["central"]),
+                           figure.widest_gib * (1 + share["high"]))
+    pic.weights_fit = figure.fits_empty_gpu
+    pic.assumed.append(f"weights {pic.weights_gib.central:.2f} GiB per GPU ({figure.basis}"
+                       + (f"; {share['central']:+.0%} {figure.share_covers}" if share["central"] else "")
+                       + f"; {share['low']:+.0%}/{share['high']:+.0%})")
 
 
 def _reserve(pic: MemoryPicture, target) -> None:
@@ -210,6 +216,7 @@ def _reserve(pic: MemoryPicture, target) -> None:
     else:
         pic.assumed.append(f"activation peak + non-torch memory {EMPTY_GPU_RESERVE_GIB} GiB ({pic.reserve_gib.low}–"
                            f"{pic.reserve_gib.high}; the reserve the fix ranking assumes without a log)")
+    _sampler(pic, target)
     eager = target.launch.get("--enforce-eager") not in (None, "false", "False")
     graphs = table["cudagraphs_gib"]
     pic.cudagraphs_gib = exact(0.0) if eager else Span(graphs["low"], graphs["central"], graphs["high"])
@@ -221,6 +228,24 @@ def _reserve(pic: MemoryPicture, target) -> None:
     else:
         where = "out of the KV budget" if pic.cudagraphs_in_budget else "outside gpu_memory_utilization"
         pic.assumed.append(f"CUDA graphs {graphs['central']} GiB ({graphs['low']}–{graphs['high']}), {where}")
+
+
+def _sampler(pic: MemoryPicture, target) -> None:
+    """The reserve is at least V1's dummy sampler peak beside the non-torch memory (`sampler_profile`)."""
+    peak = sampler_peak(target, pic.total_gib)
+    if peak is None or pic.reserve_gib is None:
+        return
+    extra, held = assumptions()["memory"]["profile_activation"]["non_torch_gib"], pic.reserve_gib
+    pic.reserve_gib = Span(max(held.low, peak.low_gib + extra / 2), max(held.central, peak.central_gib + extra),
+                           max(held.high, peak.high_gib + 2 * extra))
+    if pic.reserve_gib == held:
+        return
+    if peak.central_gib + extra > held.central:
+        pic.sampler_rows = peak.rows
+    pic.assumed.append(f"the V1 profile run's sampler peak {peak.central_gib:.2f} GiB ({peak.low_gib:.2f}–"
+                       f"{peak.high_gib:.2f}: {peak.rows:,} dummy requests, from {peak.rows_from}, × {peak.vocab_size:,} "
+                       f"logits) + {extra} GiB non-torch: a reserve of {pic.reserve_gib.central:.2f} GiB "
+                       f"({pic.reserve_gib.low:.2f}–{pic.reserve_gib.high:.2f})")
 
 
 def _whole_prompt_profile(pic: MemoryPicture, target) -> Span | None:

@@ -105,7 +105,7 @@ def _kv_candidates(target, pic: MemoryPicture) -> list[Remedy]:
             out.append(Remedy(f"Cap the context at what the KV cache holds: --max-model-len {length}",
                               {"--max-model-len": str(length)}, cost=f"longest request {pic.max_model_len:,} → {length:,} tokens"))
     if pic.kv_bytes_per_token and pic.max_model_len and pic.total_gib:
-        need_gib = pic.kv_bytes_per_token * pic.max_model_len / memory.GIB
+        need_gib = (pic.sequence_bytes_per_token or pic.kv_bytes_per_token) * pic.max_model_len / memory.GIB
         other = pic.weights_gib.high + pic.reserve_gib.central + (pic.cudagraphs_gib.central if pic.cudagraphs_in_budget else 0)
         value = math.ceil((other + need_gib) / pic.total_gib * 100) / 100
         if pic.utilization < value <= MAX_USABLE_SHARE:
@@ -115,6 +115,10 @@ def _kv_candidates(target, pic: MemoryPicture) -> list[Remedy]:
     if cc is not None and cc >= 8.9 and target.launch.get("--kv-cache-dtype") in (None, "auto"):
         out.append(Remedy("Halve the KV bytes per token: --kv-cache-dtype fp8", {"--kv-cache-dtype": "fp8"},
                           cost="small accuracy loss from 8-bit keys and values"))
+    if pic.sampler_rows and pic.sampler_rows >= 64:  # the profile's sampler peak sets the reserve: fewer requests
+        fewer = pic.sampler_rows // 4
+        out.append(Remedy(f"Profile and serve fewer requests at once: --max-num-seqs {fewer}",
+                          {"--max-num-seqs": str(fewer)}, cost=f"at most {fewer} requests run at once"))
     out += _more_gpus(target)
     if pic.cudagraphs_in_budget:
         out.append(Remedy("Skip CUDA graphs: --enforce-eager", {"--enforce-eager": True}, cost="slower decode"))

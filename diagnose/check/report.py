@@ -121,7 +121,8 @@ def memory_json(pic: MemoryPicture | None, target) -> dict[str, Any]:
     if pic is None:
         return {"estimate": True, "missing": ["not computed"]}
     out: dict[str, Any] = {"estimate": True, "assumed": list(pic.assumed), "missing": list(pic.missing)}
-    for key in ("total_gib", "utilization", "budget_gib", "kv_bytes_per_token", "max_model_len"):
+    for key in ("total_gib", "utilization", "budget_gib", "kv_bytes_per_token", "sequence_bytes_per_token",
+                "max_model_len"):
         if getattr(pic, key) is not None:
             out[key] = getattr(pic, key)
     for key in ("weights_gib", "reserve_gib", "cudagraphs_gib", "kv_gib"):

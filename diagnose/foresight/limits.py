@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 from ..context.predicates import PREDICATES
+from ..context.run_defaults import default_max_num_seqs
+from .assumptions import since
 from ..util.lazy_pattern import lazy
 from .findings import Finding, check, passed, skipped
 
@@ -99,13 +101,17 @@ def _token_budget(target) -> list[Finding]:
     batched = human_tokens(launch.get("--max-num-batched-tokens"))
     if not batched:
         return [passed("token-budget", "no --max-num-batched-tokens: vLLM sizes the step budget itself")]
-    seqs = human_tokens(launch.get("--max-num-seqs"))
-    if seqs and batched < seqs:
-        return [Finding("token-budget", "fail", f"--max-num-batched-tokens {batched} is below --max-num-seqs {seqs}",
+    seqs, said = human_tokens(launch.get("--max-num-seqs")), "--max-num-seqs"
+    if not seqs and since(target.version, "default_max_num_seqs_clamped_since") is False:
+        seqs, how = default_max_num_seqs(target.context())  # not yet lowered to the token budget before 0.10.1
+        said = f"max_num_seqs, {how.split(':')[0]} by default in vLLM {target.version} ({how.split(': ', 1)[-1]})"
+    if seqs and batched < seqs and not _whole_prompt_first(target, batched):
+        return [Finding("token-budget", "fail", f"--max-num-batched-tokens {batched} is below {said.split(',')[0]} {seqs}",
                         category="invalid-cli-argument", rule="batched-tokens-below-max-num-seqs",
                         captures={"batched": str(batched), "max_num_seqs": str(seqs)},
                         detail=f"vLLM stops with `max_num_batched_tokens ({batched}) must be greater than or equal to "
-                               f"max_num_seqs ({seqs})`: every running sequence needs a token of each step.")]
+                               f"max_num_seqs ({seqs})`: every running sequence needs a token of each step"
+                               + (f"; {said}." if said != "--max-num-seqs" else "."))]
     length, _source = max_model_len(target)
     chunked = launch.get("--enable-chunked-prefill") not in (None, "false", "False")
     if not length or batched >= length:
@@ -123,6 +129,15 @@ def _token_budget(target) -> list[Finding]:
         finding.outcome, finding.confidence = "risk", 0.6
         finding.detail += " The release is unknown: the V1 engine (0.8 and later) chunks prompts and starts."
     return [finding]
+
+
+def _whole_prompt_first(target, batched: int) -> bool:
+    """Whether vLLM's SchedulerConfig stops on the whole-prompt budget before the sequences (V0 without chunked
+    prefill, a budget below max_model_len, with the sequences left to their default: its first check)."""
+    if target.launch.get("--max-num-seqs") or target.launch.get("--enable-chunked-prefill") not in (None, "false", "False"):
+        return False
+    length, _source = max_model_len(target)
+    return bool(length and batched < length and not PREDICATES["v1-engine"](target.context()))
 
 
 __all__ = ["context_findings", "human_tokens", "max_model_len", "model_limit"]

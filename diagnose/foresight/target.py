@@ -51,8 +51,8 @@ class Target:
                        gpu_source=self.gpu.source, host=self.host)
 
 
-_ARCHITECTURE = ("layers", "hidden_size", "attention_heads", "kv_heads", "head_dim", "max_position_embeddings",
-                 "experts", "kv_layout", "mla", "sliding_window", "hybrid", "architecture")
+_ARCHITECTURE = ("layers", "hidden_size", "vocab_size", "tied_embeddings", "attention_heads", "kv_heads", "head_dim",
+                 "max_position_embeddings", "experts", "kv_layout", "mla", "sliding_window", "hybrid", "architecture")
 
 
 def with_base_architecture(model: ModelInfo | None) -> ModelInfo | None:

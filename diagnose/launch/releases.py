@@ -267,18 +267,27 @@ def v1_max_num_seqs_default(version: str | None, total_gib: float | None, gpu_na
 
     >>> v1_max_num_seqs_default("0.10.1", 79.1, "NVIDIA H100 80GB HBM3"), v1_max_num_seqs_default("0.10.1", 79.2, "A100-SXM4-80GB")
     (1024, 256)
-    >>> v1_max_num_seqs_default("0.8.5", 79.2, "A100"), v1_max_num_seqs_default(None, 22.0, "A10"), v1_max_num_seqs_default("0.11.0", None, None)
+    >>> v1_max_num_seqs_default("0.8.5", 79.2, "A100"), v1_max_num_seqs_default("0.9.2", 22.0, "A10"), v1_max_num_seqs_default("0.11.0", None, None)
     (1024, 256, None)
+    >>> v1_max_num_seqs_default("0.8.1", 23.7, "RTX 3090"), v1_max_num_seqs_default("0.8.4", 79.2, "A100")
+    (1024, 256)
     """
     table = load_yaml("flags.yaml")["runtime_defaults"]["--max-num-seqs"]["v1"]
     if platform == "cpu":
         return int(table["cpu_server_per_rank"]) * max(world_size, 1)
+    release, by_name = parse_release(version), table["by_name_in"]
+    if release is not None and release < parse_release(table["every_gpu_before"]):
+        return int(table["large_gpu"])
+    if release is not None and release == parse_release(by_name["release"]):
+        if not gpu_name:
+            return None
+        return int(table["large_gpu" if any(n in gpu_name.lower() for n in by_name["names"]) else "other_gpu"])
     if total_gib is None:
         return None
     if total_gib < float(table["large_gpu_min_gib"]):
-        return int(table["other_gpu"])
+        return int(table["other_gpu"])  # a release not known is taken as one from 0.8.5 on
     excepted = table["large_gpu_except"]
-    release, since = parse_release(version), parse_release(excepted["since"])
+    since = parse_release(excepted["since"])
     if any(name in (gpu_name or "").lower() for name in excepted["names"]):
         if release is None:
             return None  # an A100 of 80 GB: 1024 before 0.9, 256 from it, and the release is not known

@@ -24,6 +24,8 @@ class ModelInfo:
     params_b: float | None = None
     layers: int | None = None
     hidden_size: int | None = None
+    vocab_size: int | None = None
+    tied_embeddings: bool = False
     attention_heads: int | None = None
     kv_heads: int | None = None
     head_dim: int | None = None
@@ -155,6 +157,8 @@ def _from_config(name: str, config: dict, source: str) -> ModelInfo:
     method = _text(quant.get("quant_method"))
     info = ModelInfo(
         name=name, source=source, architecture=arch, layers=_count(text.get("num_hidden_layers")), hidden_size=hidden,
+        vocab_size=_count(text.get("vocab_size")),
+        tied_embeddings=(text.get("tie_word_embeddings", config.get("tie_word_embeddings")) is True),
         attention_heads=heads, kv_heads=_count(text.get("num_key_value_heads")) or heads, head_dim=head_dim,
         max_position_embeddings=max_pos,
         dtype=_text(text.get("torch_dtype")) or _text(config.get("torch_dtype")) or _text(text.get("dtype")),
@@ -174,6 +178,7 @@ def _from_catalog(name: str, entry: dict) -> ModelInfo:
     return ModelInfo(
         name=name, source="catalog", catalog_id=entry["id"], architecture=entry.get("architecture"),
         params_b=entry.get("params_b"), layers=entry.get("layers"), hidden_size=entry.get("hidden_size"),
+        vocab_size=entry.get("vocab_size"), tied_embeddings=bool(entry.get("tied_embeddings")),
         attention_heads=entry.get("attention_heads"), kv_heads=entry.get("kv_heads"), head_dim=entry.get("head_dim"),
         max_position_embeddings=entry.get("max_position_embeddings"), dtype=entry.get("dtype"),
         quantization=entry.get("quantization"), weight_bits=entry.get("weight_bits"), experts=entry.get("experts"),

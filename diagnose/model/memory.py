@@ -104,23 +104,42 @@ def kv_tokens_per_gib(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None 
     return GIB / per_token if per_token else None
 
 
-def weights_gib(model: ModelInfo, tp: int = 1, dtype: str | None = None, bits: int | None = None) -> float | None:
+def embedding_params_b(model: ModelInfo) -> float | None:
+    """Parameters of the embedding table and the output head, billions: vocab × hidden each, one table where tied.
+
+    >>> embedding_params_b(ModelInfo("qwen1.5-7b", "test", hidden_size=4096, vocab_size=151936))
+    1.244659712
+    """
+    if not model.vocab_size or not model.hidden_size:
+        return None
+    return model.vocab_size * model.hidden_size * (1 if model.tied_embeddings else 2) / 1e9
+
+
+def weights_gib(model: ModelInfo, tp: int = 1, dtype: str | None = None, bits: int | None = None,
+                embeddings_apart: bool = False) -> float | None:
     """Weights per GPU: parameters × bytes per weight / TP (quantized weights at their stored width).
 
-    `dtype` is the launch's `--dtype` (float32 doubles a bf16 checkpoint); `bits` a quantization the launch asks for.
+    `dtype` is the launch's `--dtype` (float32 doubles a bf16 checkpoint); `bits` a quantization the launch asks for;
+    `embeddings_apart`: the embedding table and output head stay 16-bit beside narrower weights (`embedding_params_b`).
     >>> from diagnose.model.info import ModelInfo
     >>> m = ModelInfo("llama-2-13b", "test", params_b=13.0, dtype="float16")
     >>> weights_gib(m), weights_gib(m, dtype="float"), weights_gib(m, bits=8), weights_gib(m, tp=2)
     (24.21, 48.43, 12.11, 12.11)
     >>> weights_gib(ModelInfo("qwen2.5-7b", "test", params_b=7.6, weight_bits=16), dtype="float32")  # 16-bit checkpoint
     28.31
+    >>> gptq = ModelInfo("qwen1.5-7b-gptq", "test", params_b=7.72, hidden_size=4096, vocab_size=151936, weight_bits=4)
+    >>> weights_gib(gptq), weights_gib(gptq, embeddings_apart=True)  # (7.72 - 1.245) × 0.5 + 1.245 × 2 GB
+    (3.59, 5.33)
     """
     if model.params_b is None:
         return None
     if bits is None and not model.quantization and (model.weight_bits or 16) >= 16 and dtype and dtype != "auto":
         bits = 8 * dtype_bytes(dtype)  # an unquantized checkpoint is loaded at the launch's --dtype
     bits = bits or model.weight_bits or (8 * dtype_bytes(model.dtype))
-    return round(model.params_b * 1e9 * bits / 8 / GIB / max(tp, 1), 2)
+    embeddings = embedding_params_b(model) if embeddings_apart and bits < 16 else None
+    if embeddings is None or embeddings >= model.params_b:
+        return round(model.params_b * 1e9 * bits / 8 / GIB / max(tp, 1), 2)
+    return round(((model.params_b - embeddings) * bits / 8 + embeddings * 2) * 1e9 / GIB / max(tp, 1), 2)
 
 
 def tokens_for(kv_gib: float, per_token_bytes: int, version: str | None = None) -> int:

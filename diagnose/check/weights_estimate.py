@@ -1,0 +1,92 @@
+"""The weights' part of the memory estimate: per GPU, at the width the checkpoint is stored at (or quantized to as it
+loads), with the embedding table and the output head at 16 bits where the method leaves them so and the vocabulary
+is known (`check_assumptions.yaml` `embeddings_unquantized`), and the share of the figure its error bars span."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..fixes.feasibility import EMPTY_GPU_RESERVE_GIB, MAX_USABLE_SHARE, layout, weights_verdict
+from ..foresight.assumptions import assumptions
+from ..model import memory
+
+
+@dataclass
+class WeightsFigure:
+    """The weights per GPU before the share (`widest_gib`: at the widest width the checkpoint may have), whether
+    they fit an empty GPU, what the figure rests on, and the share (low/central/high) with what it covers."""
+
+    gib: float
+    widest_gib: float
+    fits_empty_gpu: bool | None
+    basis: str
+    share: dict
+    share_covers: str
+    assumed: list[str] = field(default_factory=list)
+
+
+def weights_figure(target, total_gib: float | None) -> WeightsFigure | None:
+    """The weights of `target` on one GPU of `total_gib`, or None when the parameter count is unknown."""
+    ctx, model = target.context(), target.model
+    table = assumptions()["memory"]
+    verdict = weights_verdict(ctx)
+    figure = WeightsFigure(verdict.weights_gib or 0.0, verdict.weights_gib or 0.0, verdict.fits_empty_gpu,
+                           verdict.basis, table["weights_share"]["unquantized"], "")
+    method = (target.launch.get("--quantization") or "").lower()
+    online = table["online_quantization_bits"].get(method)
+    stored = stored_bits(target)
+    width: tuple[int, int] | None = None
+    if online and model is not None and not model.quantization:
+        width = (online, online)
+        figure.assumed.append(f"--quantization {method} quantizes the 16-bit checkpoint to {online} bits as it loads")
+    elif stored is not None and model is not None:
+        width = (stored["central"], stored["high"])
+        figure.assumed.append(f"--quantization {method}: the checkpoint is stored at {stored['central']} bits"
+                              + (f" (up to {stored['high']})" if stored["high"] != stored["central"] else "")
+                              + f", its own config not being here ({model.source})")
+    elif model is not None and (model.quantization or (model.weight_bits or 16) < 16):
+        method, width = (model.quantization or "").lower(), (model.weight_bits or 16, model.weight_bits or 16)
+    if width is None:
+        return figure if verdict.weights_gib is not None else None
+    apart = method in table["embeddings_unquantized"] and memory.embedding_params_b(model) is not None
+    if online or stored is not None or apart:
+        gpus = layout(ctx)
+        central = memory.weights_gib(model, gpus, ctx.arg("--dtype") if online else None, width[0], apart)
+        widest = memory.weights_gib(model, gpus, ctx.arg("--dtype") if online else None, width[1], apart)
+        if central is None or widest is None:
+            return None
+        figure.gib, figure.widest_gib = central, widest
+        figure.basis = (f"{central:.1f} GiB of weights per GPU over {gpus} GPU(s) at {width[0]} bits"
+                        + (f", the embeddings and output head ({model.vocab_size:,} × {model.hidden_size:,}"
+                           + (", tied" if model.tied_embeddings else " each") + ") at 16" if apart else ""))
+        if not online:  # a checkpoint at its stored width; an online quantization loads the 16-bit weights first
+            figure.fits_empty_gpu = None if not total_gib else (
+                central <= total_gib * MAX_USABLE_SHARE - EMPTY_GPU_RESERVE_GIB)
+    elif verdict.weights_gib is None:
+        return None
+    figure.share = table["weights_share"]["quantized_embeddings_apart" if apart else "quantized"]
+    figure.share_covers = ("for the scales and zero points of a quantized checkpoint" if apart else
+                           "for the 16-bit embeddings, head and scales of a quantized checkpoint")
+    return figure
+
+
+def stored_bits(target) -> dict | None:
+    """The width a checkpoint's weights are stored at, from the launch's `--quantization`, where the model is known
+    by its name only and the method is one whose checkpoints carry their own config (`checkpoint_quantization_bits`):
+    `--quantization awq` says the checkpoint is AWQ, so 4-bit, though its name does not say so.
+
+    >>> from diagnose.check.target import target_for
+    >>> from diagnose.foresight.gpus import gpus_from_table
+    >>> from diagnose.context.host import SealedHost
+    >>> t = target_for('LLM(model="someone/Vistral-7B-Chat-quantize", quantization="AWQ")', gpus_from_table("T4", 1),
+    ...                "0.4.0", host=SealedHost())
+    >>> stored_bits(t)
+    {'central': 4, 'high': 4}
+    """
+    model, method = target.model, (target.launch.get("--quantization") or "").lower()
+    if model is None or model.quantization or (model.weight_bits or 16) < 16 or not model.source.startswith("name"):
+        return None
+    return assumptions()["memory"]["checkpoint_quantization_bits"].get(method)
+
+
+__all__ = ["WeightsFigure", "stored_bits", "weights_figure"]
