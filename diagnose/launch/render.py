@@ -260,4 +260,8 @@ def _render_python(launch: Launch) -> str:
         pieces = [f"{key}={value!r}" for key, value in outer.items()]
     call = f"{launch.python_call}({', '.join(pieces)})"
     env = [f'os.environ["{k}"] = {v!r}' for k, v in launch.env]
+    if ("VLLM_WORKER_MULTIPROC_METHOD", "spawn") in launch.env:
+        # spawned workers import the main module again: the engine is made only under the main guard
+        # (docs/usage/troubleshooting "Python multiprocessing"), or every worker starts another one
+        return "\n".join(["import os", *env, "", 'if __name__ == "__main__":', f"    {call}"])
     return "\n".join(["import os", *env, call]) if env else call

@@ -108,6 +108,10 @@ class Printer:
     def say_command(self, command: str, indent: int, style: str | None = None) -> None:
         """A command after `$ `: one line off a terminal; on one, folded at its options to the width, with shell
         continuations, so that what is copied from the screen pastes as the same words (see fold)."""
+        if "\n" in command:  # a block (Python, a file's lines and the command after them): its lines as written
+            for line in command.split("\n"):
+                self.say((" " * (indent + 2) + line).rstrip(), style, literal=True)
+            return
         first = " " * indent + "$ "
         folded = fold_command(command, self.width, first, " " * (indent + 4)) if self.width else None
         for line in folded or [first + command]:
