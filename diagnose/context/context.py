@@ -157,7 +157,7 @@ class Context:
         for source in (self.facts.non_default_args, self.facts.namespace_args):
             if source and (source.get("model") or source.get("model_tag")):
                 return str(source.get("model") or source.get("model_tag"))
-        return self.facts.engine_config.get("model") or self.facts.stated_model
+        return self.facts.engine_config.get("model") or self.facts.hub_model or self.facts.stated_model
 
 
 def kv_capacity_tokens(ctx: Context) -> int | None:

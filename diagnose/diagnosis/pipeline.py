@@ -15,6 +15,7 @@ from ..facts.excerpt_lines import ExcerptLines
 from ..facts.traceback_frames import FramesExtractor
 from ..facts.gpu_csv import GpuCsvExtractor
 from ..facts.gpu_text import GpuTextExtractor
+from ..facts.hub_model import HubModelExtractor
 from ..facts.stated_setup import StatedSetupExtractor
 from ..facts.hints import HintExtractor
 from ..facts.image import ImageExtractor
@@ -108,7 +109,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     excerpt = ExcerptLines()
     stated = StatedSetupExtractor(facts)
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), GpuCsvExtractor(facts), stated, HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
+                  GpuTextExtractor(facts), GpuCsvExtractor(facts), stated, HubModelExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
                   ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()

@@ -77,6 +77,7 @@ class Facts:
 
     vllm_version: str | None = None
     version_source: str | None = None
+    hub_model: str | None = None  # a repository a Hugging Face URL or message of the log names (facts/hub_model.py)
     stated_model: str | None = None  # a `Model:` field of an issue or ticket (facts/stated_setup.py); the log's own come first
     launches: list[LaunchCandidate] = field(default_factory=list)
     non_default_args: dict[str, Any] | None = None

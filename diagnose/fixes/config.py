@@ -87,7 +87,8 @@ def hf_token(ctx: Context, params: dict) -> Fix | None:
     """An HF_TOKEN with access to the gated or private repository."""
     return Fix(title="Authenticate to Hugging Face: HF_TOKEN (or huggingface-cli login)",
                changes={"env:HF_TOKEN": "<your-hf-token>"}, step_command="huggingface-cli login",
-               why="A 401 means no token or an invalid one was sent; gated repos need a token of an account that was granted access.",
+               why=("Gated and private repos need a token of an account that was granted access: the Hub answers no token "
+                    "or an invalid one with 401, and a token of an account without access with 403."),
                cost="config", will_start=None, not_evaluable="whether the account was granted access to the repo")
 
 
