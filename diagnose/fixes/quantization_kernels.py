@@ -31,6 +31,7 @@ def _runs_everywhere_on(method: str, capability: int) -> bool:
 
 @strategy("quantization-method-of-kernel")
 def quantization_method_of_kernel(ctx: Context, params: dict) -> Fix | None:
+    """The checkpoint's own method (awq for awq_marlin) where the launch forced a kernel of it the GPU cannot run."""
     from ..launch.quantization_releases import capability_as_int, capability_text, runs_on
 
     method = (ctx.captures.get("method") or "").lower()
