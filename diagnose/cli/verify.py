@@ -127,8 +127,7 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
 
         printer = Printer()
         shown = progress.live_capable and printer.is_terminal  # the attempts are on this same screen
-        for text, style, hang in text_lines(shown_tree(result.as_json()), attempts_shown=shown):
-            printer.say(text, style, hang)
+        printer.say_lines(text_lines(shown_tree(result.as_json()), attempts_shown=shown))  # commands fold
     return result.exit_code()
 
 

@@ -113,6 +113,16 @@ class Printer:
         for line in folded or [first + command]:
             self.say(line, style, literal=True)
 
+    def say_lines(self, lines) -> None:
+        """(text, style, hang) lines as a renderer lays them out (verify.render, check.render): prose is said with
+        its hang, and a whole line that is a command after `$ ` is folded at its options (`say_command`)."""
+        for text, style, hang in lines:
+            command = text.lstrip(" ")
+            if hang is None and command.startswith("$ "):
+                self.say_command(command[2:], len(text) - len(command), style)
+            else:
+                self.say(text, style, hang)
+
     def say_quoted(self, prefix: str, text: str, style: str | None = None, most: int = QUOTED_CHARS) -> None:
         """A line quoted from the input, after `prefix`: cut in the middle to `most` characters; on a terminal to
         at most QUOTED_ROWS rows of its width, wrapped at spaces, QUOTED_HANG columns in."""

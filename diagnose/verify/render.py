@@ -27,14 +27,15 @@ def _outcome_line(attempt: dict) -> str:
 def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, str | None, int | None]]:
     """The verify result as (text, style, hang) lines; `attempts_shown`: the live progress already listed them.
 
-    `hang` is the hanging indent for prose wrapped on a terminal; None keeps a line whole (a command).
+    `hang` is the hanging indent for prose wrapped on a terminal; None keeps a line whole, and a command (a line
+    of `$ ` and the command) is folded at its options there (Printer.say_lines).
     """
     lines: list[tuple[str, str | None, int | None]] = []
     diagnosis = result["diagnosis"]
     if diagnosis and not attempts_shown:
         lines.append((f"Verifying fixes for: {diagnosis['title']} ({diagnosis['rule']})", "bold", 2))
     if result["original_command"] and not attempts_shown and result["status"] != "nothing-to-verify":
-        lines.append((f"  failing command: {result['original_command']}", "dim", None))
+        lines += [("  failing command:", "dim", None), (f"    $ {result['original_command']}", "dim", None)]
     for attempt in [] if attempts_shown else result["attempts"]:
         lines.append((f"  attempt {attempt['attempt']} · {attempt['origin']} · {attempt['fix']}", "bold", 4))
         lines.append((f"    $ {attempt['ran'] or attempt['command']}", None, None))
