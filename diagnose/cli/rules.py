@@ -99,11 +99,14 @@ def _rule_document(rule) -> list[tuple[str, str | None, int | None]]:
     from ..fixes.base import strategy_doc
     from ..knowledge.vocabulary import predicate_meaning
 
-    for fix in rule.fixes:
-        out.append((f"  - {fix.strategy}{' (when ' + ', '.join(fix.when) + ')' if fix.when else ''}", None, 4))
-        if documented := strategy_doc(fix.strategy):
-            out.append((f"      {documented[0] or '(no docstring)'} [{documented[1]}]", "dim", 6))
-        out += [(f"      when {name}: {predicate_meaning(name) or 'a start-up phase condition'}", "dim", 6)
+    described: set[str] = set()
+    for fix in rule.fixes:  # each entry once; a strategy's description with its first entry (F13)
+        again = " (described above)" if fix.strategy in described else ""
+        out.append((f"  - {fix.strategy}{' (when ' + ', '.join(fix.when) + ')' if fix.when else ''}{again}", None, 4))
+        if not again and (documented := strategy_doc(fix.strategy)):
+            out.append((f"      {documented[0] or '(no docstring)'} [{documented[1]}]", "dim", 0))
+        described.add(fix.strategy)
+        out += [(f"      when {name}: {predicate_meaning(name) or 'a start-up phase condition'}", "dim", 2)
                 for name in fix.when]
         out += [(f"      {key}: {_plain(value, key)}", None, 2) for key, value in (fix.params or {}).items()
                 if value is not None]
