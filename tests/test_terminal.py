@@ -334,6 +334,39 @@ def test_a_long_pipe_shows_progress_once_it_is_big(monkeypatch):
     assert "reading the pipe" in shown and "MB" in shown
 
 
+def pipe_progress_on_pty(monkeypatch, files: tuple[str, ...], count: int) -> str:
+    """What progress_for draws on an 80-column terminal for `files` after `count` bytes were read."""
+    from diagnose.cli import common
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
+    terminal = os.fdopen(slave, "w")
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    with common.progress_for(files) as advance:
+        advance(count)
+        time.sleep(0.5)
+        shown = os.read(master, 65536).decode("utf-8", "replace")
+    terminal.close()
+    os.close(master)
+    return ANSI.sub("", shown)
+
+
+def test_a_pipe_of_unknown_size_shows_the_bytes_read_not_a_bar(monkeypatch, tmp_path):
+    """An unknown total was drawn as a full bar, `reading the pipe ━━━━…━━ 21.6/? kB ?` (newcomer re-run F15)."""
+    from diagnose.cli import common
+
+    shown = pipe_progress_on_pty(monkeypatch, ("-",), common.PROGRESS_MIN_BYTES + 21_600)
+    assert "reading the pipe" in shown and "67.1 MB" in shown, repr(shown)
+    assert "━" not in shown and "/?" not in shown, repr(shown)
+    big = tmp_path / "big.log"  # a file's size is known: a bar against it
+    with big.open("wb") as out:
+        out.truncate(common.PROGRESS_MIN_BYTES * 2)
+    shown = pipe_progress_on_pty(monkeypatch, (str(big),), common.PROGRESS_MIN_BYTES)
+    assert "scanning" in shown and "━" in shown and "/134.2 MB" in shown, repr(shown)
+
+
 # ---------------------------------------------------------------- a flag keeps its value when prose wraps
 
 FLAG_RULE = """\

@@ -142,11 +142,12 @@ PROGRESS_AFTER_S = 2.0
 
 @contextlib.contextmanager
 def progress_for(files: tuple[str, ...], clock=None):
-    """A progress bar on stderr for big inputs (about a second or more), only on a terminal.
+    """Progress on stderr for big inputs (about a second or more), only on a terminal.
 
-    Files: a bar against their total size from the start. A pipe has no size: a counter of bytes read appears
-    once the pipe has been read for PROGRESS_AFTER_S (or past PROGRESS_MIN_BYTES), so a quick pipe shows nothing
-    and a slow or a 500 MiB one shows it is moving. `clock` (seconds) is time.monotonic unless a test gives one.
+    Files: a bar against their total size from the start. A pipe has no size: a spinner and the bytes read (no
+    bar) appear once the pipe has been read for PROGRESS_AFTER_S (or past PROGRESS_MIN_BYTES), so a quick pipe
+    shows nothing and a slow or a 500 MiB one shows it is moving. `clock` (seconds) is time.monotonic unless a test
+    gives one.
     """
     import time
 
@@ -157,10 +158,12 @@ def progress_for(files: tuple[str, ...], clock=None):
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TransferSpeedColumn
 
-    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                   transient=True, console=Console(stderr=True))
+    # a pipe's total is unknown: a spinner and the bytes read, not a bar that looks full (newcomer re-run F15)
+    columns = ((SpinnerColumn(), "[progress.description]{task.description}", _bytes_read_column()) if piped else
+               ("[progress.description]{task.description}", BarColumn(), DownloadColumn()))
+    bar = Progress(*columns, TransferSpeedColumn(), transient=True, console=Console(stderr=True))
     state = {"read": 0, "task": None, "since": clock()}
 
     def advance(count: int) -> None:
@@ -176,6 +179,19 @@ def progress_for(files: tuple[str, ...], clock=None):
         yield advance
     finally:
         bar.stop()
+
+
+def _bytes_read_column():
+    """A progress column of the bytes read so far, for an input of unknown size ("21.6 kB")."""
+    from rich import filesize
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class BytesRead(ProgressColumn):
+        def render(self, task):
+            return Text(filesize.decimal(int(task.completed)), style="progress.download")
+
+    return BytesRead()
 
 
 def use_colour(choice: str) -> None:
