@@ -140,3 +140,30 @@ def test_a_launch_given_that_is_no_launch_says_so_and_names_the_one_used():
     notes = diagnose_text(log, launch="rm -rf /").report["notes"]
     assert any(n.startswith("--launch was not read as a vLLM launch") and "line 1" in n for n in notes), notes
     assert not any("--launch was not read" in n for n in diagnose_text(log, launch="vllm serve m").report["notes"])
+
+
+ACME_RULE = ("id: acme-license-expired\ncategory: broken-install\ntitle: The ACME plugin licence expired\n"
+             "severity: fatal\nsummary: The in-house ACME plugin refuses to load with an expired licence.\n"
+             "why: The plugin checks its licence file at import time.\nsignatures:\n  - {name: expired, literals: "
+             "[acme licence expired], regex: 'ACME licence expired on (?P<date>[\\d-]+)'}\n"
+             "fixes:\n  - {strategy: step, params: {title: Renew the ACME licence, command: acme-renew}}\n")
+
+
+def test_rules_test_shows_progress_on_a_terminal_and_nothing_extra_in_a_pipe(tmp_path):
+    """`vdiag rules test` ran 8 s with no sign of life on a terminal (newcomer re-run F15); a failure it finds is
+    printed after the bar, whole, and a pipe gets the same lines as before, with nothing on stderr."""
+    folder = tmp_path / "my-rules"
+    folder.mkdir()
+    (folder / "acme-license-expired.yaml").write_text(ACME_RULE)
+    (folder / "acme-license-expired.cases.yaml").write_text(
+        "rule: acme-license-expired\ncases:\n  - name: fires\n    log: 'RuntimeError: ACME licence expired on 2026-01-01'\n"
+        "    expect: {category: broken-install}\n  - name: wrong\n    log: 'ACME licence ok'\n    expect: {fires: true}\n")
+    code, screen = on_pty(["rules", "test", str(folder)], 80, env={"NO_COLOR": "1"})
+    text = ANSI.sub("", screen)
+    assert code == 4 and "testing the rules' cases" in text and "2/2" in text, repr(text)
+    lines = [line.split("\r")[-1] for line in text.splitlines()]  # a line as it stands once the bar was erased
+    assert [line for line in lines if line.startswith("FAIL ")][0].startswith("FAIL acme-license-expired::wrong: ")
+    assert lines[-1] == "1 passed, 1 failed"
+    piped = subprocess.run([VDIAG, "rules", "test", str(folder)], capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 4 and piped.stderr == ""
+    assert piped.stdout.splitlines()[-1] == "1 passed, 1 failed" and piped.stdout.startswith("FAIL acme-license-expired::wrong")

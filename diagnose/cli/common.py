@@ -181,6 +181,43 @@ def progress_for(files: tuple[str, ...], clock=None):
         bar.stop()
 
 
+@contextlib.contextmanager
+def counting(label: str, total: int):
+    """A bar of `total` steps on stderr, only on a terminal (a pipe or a file gets nothing), for work of seconds such
+    as `rules test`. Yields `step(line=None)`: one step done, and a line for stdout (a failure) if any; while the
+    bar is drawn on the same terminal as stdout, the lines wait for it to go, so the two do not interleave."""
+    if not sys.stderr.isatty():
+        yield _echo_line
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    bar = Progress(f"[progress.description]{sanitise(label)}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   transient=True, console=Console(stderr=True), redirect_stdout=False, redirect_stderr=False)
+    task, held = bar.add_task(label, total=total), []
+    shared = sys.stdout.isatty()
+
+    def step(line: str | None = None) -> None:
+        bar.advance(task)
+        if line is not None and shared:
+            held.append(line)
+        elif line is not None:
+            click.echo(line)
+
+    bar.start()
+    try:
+        yield step
+    finally:
+        bar.stop()
+        for line in held:
+            click.echo(line)
+
+
+def _echo_line(line: str | None = None) -> None:
+    if line is not None:
+        click.echo(line)
+
+
 def _bytes_read_column():
     """A progress column of the bytes read so far, for an input of unknown size ("21.6 kB")."""
     from rich import filesize

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..util.errors import ExitCode, VdiagError
-from .common import fail
+from .common import counting, fail
 
 
 def _load(rules_dirs, checked: bool = True):
@@ -172,16 +172,14 @@ def test_rules(path, rules_dirs, select):
     if path and any(p.suffix in (".yaml", ".yml") and not p.name.endswith(".cases.yaml") for p in Path(path).rglob("*.yaml")):
         extra = (*extra, Path(path))
     ruleset = _load(extra)
-    failures = total = 0
     cases = discover_cases(root)
-    for case in cases:
-        if select and select not in case.rule and select not in case.name:
-            continue
-        total += 1
-        problems = run_case(case, ruleset)
-        if problems:
-            failures += 1
-            click.echo(f"FAIL {case.id}: " + "; ".join(problems))
+    chosen = [case for case in cases if not select or select in case.rule or select in case.name]
+    failures, total = 0, len(chosen)
+    with counting("testing the rules' cases", total) as step:  # seconds: a bar on a terminal only
+        for case in chosen:
+            problems = run_case(case, ruleset)
+            failures += bool(problems)
+            step(f"FAIL {case.id}: " + "; ".join(problems) if problems else None)
     if select and not total:
         click.echo(f"vdiag: no case matches -k {select!r} (a rule id or a case name containing it) among the "
                    f"{len(cases)} case(s) in {root}", err=True)
