@@ -40,13 +40,14 @@ ISOLATED = " ".join(interpreter_flags(platform.python_version()))  # verify's in
 
 
 def on_pty(args: list[str], columns: int, env: dict[str, str] | None = None, timeout_s: float = 120,
-           respond: Callable[[bytes], bytes | None] | None = None) -> tuple[int, str]:
-    """Run vdiag with stdin, stdout and stderr on one pseudo-terminal of `columns` columns; its exit code and screen
-    bytes. `respond` sees each piece of output as it comes and may return what to type in answer."""
+           respond: Callable[[bytes], bytes | None] | None = None, rows: int = 40) -> tuple[int, str]:
+    """Run vdiag with stdin, stdout and stderr on one pseudo-terminal of `columns` columns and `rows` rows; its exit
+    code and screen bytes. `respond` sees each piece of output as it comes and may return what to type in answer.
+    The pager is `cat` unless `env` names one: a long `rules show` is on the screen as it is, not waiting in less."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR")}
-    full_env.update({"TERM": "xterm-256color", **(env or {})})
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR", "LESS")}
+    full_env.update({"TERM": "xterm-256color", "PAGER": "cat", **(env or {})})
     proc = subprocess.Popen([VDIAG, *args], stdin=slave, stdout=slave, stderr=slave, env=full_env, close_fds=True)
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout_s

@@ -29,14 +29,26 @@ _RULES_OPT = click.option("--rules", "rules_dirs", multiple=True, type=click.Pat
                           help="Extra rules folder (repeatable).")
 
 
+_NO_PAGER = click.option("--no-pager", is_flag=True,
+                         help="Print to the terminal as it is (a pager is used only when the text is taller than it).")
+
+
 @rules.command("list")
 @_RULES_OPT
-def list_rules(rules_dirs):
+@_NO_PAGER
+def list_rules(rules_dirs, no_pager):
     """One line per rule: id, category, versions, title."""
-    from ..report.terminal import Printer
+    from ..report.paging import paged
 
     ruleset = _load(rules_dirs, checked=False)
-    printer = Printer()
+    with paged(not no_pager) as printer:
+        _list(printer, ruleset)
+    for problem in ruleset.problems:
+        click.echo(f"problem: {problem}", err=True)
+    sys.exit(int(ExitCode.RULES_ERROR if ruleset.problems else ExitCode.NOTHING_FOUND))
+
+
+def _list(printer, ruleset) -> None:
     ordered = sorted(ruleset.rules, key=lambda r: (r.category, r.id))
     widths = [max((len(part) for part in parts), default=0)
               for parts in zip(*((r.id, r.category, r.vllm_versions or "all") for r in ordered))] or [0, 0, 0]
@@ -48,9 +60,6 @@ def list_rules(rules_dirs):
             printer.say(f"    {rule.title}", hang=0)
             continue
         printer.say("  ".join(f"{part:<{width}}" for part, width in zip(parts, widths)) + f"  {rule.title}", hang=columns)
-    for problem in ruleset.problems:
-        click.echo(f"problem: {problem}", err=True)
-    sys.exit(int(ExitCode.RULES_ERROR if ruleset.problems else ExitCode.NOTHING_FOUND))
 
 
 def _complete_rule_id(ctx, param, incomplete: str) -> list[str]:
@@ -64,10 +73,11 @@ def _complete_rule_id(ctx, param, incomplete: str) -> list[str]:
 @rules.command("show")
 @click.argument("rule_id", shell_complete=_complete_rule_id)
 @_RULES_OPT
-def show_rule(rule_id, rules_dirs):
+@_NO_PAGER
+def show_rule(rule_id, rules_dirs, no_pager):
     """A rule's own documentation: summary, why, signatures, fixes, verify, references."""
     from ..knowledge.vocabulary import nearest_name
-    from ..report.terminal import Printer
+    from ..report.paging import paged
 
     ruleset = _load(rules_dirs, checked=False)
     rule = ruleset.by_id().get(rule_id)
@@ -75,9 +85,9 @@ def show_rule(rule_id, rules_dirs):
         near = nearest_name(rule_id, ruleset.by_id())
         fail(VdiagError(f"no rule '{rule_id}' ({f'did you mean {near!r}? ' if near else ''}see `vdiag rules list`)",
                         ExitCode.USAGE))  # the id is pasted text: fail() sanitises it
-    say = Printer().say
-    for text, style, hang in _rule_document(rule):
-        say(text, style, hang=hang)
+    with paged(not no_pager) as printer:
+        for text, style, hang in _rule_document(rule):
+            printer.say(text, style, hang=hang)
 
 
 def _rule_document(rule) -> list[tuple[str, str | None, int | None]]:
