@@ -17,7 +17,13 @@ OWNS_PROCESS = [False]  # set by the vdiag process's own entry point (cli.main.p
 
 
 def fail(error: VdiagError) -> None:
-    click.echo(f"vdiag: {sanitise(str(error))}", err=True)  # a message can quote a file name, a ticket id, a line
+    message = f"vdiag: {sanitise(str(error))}"  # a message can quote a file name, a ticket id, a line
+    if sys.stderr.isatty():  # wrapped to the terminal under its first word, not broken mid-word by it
+        from ..report.terminal import Printer
+
+        Printer(stderr=True).say(message, hang=len("vdiag: "))
+    else:
+        click.echo(message, err=True)
     sys.exit(int(error.exit_code))
 
 
