@@ -186,3 +186,16 @@ def test_off_a_terminal_stdout_is_the_result_and_the_transcript_is_on_stderr_onl
                            str(max_len_log)], 400, {"NO_COLOR": "1", "PYTHONPATH": str(FAKE_VLLM)})
     assert code == 0 and screen.count("This command served a real completion (attempt 2") == 1, screen
     assert screen.count("failing command") == 1 and screen.count("attempt 1 · fix 1 of") == 1, screen
+
+
+def test_a_fix_with_a_value_to_fill_in_is_not_run_and_verify_says_so(tmp_path):
+    """The tokenizer of an unknown base model is `--tokenizer <base-model>`: verify skips it, says so, and tries the
+    next fix (here --skip-tokenizer-init, which the fake vLLM serves)."""
+    log = tmp_path / "crash.log"
+    log.write_text("ValueError: Couldn't instantiate the backend tokenizer from one of: \n")
+    result, report = run_verify(log, f"vllm serve M --port {free_port()}")
+    assert result.exit_code == 0, result.output
+    [attempt] = report["attempts"]
+    assert attempt["command"].endswith("--skip-tokenizer-init") and "<base-model>" not in attempt["ran"]
+    assert any(note.startswith("not tried: Load the tokenizer of the model the weights came from: --tokenizer "
+                               "<base-model> has <base-model> to fill in") for note in report["notes"]), report["notes"]

@@ -11,14 +11,14 @@ from __future__ import annotations
 from ..context.context import Context
 from .base import Fix, strategy
 
-BASE_PLACEHOLDER = "<base-model>"  # printed quoted: pasted as is, vLLM refuses the name instead of running anything
+BASE_PLACEHOLDER = "<base-model>"  # printed quoted: pasted as it is, vLLM refuses the name and runs nothing
 
 
 @strategy("tokenizer-path")
 def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
     """--tokenizer from the model the weights came from: the catalog's base model (a quantized variant's), or the
-    catalog repo a local folder is a copy of; named as unknown, with a placeholder, where neither is known. The
-    placeholder is a step to fill in (the launch with it, when the log has one), not a change verify could run."""
+    catalog repo a local folder is a copy of; named as unknown, with a placeholder, where neither is known (a value
+    to fill in, which verify does not run: verify.candidates.to_fill_in)."""
     model = ctx.model_name()
     base = base_model(model) if model else None
     if base is not None and base.lower() == (model or "").lower().rstrip("/"):
@@ -34,9 +34,8 @@ def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
                    cost="config", cost_note="none if its vocabulary is the one the weights were trained with",
                    will_start=None, not_evaluable="whether this machine can fetch it" + (
                        "; a gated repo needs the HF_TOKEN of an account granted access" if gated else ""))
-    printed = _with_placeholder(ctx)
     return Fix(title=f"Load the tokenizer of the model the weights came from: --tokenizer {BASE_PLACEHOLDER}",
-               step_command=printed.command if printed else None, step_not_shown=printed.not_shown if printed else None,
+               changes={"--tokenizer": BASE_PLACEHOLDER},
                why="The model's own tokenizer files did not load, and neither the log nor the model's facts name the "
                    f"model it was made from: put its Hugging Face repo (or a folder with its tokenizer.json and "
                    f"tokenizer_config.json) for {BASE_PLACEHOLDER}. Text prompts and the chat template keep working.",
@@ -66,9 +65,3 @@ def base_model(model: str) -> str | None:
 
     entry = catalog_entry(model)
     return (entry.get("base_model") or entry["id"]) if entry else None
-
-
-def _with_placeholder(ctx: Context):
-    from ..launch.print_policy import printed_command
-
-    return printed_command(ctx.launch, {"--tokenizer": BASE_PLACEHOLDER}) if ctx.launch is not None else None
