@@ -9,8 +9,12 @@ whose clients send token ids, ranked after the tokenizer as a workaround, with i
 from __future__ import annotations
 
 from ..context.context import Context
+from ..util.lazy_pattern import lazy
 from .base import Fix, strategy
 
+# the category's messages about a chat template (a template path that does not exist, one that does not render):
+# the tokenizer loaded, so neither another tokenizer nor none is a fix
+_CHAT_TEMPLATE = lazy(r"(?i)chat[ _]template")
 BASE_PLACEHOLDER = "<base-model>"  # printed quoted: pasted as it is, vLLM refuses the name and runs nothing
 
 
@@ -19,6 +23,8 @@ def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
     """--tokenizer from the model the weights came from: the catalog's base model (a quantized variant's), or the
     catalog repo a local folder is a copy of; named as unknown, with a placeholder, where neither is known (a value
     to fill in, which verify does not run: verify.candidates.to_fill_in)."""
+    if _about_a_chat_template(ctx):
+        return None
     model = ctx.model_name()
     base = base_model(model) if model else None
     if base is not None and base.lower() == (model or "").lower().rstrip("/"):
@@ -46,12 +52,18 @@ def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
 @strategy("skip-tokenizer-init")
 def skip_tokenizer_init(ctx: Context, params: dict) -> Fix | None:
     """--skip-tokenizer-init: the server starts without a tokenizer and takes token ids only."""
+    if _about_a_chat_template(ctx):
+        return None
     return Fix(title="Start without a tokenizer: --skip-tokenizer-init", changes={"--skip-tokenizer-init": True},
                why="With --skip-tokenizer-init the server starts without loading a tokenizer, and serves only requests "
                    "that send token ids; for text prompts or chat, load a tokenizer instead.",
                cost="config", cost_note="requests must send token ids; text prompts and the chat API are rejected",
                will_start=None, workaround=True,
                not_evaluable="whether your clients send token ids only: the server starts, but rejects text")
+
+
+def _about_a_chat_template(ctx: Context) -> bool:
+    return bool(_CHAT_TEMPLATE.search(ctx.captures.get("error") or ""))
 
 
 def base_model(model: str) -> str | None:
