@@ -81,7 +81,8 @@ def test_a_snapshot_without_a_driver_says_so_plainly():
     assert "NVMLError" not in text
 
 
-def test_reports_show_renders_for_a_terminal(tmp_path):
+def stored_state(tmp_path):
+    """A state folder holding one report of the hook, for vllm.service."""
     state = tmp_path / "state"
     state.mkdir()
     report = build_report(diagnose([Source(str(CRASH))], Options(gpu_mode="none")))
@@ -90,6 +91,11 @@ def test_reports_show_renders_for_a_terminal(tmp_path):
     stem = f"vllm.service-20261130T100500Z-{'a' * 32}"
     (state / f"{stem}.json").write_text(json.dumps(report))
     (state / f"{stem}.md").write_text(to_markdown(report))
+    return state
+
+
+def test_reports_show_renders_for_a_terminal(tmp_path):
+    state = stored_state(tmp_path)
     code, screen = on_pty(["reports", "show", "vllm.service", "--state-dir", str(state)], 100, env={"NO_COLOR": "1"})
     lines = ANSI.sub("", screen).splitlines()
     assert code == 0 and lines[0].startswith("vllm.service · invocation aaaa")
@@ -97,6 +103,17 @@ def test_reports_show_renders_for_a_terminal(tmp_path):
     assert lines[1].startswith("✗ ") and not any(line.startswith(("#", "**", "_")) for line in lines)
     piped = CliRunner().invoke(main, ["reports", "show", "vllm.service", "--state-dir", str(state)])
     assert piped.output.startswith("##")  # into a pipe or file, the stored Markdown, as before
+
+
+def test_reports_show_is_paged_on_a_terminal_shorter_than_it(tmp_path, recording_pager):
+    state = stored_state(tmp_path)
+    env, kept = recording_pager
+    code, screen = on_pty(["reports", "show", "vllm.service", "--state-dir", str(state)], 100, env=env, rows=12)
+    assert code == 0 and kept.read_text().startswith("vllm.service · invocation aaaa") and "invocation" not in screen
+    kept.unlink()
+    code, screen = on_pty(["reports", "show", "vllm.service", "--state-dir", str(state), "--no-pager"], 100, env=env,
+                          rows=12)
+    assert code == 0 and "invocation aaaa" in screen and not kept.exists()
 
 
 def test_a_pipe_shows_its_progress_after_a_few_seconds_whatever_its_size(monkeypatch):
@@ -140,3 +157,62 @@ def test_a_launch_given_that_is_no_launch_says_so_and_names_the_one_used():
     notes = diagnose_text(log, launch="rm -rf /").report["notes"]
     assert any(n.startswith("--launch was not read as a vLLM launch") and "line 1" in n for n in notes), notes
     assert not any("--launch was not read" in n for n in diagnose_text(log, launch="vllm serve m").report["notes"])
+
+
+ACME_RULE = ("id: acme-license-expired\ncategory: broken-install\ntitle: The ACME plugin licence expired\n"
+             "severity: fatal\nsummary: The in-house ACME plugin refuses to load with an expired licence.\n"
+             "why: The plugin checks its licence file at import time.\nsignatures:\n  - {name: expired, literals: "
+             "[acme licence expired], regex: 'ACME licence expired on (?P<date>[\\d-]+)'}\n"
+             "fixes:\n  - {strategy: step, params: {title: Renew the ACME licence, command: acme-renew}}\n")
+
+
+def test_rules_test_shows_progress_on_a_terminal_and_nothing_extra_in_a_pipe(tmp_path):
+    """`vdiag rules test` ran 8 s with no sign of life on a terminal (newcomer re-run F15); a failure it finds is
+    printed after the bar, whole, and a pipe gets the same lines as before, with nothing on stderr."""
+    folder = tmp_path / "my-rules"
+    folder.mkdir()
+    (folder / "acme-license-expired.yaml").write_text(ACME_RULE)
+    (folder / "acme-license-expired.cases.yaml").write_text(
+        "rule: acme-license-expired\ncases:\n  - name: fires\n    log: 'RuntimeError: ACME licence expired on 2026-01-01'\n"
+        "    expect: {category: broken-install}\n  - name: wrong\n    log: 'ACME licence ok'\n    expect: {fires: true}\n")
+    code, screen = on_pty(["rules", "test", str(folder)], 80, env={"NO_COLOR": "1"})
+    text = ANSI.sub("", screen)
+    assert code == 4 and "testing the rules' cases" in text and "2/2" in text, repr(text)
+    lines = [line.split("\r")[-1] for line in text.splitlines()]  # a line as it stands once the bar was erased
+    assert [line for line in lines if line.startswith("FAIL ")][0].startswith("FAIL acme-license-expired::wrong: ")
+    assert lines[-1] == "1 passed, 1 failed"
+    piped = subprocess.run([VDIAG, "rules", "test", str(folder)], capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 4 and piped.stderr == ""
+    assert piped.stdout.splitlines()[-1] == "1 passed, 1 failed" and piped.stdout.startswith("FAIL acme-license-expired::wrong")
+
+
+@pytest.fixture
+def recording_pager(tmp_path):
+    """A $PAGER that keeps what it was given in a file and shows nothing: env for on_pty, and that file."""
+    pager, kept = tmp_path / "pager.sh", tmp_path / "paged.txt"
+    pager.write_text(f"#!/bin/sh\ncat > '{kept}'\n")
+    pager.chmod(0o755)
+    return {"PAGER": str(pager), "NO_COLOR": "1"}, kept
+
+
+@pytest.mark.parametrize("args", [["rules", "show", "tp-not-divisible"], ["rules", "list"]])
+def test_a_long_rules_text_is_paged_on_a_terminal_shorter_than_it(args, recording_pager):
+    """Newcomer re-run F15: `rules list` (two lines a rule on 80 columns) and `rules show` run past a 40-row
+    terminal. They go through $PAGER, laid out for the terminal; --no-pager, a taller terminal or a pipe print as
+    before."""
+    env, kept = recording_pager
+    code, screen = on_pty(args, 80, env=env)
+    paged = kept.read_text()
+    assert code == 0 and "tp-not-divisible" in paged and "tp-not-divisible" not in screen
+    assert len(paged.splitlines()) > 40 and max(len(line) for line in paged.splitlines()) <= 80  # wrapped to it
+    kept.unlink()
+    for shown in (on_pty([*args, "--no-pager"], 80, env=env), on_pty(args, 80, env=env, rows=400)):
+        assert shown[0] == 0 and "tp-not-divisible" in shown[1] and not kept.exists()
+    piped = subprocess.run([VDIAG, *args], capture_output=True, text=True, timeout=120, env={**os.environ, **env})
+    assert "tp-not-divisible" in piped.stdout and not kept.exists()
+
+
+def test_a_diagnosis_is_never_paged(recording_pager):
+    env, kept = recording_pager
+    code, screen = on_pty(["--no-gpu", str(CRASH)], 80, env=env, rows=10)
+    assert code == 1 and "Fixes, best first" in screen and not kept.exists()

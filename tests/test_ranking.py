@@ -35,3 +35,29 @@ def test_a_real_log_ranks_the_config_fix_above_losing_context(diagnose_text):
     assert list(fixes[0]["changes"]) == ["--kv-cache-memory-bytes"] and fixes[0]["changes"]["--kv-cache-memory-bytes"] == "1048576"
     assert fixes[1]["changes"] == {"--max-model-len": "128"}
     assert all(f["rank_reason"] for f in fixes)
+
+
+NO_TOKENIZER = "ValueError: Couldn't instantiate the backend tokenizer from one of: \n"
+
+
+def test_a_missing_tokenizer_is_fixed_with_a_tokenizer_before_starting_without_one(diagnose_text):
+    """--skip-tokenizer-init was the only fix (newcomer re-run F6): it starts a server that rejects every text
+    prompt, a costly lever for a chat server. --tokenizer comes first: the base model's where the catalog names it,
+    else a placeholder said to be unknown (a value to fill in, which verify does not run), with a launch or not."""
+    local = diagnose_text(NO_TOKENIZER, launch="vllm serve /srv/models/merged --port 8011")["diagnoses"][0]["fixes"]
+    assert [fix["title"] for fix in local] == [
+        "Load the tokenizer of the model the weights came from: --tokenizer <base-model>",
+        "Start without a tokenizer: --skip-tokenizer-init"]
+    assert local[0]["changes"] == {"--tokenizer": "<base-model>"}
+    assert local[0]["command"] == "vllm serve /srv/models/merged --port 8011 --tokenizer '<base-model>'"
+    assert "which model the weights came from: the log does not say" in local[0]["rank_reason"]
+    assert local[1]["changes"] == {"--skip-tokenizer-init": True} and "text prompts" in local[1]["rank_reason"]
+    assert "a workaround, not a cure" in local[1]["rank_reason"] and local[1]["predicted"].get("starts") is None
+    bare = diagnose_text(NO_TOKENIZER)["diagnoses"][0]["fixes"]  # a ticket that pastes only the error
+    assert [fix["changes"] for fix in bare] == [{"--tokenizer": "<base-model>"}, {"--skip-tokenizer-init": True}]
+    quantized = diagnose_text(NO_TOKENIZER, launch="vllm serve hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4")
+    first = quantized["diagnoses"][0]["fixes"][0]
+    assert first["changes"] == {"--tokenizer": "meta-llama/Llama-3.1-8B-Instruct"}
+    # the repo's own tokenizer is what failed: the same repo is no other tokenizer to load
+    own = diagnose_text(NO_TOKENIZER, launch="vllm serve meta-llama/Llama-3.1-8B-Instruct")["diagnoses"][0]["fixes"]
+    assert [fix["title"] for fix in own] == ["Start without a tokenizer: --skip-tokenizer-init"]

@@ -105,6 +105,22 @@ def test_rules_show_wraps_to_the_terminal():
     assert code == 0 and all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
 
 
+def test_rules_show_lists_each_fix_entry_once_with_its_description_hanging_under_it():
+    """tp-not-divisible has two entries of one strategy, the second with `choose: one`: the description was shown
+    twice, and its next rows at column 12 instead of under its first (newcomer re-run F13)."""
+    code, screen = on_pty(["rules", "show", "tp-not-divisible"], 80, env={"NO_COLOR": "1"})
+    lines = ANSI.sub("", screen).splitlines()
+    fixes = lines[lines.index("Fixes (in order of preference)") + 1: lines.index("Verify (log lines that prove a fix worked)")]
+    assert code == 0 and fixes == [
+        "  - divisible-tensor-parallel",
+        "      The largest tensor-parallel size within the GPUs that divides the",
+        "      attention heads, KV heads and experts. [diagnose/fixes/parallel.py]",
+        "  - divisible-tensor-parallel (described above)",
+        "      choose: one",
+        "",
+    ], fixes
+
+
 def test_a_catalogue_signature_is_shown_by_its_table_not_as_its_regex():
     text = CliRunner().invoke(main, ["rules", "show", "tp-not-divisible"]).stdout
     catalogue = next(line for line in text.splitlines() if "vllm-message-catalogue" in line)

@@ -40,13 +40,14 @@ ISOLATED = " ".join(interpreter_flags(platform.python_version()))  # verify's in
 
 
 def on_pty(args: list[str], columns: int, env: dict[str, str] | None = None, timeout_s: float = 120,
-           respond: Callable[[bytes], bytes | None] | None = None) -> tuple[int, str]:
-    """Run vdiag with stdin, stdout and stderr on one pseudo-terminal of `columns` columns; its exit code and screen
-    bytes. `respond` sees each piece of output as it comes and may return what to type in answer."""
+           respond: Callable[[bytes], bytes | None] | None = None, rows: int = 40) -> tuple[int, str]:
+    """Run vdiag with stdin, stdout and stderr on one pseudo-terminal of `columns` columns and `rows` rows; its exit
+    code and screen bytes. `respond` sees each piece of output as it comes and may return what to type in answer.
+    The pager is `cat` unless `env` names one: a long `rules show` is on the screen as it is, not waiting in less."""
     master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
-    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR")}
-    full_env.update({"TERM": "xterm-256color", **(env or {})})
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "COLUMNS", "LINES", "FORCE_COLOR", "LESS")}
+    full_env.update({"TERM": "xterm-256color", "PAGER": "cat", **(env or {})})
     proc = subprocess.Popen([VDIAG, *args], stdin=slave, stdout=slave, stderr=slave, env=full_env, close_fds=True)
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout_s
@@ -141,7 +142,7 @@ def test_verify_summary_shows_the_command_that_ran_and_the_one_to_deploy(tmp_pat
     result = CliRunner().invoke(main, ["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable,
                                        "--launch", f"vllm serve M --max-model-len 4096 --port {port}", str(log)])
     assert result.exit_code == 0, result.output
-    served = result.stdout.index("✓ This command served a real completion:")
+    served = result.stdout.index("✓ This command served a real completion (attempt 1, completion ' fake'):")
     after = result.stdout[served:].splitlines()
     assert after[1] == f"  $ {sys.executable} {ISOLATED} -m vllm.entrypoints.openai.api_server --model=M --max-model-len=512 --port={port}"
     assert after[3] == f"  $ vllm serve M --max-model-len 512 --port {port}"  # the same fix, in the form to deploy
@@ -332,6 +333,39 @@ def test_a_long_pipe_shows_progress_once_it_is_big(monkeypatch):
     terminal.close()
     os.close(master)
     assert "reading the pipe" in shown and "MB" in shown
+
+
+def pipe_progress_on_pty(monkeypatch, files: tuple[str, ...], count: int) -> str:
+    """What progress_for draws on an 80-column terminal for `files` after `count` bytes were read."""
+    from diagnose.cli import common
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 80, 0, 0))
+    terminal = os.fdopen(slave, "w")
+    monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    with common.progress_for(files) as advance:
+        advance(count)
+        time.sleep(0.5)
+        shown = os.read(master, 65536).decode("utf-8", "replace")
+    terminal.close()
+    os.close(master)
+    return ANSI.sub("", shown)
+
+
+def test_a_pipe_of_unknown_size_shows_the_bytes_read_not_a_bar(monkeypatch, tmp_path):
+    """An unknown total was drawn as a full bar, `reading the pipe ━━━━…━━ 21.6/? kB ?` (newcomer re-run F15)."""
+    from diagnose.cli import common
+
+    shown = pipe_progress_on_pty(monkeypatch, ("-",), common.PROGRESS_MIN_BYTES + 21_600)
+    assert "reading the pipe" in shown and "67.1 MB" in shown, repr(shown)
+    assert "━" not in shown and "/?" not in shown, repr(shown)
+    big = tmp_path / "big.log"  # a file's size is known: a bar against it
+    with big.open("wb") as out:
+        out.truncate(common.PROGRESS_MIN_BYTES * 2)
+    shown = pipe_progress_on_pty(monkeypatch, (str(big),), common.PROGRESS_MIN_BYTES)
+    assert "scanning" in shown and "━" in shown and "/134.2 MB" in shown, repr(shown)
 
 
 # ---------------------------------------------------------------- a flag keeps its value when prose wraps

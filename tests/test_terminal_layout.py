@@ -134,3 +134,47 @@ def test_help_fits_80_columns(command):
     text = subprocess.run([VDIAG, *command, "--help"], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "COLUMNS": "80"}).stdout
     assert text and [line for line in text.splitlines() if len(line) > 80] == []
+
+
+def test_verify_folds_every_command_it_prints_on_80_columns(tmp_path):
+    """The live part and the result: the failing command, each attempt's and the one that served, and the fix in
+    the launch's form to deploy (newcomer re-run F5: the last two were printed whole, 130-200 columns)."""
+    import sys
+
+    from .test_terminal import FAKE_VLLM
+    from .test_verify import MAX_LEN_LOG, free_port
+
+    log = tmp_path / "crash.log"
+    log.write_text(MAX_LEN_LOG)
+    port = free_port()
+    launch = (f"vllm serve some-org/a-long-model-name-for-the-screen --max-model-len 4096 --port {port} "
+              "--enforce-eager --gpu-memory-utilization 0.5")
+    code, screen = on_pty(["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable, "--launch", launch,
+                           str(log)], 80, env={"PYTHONPATH": str(FAKE_VLLM), "NO_COLOR": "1"})
+    lines = ANSI.sub("", screen).splitlines()
+    assert code == 0, "\n".join(lines)
+    assert [line for line in lines if len(line) > 80 and " " in line.strip()] == []
+    blocks = command_blocks(lines)
+    assert len(blocks) == 4 and all("\n" in block for block in blocks)  # failing, attempt 1, served, to deploy
+    deploy = blocks[-1].replace(" \\\n", " ").split()
+    assert deploy == launch.replace("4096", "512").split()
+
+
+def test_an_error_wraps_to_the_terminal_under_its_first_word_and_is_one_line_in_a_pipe(tmp_path):
+    """verify's "the model is not on this machine" was one 365-column line on an 80-column terminal."""
+    import sys
+
+    from .test_verify import MAX_LEN_LOG
+
+    log = tmp_path / "crash.log"
+    log.write_text(MAX_LEN_LOG)
+    args = ["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable, "--launch",
+            "vllm serve /srv/models/absent-model --port 8011", str(log)]
+    code, screen = on_pty(args, 80, env={"NO_COLOR": "1"})
+    lines = ANSI.sub("", screen).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("vdiag: cannot verify: "))
+    error = lines[start:]
+    assert code == 5 and len(error) > 2 and all(len(line) <= 80 for line in error), error
+    assert all(line.startswith(" " * 7) and line[7] != " " for line in error[1:] if line), error
+    piped = subprocess.run([VDIAG, *args], capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 5 and piped.stderr.count("\n") == 1 and " ".join(" ".join(error).split()) in piped.stderr

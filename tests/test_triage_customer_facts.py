@@ -63,6 +63,35 @@ LANGUAGES = {
 }
 
 
+# Two short German sentences around an English launch and log (newcomer re-run F9, like its T-1005): the log's
+# English words outnumber the prose's German ones, but the language is the prose's.
+SHORT_GERMAN = """\
+Betreff: Server bleibt beim Start stehen
+
+Hallo, seit dem Update startet unser Server nicht mehr:
+
+vllm serve Qwen/Qwen2.5-32B-Instruct --tensor-parallel-size 3 --max-model-len 32768 --enable-prefix-caching
+
+(VllmWorker rank=1 pid=2211) ERROR 11-30 08:14:02 [multiproc_executor.py:611] WorkerProc failed to start.
+(VllmWorker rank=1 pid=2211) ERROR 11-30 08:14:02 [multiproc_executor.py:611] Traceback (most recent call last):
+    raise ValueError(
+ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (3).
+Engine core initialization failed. See root cause above. Failed core proc(s): {}
+Error in the engine: it is not possible to continue with this configuration
+
+Was sollen wir ändern?
+"""
+
+
+def test_a_ticket_is_in_the_language_of_its_prose_not_of_its_pasted_log(tmp_path):
+    row, draft = one_ticket(tmp_path, "short-german.txt", SHORT_GERMAN, replies=True)
+    assert row["language"] == "de" and row["category"] == "tp-not-divisible"
+    assert draft.splitlines()[0] == "Hallo,"
+    assert one_ticket(tmp_path, "short-english.txt", SHORT_GERMAN.replace(
+        "Hallo, seit dem Update startet unser Server nicht mehr:", "Hi, since the update our server does not start:")
+        .replace("Was sollen wir ändern?", "What should we change?"))[0]["language"] == "en"
+
+
 @pytest.mark.parametrize("language", sorted(LANGUAGES))
 def test_the_reply_is_written_in_the_tickets_language(language, tmp_path):
     prose, greeting, sign_off, ask_launch = LANGUAGES[language]

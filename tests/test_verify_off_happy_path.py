@@ -7,6 +7,7 @@ The attempts run against the fake vLLM of tests/fake_vllm, a real child process.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,44 @@ def test_yes_to_all_at_the_prompt_runs_every_next_attempt_without_asking_again(m
     assert answered == 1 and screen.count("Run it?") == 1, screen
     assert "attempt 2 · fix 2 of max-model-len-exceeds-model" in screen and "✓ attempt 2 served" in screen
     assert not fake_servers(port)
+
+
+# ---------------------------------------------------------------- stdout is the result, stderr the progress
+
+
+def test_off_a_terminal_stdout_is_the_result_and_the_transcript_is_on_stderr_only(max_len_log):
+    """Newcomer re-run F8: off a terminal stdout repeated the whole transcript (the diagnosis, the failing command,
+    each attempt) that stderr had already shown; as `vdiag` alone, stdout is now the result and stderr the progress."""
+    port = free_port()
+    args = ["verify", "--yes", "--no-gpu", "--vllm-python", sys.executable, "--allow-env", "FAKE_VLLM_WHEN",
+            "--keep-logs", "--launch", fake_launch(port, {"--max-model-len=512": "crash"}), str(max_len_log)]
+    done = subprocess.run([VDIAG, *args], capture_output=True, text=True, timeout=120,
+                          env={**{k: v for k, v in os.environ.items() if k != "VDIAG_VLLM_PYTHON"},
+                               "PYTHONPATH": str(FAKE_VLLM)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = done.stdout.splitlines()
+    assert out[0] == "✓ This command served a real completion (attempt 2, completion ' fake'):", done.stdout
+    assert f"  $ FAKE_VLLM_WHEN='{{\"--max-model-len=512\": \"crash\"}}' VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 vllm serve M " \
+           f"--max-model-len 4096 --port {port}" in out, out
+    assert [line.split(":")[0] for line in out if line.startswith("  log of")] == ["  log of attempt 1",
+                                                                                   "  log of attempt 2"]
+    for transcript in ("Diagnosis: ", "failing command", "attempt 1 · fix 1 of", "vdiag verify: attempt", "✗ attempt 1"):
+        assert transcript not in done.stdout and transcript in done.stderr, transcript
+    # on a terminal the screen ends with the same result
+    code, screen = on_pty([*args[:-3], "--launch", fake_launch(free_port(), {"--max-model-len=512": "crash"}),
+                           str(max_len_log)], 400, {"NO_COLOR": "1", "PYTHONPATH": str(FAKE_VLLM)})
+    assert code == 0 and screen.count("This command served a real completion (attempt 2") == 1, screen
+    assert screen.count("failing command") == 1 and screen.count("attempt 1 · fix 1 of") == 1, screen
+
+
+def test_a_fix_with_a_value_to_fill_in_is_not_run_and_verify_says_so(tmp_path):
+    """The tokenizer of an unknown base model is `--tokenizer <base-model>`: verify skips it, says so, and tries the
+    next fix (here --skip-tokenizer-init, which the fake vLLM serves)."""
+    log = tmp_path / "crash.log"
+    log.write_text("ValueError: Couldn't instantiate the backend tokenizer from one of: \n")
+    result, report = run_verify(log, f"vllm serve M --port {free_port()}")
+    assert result.exit_code == 0, result.output
+    [attempt] = report["attempts"]
+    assert attempt["command"].endswith("--skip-tokenizer-init") and "<base-model>" not in attempt["ran"]
+    assert any(note.startswith("not tried: Load the tokenizer of the model the weights came from: --tokenizer "
+                               "<base-model> has <base-model> to fill in") for note in report["notes"]), report["notes"]

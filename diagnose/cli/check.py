@@ -96,6 +96,4 @@ def _emit(report: dict, fmt: str) -> None:
         from ..check.render import text_lines
         from ..report.terminal import Printer
 
-        printer = Printer()
-        for text, style, hang in text_lines(report):
-            printer.say(text, style, hang)
+        Printer().say_lines(text_lines(report))

@@ -17,7 +17,13 @@ OWNS_PROCESS = [False]  # set by the vdiag process's own entry point (cli.main.p
 
 
 def fail(error: VdiagError) -> None:
-    click.echo(f"vdiag: {sanitise(str(error))}", err=True)  # a message can quote a file name, a ticket id, a line
+    message = f"vdiag: {sanitise(str(error))}"  # a message can quote a file name, a ticket id, a line
+    if sys.stderr.isatty():  # wrapped to the terminal under its first word, not broken mid-word by it
+        from ..report.terminal import Printer
+
+        Printer(stderr=True).say(message, hang=len("vdiag: "))
+    else:
+        click.echo(message, err=True)
     sys.exit(int(error.exit_code))
 
 
@@ -142,11 +148,12 @@ PROGRESS_AFTER_S = 2.0
 
 @contextlib.contextmanager
 def progress_for(files: tuple[str, ...], clock=None):
-    """A progress bar on stderr for big inputs (about a second or more), only on a terminal.
+    """Progress on stderr for big inputs (about a second or more), only on a terminal.
 
-    Files: a bar against their total size from the start. A pipe has no size: a counter of bytes read appears
-    once the pipe has been read for PROGRESS_AFTER_S (or past PROGRESS_MIN_BYTES), so a quick pipe shows nothing
-    and a slow or a 500 MiB one shows it is moving. `clock` (seconds) is time.monotonic unless a test gives one.
+    Files: a bar against their total size from the start. A pipe has no size: a spinner and the bytes read (no
+    bar) appear once the pipe has been read for PROGRESS_AFTER_S (or past PROGRESS_MIN_BYTES), so a quick pipe
+    shows nothing and a slow or a 500 MiB one shows it is moving. `clock` (seconds) is time.monotonic unless a test
+    gives one.
     """
     import time
 
@@ -157,10 +164,12 @@ def progress_for(files: tuple[str, ...], clock=None):
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TransferSpeedColumn
 
-    bar = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                   transient=True, console=Console(stderr=True))
+    # a pipe's total is unknown: a spinner and the bytes read, not a bar that looks full (newcomer re-run F15)
+    columns = ((SpinnerColumn(), "[progress.description]{task.description}", _bytes_read_column()) if piped else
+               ("[progress.description]{task.description}", BarColumn(), DownloadColumn()))
+    bar = Progress(*columns, TransferSpeedColumn(), transient=True, console=Console(stderr=True))
     state = {"read": 0, "task": None, "since": clock()}
 
     def advance(count: int) -> None:
@@ -176,6 +185,56 @@ def progress_for(files: tuple[str, ...], clock=None):
         yield advance
     finally:
         bar.stop()
+
+
+@contextlib.contextmanager
+def counting(label: str, total: int):
+    """A bar of `total` steps on stderr, only on a terminal (a pipe or a file gets nothing), for work of seconds such
+    as `rules test`. Yields `step(line=None)`: one step done, and a line for stdout (a failure) if any; while the
+    bar is drawn on the same terminal as stdout, the lines wait for it to go, so the two do not interleave."""
+    if not sys.stderr.isatty():
+        yield _echo_line
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    bar = Progress(f"[progress.description]{sanitise(label)}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                   transient=True, console=Console(stderr=True), redirect_stdout=False, redirect_stderr=False)
+    task, held = bar.add_task(label, total=total), []
+    shared = sys.stdout.isatty()
+
+    def step(line: str | None = None) -> None:
+        bar.advance(task)
+        if line is not None and shared:
+            held.append(line)
+        elif line is not None:
+            click.echo(line)
+
+    bar.start()
+    try:
+        yield step
+    finally:
+        bar.stop()
+        for line in held:
+            click.echo(line)
+
+
+def _echo_line(line: str | None = None) -> None:
+    if line is not None:
+        click.echo(line)
+
+
+def _bytes_read_column():
+    """A progress column of the bytes read so far, for an input of unknown size ("21.6 kB")."""
+    from rich import filesize
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class BytesRead(ProgressColumn):
+        def render(self, task):
+            return Text(filesize.decimal(int(task.completed)), style="progress.download")
+
+    return BytesRead()
 
 
 def use_colour(choice: str) -> None:

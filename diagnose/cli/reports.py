@@ -71,7 +71,9 @@ def list_reports(state_dir, unit, fmt):
 @click.option("--state-dir", help=_STATE_HELP)
 @click.option("--format", "fmt", type=click.Choice(["text", "md", "json"]),
               help="text (the default on a terminal), md (the default elsewhere: the stored Markdown) or json.")
-def show_report(reference, state_dir, fmt):
+@click.option("--no-pager", is_flag=True,
+              help="Print to the terminal as it is (a pager is used only when the text is taller than it).")
+def show_report(reference, state_dir, fmt, no_pager):
     """Print one report: REFERENCE is its file name, an invocation id (a prefix will do) or a unit (its newest)."""
 
     def run():
@@ -82,7 +84,7 @@ def show_report(reference, state_dir, fmt):
         stored = find_stored(_state_dir(state_dir), reference)
         chosen = fmt or ("text" if sys.stdout.isatty() else "md")
         if chosen == "text":
-            _print_stored(stored)
+            _print_stored(stored, not no_pager)
             return ExitCode.NOTHING_FOUND
         text = read_stored_text(stored.path if chosen == "json" else stored.path.with_suffix(".md"))
         # read back as any input is: the Markdown sanitised, the JSON exact but inert (\u escapes), both redacted
@@ -92,12 +94,12 @@ def show_report(reference, state_dir, fmt):
     sys.exit(int(run_guarded(run)))
 
 
-def _print_stored(stored) -> None:
+def _print_stored(stored, paging: bool) -> None:
     """A stored report as the diagnosis printed it, under one line saying which run of which unit it is (both
     sanitised and redacted by the printer and the renderer, as any input is)."""
     from ..hook.browse import row_of_report
+    from ..report.paging import paged
     from ..report.render import print_text
-    from ..report.terminal import Printer
 
     from ..hook.state import is_full_report
 
@@ -109,5 +111,6 @@ def _print_stored(stored) -> None:
     runs = f"{row['count']} failed runs, last {row['last']}" if row["count"] and row["count"] > 1 else \
         f"failed {row['last']}" if row["last"] else "failed"
     result = f" · {row['result']}" if row["result"] else ""
-    Printer().say(f"{stored.unit} · invocation {stored.invocation[:12]} · {runs}{result}", "dim", hang=2)
-    print_text(report)
+    with paged(paging) as printer:
+        printer.say(f"{stored.unit} · invocation {stored.invocation[:12]} · {runs}{result}", "dim", hang=2)
+        print_text(report, printer=printer)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ..util.errors import ExitCode, VdiagError
-from .common import fail
+from .common import counting, fail
 
 
 def _load(rules_dirs, checked: bool = True):
@@ -29,14 +29,26 @@ _RULES_OPT = click.option("--rules", "rules_dirs", multiple=True, type=click.Pat
                           help="Extra rules folder (repeatable).")
 
 
+_NO_PAGER = click.option("--no-pager", is_flag=True,
+                         help="Print to the terminal as it is (a pager is used only when the text is taller than it).")
+
+
 @rules.command("list")
 @_RULES_OPT
-def list_rules(rules_dirs):
+@_NO_PAGER
+def list_rules(rules_dirs, no_pager):
     """One line per rule: id, category, versions, title."""
-    from ..report.terminal import Printer
+    from ..report.paging import paged
 
     ruleset = _load(rules_dirs, checked=False)
-    printer = Printer()
+    with paged(not no_pager) as printer:
+        _list(printer, ruleset)
+    for problem in ruleset.problems:
+        click.echo(f"problem: {problem}", err=True)
+    sys.exit(int(ExitCode.RULES_ERROR if ruleset.problems else ExitCode.NOTHING_FOUND))
+
+
+def _list(printer, ruleset) -> None:
     ordered = sorted(ruleset.rules, key=lambda r: (r.category, r.id))
     widths = [max((len(part) for part in parts), default=0)
               for parts in zip(*((r.id, r.category, r.vllm_versions or "all") for r in ordered))] or [0, 0, 0]
@@ -48,9 +60,6 @@ def list_rules(rules_dirs):
             printer.say(f"    {rule.title}", hang=0)
             continue
         printer.say("  ".join(f"{part:<{width}}" for part, width in zip(parts, widths)) + f"  {rule.title}", hang=columns)
-    for problem in ruleset.problems:
-        click.echo(f"problem: {problem}", err=True)
-    sys.exit(int(ExitCode.RULES_ERROR if ruleset.problems else ExitCode.NOTHING_FOUND))
 
 
 def _complete_rule_id(ctx, param, incomplete: str) -> list[str]:
@@ -64,10 +73,11 @@ def _complete_rule_id(ctx, param, incomplete: str) -> list[str]:
 @rules.command("show")
 @click.argument("rule_id", shell_complete=_complete_rule_id)
 @_RULES_OPT
-def show_rule(rule_id, rules_dirs):
+@_NO_PAGER
+def show_rule(rule_id, rules_dirs, no_pager):
     """A rule's own documentation: summary, why, signatures, fixes, verify, references."""
     from ..knowledge.vocabulary import nearest_name
-    from ..report.terminal import Printer
+    from ..report.paging import paged
 
     ruleset = _load(rules_dirs, checked=False)
     rule = ruleset.by_id().get(rule_id)
@@ -75,9 +85,9 @@ def show_rule(rule_id, rules_dirs):
         near = nearest_name(rule_id, ruleset.by_id())
         fail(VdiagError(f"no rule '{rule_id}' ({f'did you mean {near!r}? ' if near else ''}see `vdiag rules list`)",
                         ExitCode.USAGE))  # the id is pasted text: fail() sanitises it
-    say = Printer().say
-    for text, style, hang in _rule_document(rule):
-        say(text, style, hang=hang)
+    with paged(not no_pager) as printer:
+        for text, style, hang in _rule_document(rule):
+            printer.say(text, style, hang=hang)
 
 
 def _rule_document(rule) -> list[tuple[str, str | None, int | None]]:
@@ -99,11 +109,14 @@ def _rule_document(rule) -> list[tuple[str, str | None, int | None]]:
     from ..fixes.base import strategy_doc
     from ..knowledge.vocabulary import predicate_meaning
 
-    for fix in rule.fixes:
-        out.append((f"  - {fix.strategy}{' (when ' + ', '.join(fix.when) + ')' if fix.when else ''}", None, 4))
-        if documented := strategy_doc(fix.strategy):
-            out.append((f"      {documented[0] or '(no docstring)'} [{documented[1]}]", "dim", 6))
-        out += [(f"      when {name}: {predicate_meaning(name) or 'a start-up phase condition'}", "dim", 6)
+    described: set[str] = set()
+    for fix in rule.fixes:  # each entry once; a strategy's description with its first entry (F13)
+        again = " (described above)" if fix.strategy in described else ""
+        out.append((f"  - {fix.strategy}{' (when ' + ', '.join(fix.when) + ')' if fix.when else ''}{again}", None, 4))
+        if not again and (documented := strategy_doc(fix.strategy)):
+            out.append((f"      {documented[0] or '(no docstring)'} [{documented[1]}]", "dim", 0))
+        described.add(fix.strategy)
+        out += [(f"      when {name}: {predicate_meaning(name) or 'a start-up phase condition'}", "dim", 2)
                 for name in fix.when]
         out += [(f"      {key}: {_plain(value, key)}", None, 2) for key, value in (fix.params or {}).items()
                 if value is not None]
@@ -169,16 +182,14 @@ def test_rules(path, rules_dirs, select):
     if path and any(p.suffix in (".yaml", ".yml") and not p.name.endswith(".cases.yaml") for p in Path(path).rglob("*.yaml")):
         extra = (*extra, Path(path))
     ruleset = _load(extra)
-    failures = total = 0
     cases = discover_cases(root)
-    for case in cases:
-        if select and select not in case.rule and select not in case.name:
-            continue
-        total += 1
-        problems = run_case(case, ruleset)
-        if problems:
-            failures += 1
-            click.echo(f"FAIL {case.id}: " + "; ".join(problems))
+    chosen = [case for case in cases if not select or select in case.rule or select in case.name]
+    failures, total = 0, len(chosen)
+    with counting("testing the rules' cases", total) as step:  # seconds: a bar on a terminal only
+        for case in chosen:
+            problems = run_case(case, ruleset)
+            failures += bool(problems)
+            step(f"FAIL {case.id}: " + "; ".join(problems) if problems else None)
     if select and not total:
         click.echo(f"vdiag: no case matches -k {select!r} (a rule id or a case name containing it) among the "
                    f"{len(cases)} case(s) in {root}", err=True)

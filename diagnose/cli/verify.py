@@ -116,6 +116,7 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
                             go_ahead=lambda: _require_consent(assume_yes))
     finally:
         progress.stop()
+        progress.say_notes()
     if fmt == "json":
         from ..report.render import to_json
 
@@ -125,10 +126,8 @@ def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: s
     else:
         from ..report.render import shown as shown_tree
 
-        printer = Printer()
-        shown = progress.live_capable and printer.is_terminal  # the attempts are on this same screen
-        for text, style, hang in text_lines(shown_tree(result.as_json()), attempts_shown=shown):
-            printer.say(text, style, hang)
+        # stdout is the result, on a terminal or not; the transcript was the progress, on stderr
+        Printer().say_lines(text_lines(shown_tree(result.as_json()), plan_shown=progress.planned))
     return result.exit_code()
 
 
@@ -150,17 +149,29 @@ class _Progress:
         self.live_capable = printer.is_terminal
         self._live = None
         self._status = None
+        self.planned = False  # the run's notes were said
+        self._attempt, self._notes_said = None, 0  # the attempt announced last, and how many of its notes were said
 
     def announce(self, attempt) -> None:
+        self.say_notes()
         say = self.printer.say
         say(f"attempt {attempt.number} · {attempt.origin} · {_shown(attempt.fix)}", "bold", hang=4)
         self.printer.say_command(_shown(attempt.ran), 2, "green")  # folded at its options on a terminal
-        for note in attempt.notes:
-            say(f"  note: {_shown(note)}", "dim", hang=8)
+        self._attempt, self._notes_said = attempt, 0
+        self.say_notes()
+
+    def say_notes(self) -> None:
+        """The notes of the attempt announced last not said yet: those of its command, then those its run added (a
+        busy port, the stop, the fixes its failure suggests)."""
+        if self._attempt is not None:
+            for note in self._attempt.notes[self._notes_said:]:
+                self.printer.say(f"  note: {_shown(note)}", "dim", hang=8)
+            self._notes_said = len(self._attempt.notes)
 
     def hear(self, event: str, data) -> None:
         say = self.printer.say
         if event == "plan":
+            self.planned = True
             if data.diagnosis:
                 say(f"Diagnosis: {data.diagnosis['title']} ({data.diagnosis['rule']})", "bold", hang=2)
             if data.original_command:
@@ -180,7 +191,9 @@ class _Progress:
         elif event == "done":
             self.stop()
             say(_summary(data, self._phase), _STYLE.get(data.outcome), hang=4)
+            self.say_notes()
         elif event == "refused":
+            self.say_notes()
             say(f"attempt {data.number} not run: {_shown(data.detail)}", "yellow", hang=4)
 
     def _start(self, attempt) -> None:

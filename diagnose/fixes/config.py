@@ -197,21 +197,6 @@ def upgrade_for_quantization(ctx: Context, params: dict) -> Fix | None:
                        {"--quantization": None} if mismatched else None)
 
 
-@strategy("tokenizer-path")
-def tokenizer_path(ctx: Context, params: dict) -> Fix | None:
-    """--tokenizer from the base model (catalog), else --skip-tokenizer-init, for a folder without tokenizer files."""
-    base = None
-    if ctx.model and ctx.model.catalog_id:
-        base = ctx.model.catalog_id
-    if base:
-        return Fix(title=f"Load the tokenizer from the base model: --tokenizer {base}", changes={"--tokenizer": base},
-                   why="The model folder has no usable tokenizer files.", will_start=None)
-    return Fix(title="Start without a tokenizer: --skip-tokenizer-init", changes={"--skip-tokenizer-init": True},
-               why="The model folder has no tokenizer files; with --skip-tokenizer-init the server starts and takes token ids "
-                   "(or pass --tokenizer with the base model's repo).",
-               cost="config", cost_note="requests must send token ids; text prompts are rejected", will_start=True)
-
-
 @strategy("change-port")
 def change_port(ctx: Context, params: dict) -> Fix | None:
     """A collision is fixed on the port that collided: the HTTP port is --port; an internal one is moved by the

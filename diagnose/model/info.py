@@ -77,13 +77,14 @@ def resolve(model: str | None, engine_config: dict[str, str] | None = None,
     if local is not None:
         config, source = local
         return _from_config(model, config, source)
-    entry = _catalog_entry(model)
+    entry = catalog_entry(model)
     if entry is not None:
         return _from_catalog(model, entry)
     return _from_name(model)
 
 
-def _catalog_entry(model: str) -> dict | None:
+def catalog_entry(model: str) -> dict | None:
+    """The catalog entry of a repo id, an alias, a bare name or a Hugging Face cache path; None when unknown."""
     index = catalog()
     key = model.lower().rstrip("/")
     if key in index:
@@ -167,7 +168,7 @@ def _from_config(name: str, config: dict, source: str) -> ModelInfo:
                  or _count(text.get("num_experts"))),
         kv_layout="mla" if mla else ("sliding" if sliding else None), mla=mla, sliding_window=sliding,
     )
-    entry = _catalog_entry(name)
+    entry = catalog_entry(name)
     if entry:
         info.params_b = entry.get("params_b")
         info.quantized_variants = list(entry.get("quantized_variants") or [])

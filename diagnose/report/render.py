@@ -159,12 +159,13 @@ def seen_lines(seen: dict[str, Any]) -> list[tuple[str, str | None]]:
     return out
 
 
-def print_text(report: dict[str, Any], stream=None, emails: bool = True) -> None:
+def print_text(report: dict[str, Any], stream=None, emails: bool = True, printer=None) -> None:
     """Human output: styles only on a terminal without NO_COLOR; on a terminal, prose wraps to its width with
-    hanging indents (commands and log lines never wrap, so they stay copyable)."""
+    hanging indents (commands and log lines never wrap, so they stay copyable). `printer`: one made already (a
+    pager's, report.paging), instead of one for `stream`."""
     from .terminal import Printer
 
-    printer = Printer(stream)
+    printer = printer or Printer(stream)
     say = printer.say
     report = shown(report, emails)
     diagnoses = report["diagnoses"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import os
 import sys
+from typing import Any
 
 from ..util.lazy_pattern import lazy
 from ..util.sanitise import sanitise
@@ -70,13 +71,25 @@ class Printer:
 
     def __init__(self, stream=None, stderr: bool = False):
         self._stream, self._stderr = stream, stderr
-        self._console = None
+        self._console: Any = None  # a rich Console, made on first use
         if _may_be_a_terminal(self._file()):
             self.is_terminal = self.console.is_terminal
         else:
             self.is_terminal = False
         self.styled = colour_allowed(self.is_terminal)
         self.width = self.console.width if self.is_terminal else None
+
+    @classmethod
+    def into(cls, buffer, like: "Printer") -> "Printer":
+        """A printer that writes into `buffer` what `like` would write to its terminal: the same width, wrapping,
+        folding and styles (for a pager, report.paging)."""
+        from rich.console import Console
+
+        printer = cls(buffer)
+        printer._console = Console(file=buffer, force_terminal=True, width=like.width, highlight=False, soft_wrap=True,
+                                   color_system=like.console.color_system if like.styled else None)
+        printer.is_terminal, printer.styled, printer.width = True, like.styled, like.width
+        return printer
 
     @property
     def console(self):
@@ -116,6 +129,16 @@ class Printer:
         folded = fold_command(command, self.width, first, " " * (indent + 4)) if self.width else None
         for line in folded or [first + command]:
             self.say(line, style, literal=True)
+
+    def say_lines(self, lines) -> None:
+        """(text, style, hang) lines as a renderer lays them out (verify.render, check.render): prose is said with
+        its hang, and a whole line that is a command after `$ ` is folded at its options (`say_command`)."""
+        for text, style, hang in lines:
+            command = text.lstrip(" ")
+            if hang is None and command.startswith("$ "):
+                self.say_command(command[2:], len(text) - len(command), style)
+            else:
+                self.say(text, style, hang)
 
     def say_quoted(self, prefix: str, text: str, style: str | None = None, most: int = QUOTED_CHARS) -> None:
         """A line quoted from the input, after `prefix`: cut in the middle to `most` characters; on a terminal to

@@ -82,6 +82,7 @@ def _table() -> dict[str, Any]:
         "instance_gpus": [(re.compile(p), gpus) for provider in load_yaml("cloud_instances.yaml")["providers"]
                           for p, gpus in provider["types"].items()],
         "words": {lang: frozenset(words) for lang, words in data["languages"]["words"].items()},
+        "not_prose": re.compile("|".join(f"(?:{p})" for p in data["languages"]["not_prose"]), re.MULTILINE),
     }
 
 
@@ -222,13 +223,33 @@ def server_request_lines(text: str) -> list[str]:
     return found[: table["max_server_lines"]]
 
 
+def _sentences(prose: str, not_prose: re.Pattern) -> str:
+    r"""The lines of `prose` the customer wrote: no fenced or indented block, no line of pasted output or command
+    (`languages.not_prose`). A pasted English log outweighs two short sentences of German otherwise.
+
+    >>> print(_sentences("Hallo, es geht nicht:\n```\nthe log\n```\n    the code\nvllm serve M --port 1\nDanke!",
+    ...                  re.compile(r"^vllm ")))
+    Hallo, es geht nicht:
+    Danke!
+    """
+    kept, fenced = [], False
+    for line in prose.splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        elif not fenced and not line.startswith(("    ", "\t")) and not not_prose.search(line):
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def language_of(prose: str) -> str:
-    """`ja`, `zh`, `de`, `es` or `en` (the default), from the ticket's prose lines (`prose_of`).
+    """`ja`, `zh`, `de`, `es` or `en` (the default), from the ticket's prose lines (`prose_of`), of them the
+    sentences the customer wrote (`_sentences`; all of them where none is left).
 
     >>> language_of("vLLM が起動しません。"), language_of("Hola, el servidor no arranca con la GPU.")
     ('ja', 'es')
     """
     table = _table()
+    prose = _sentences(prose, table["not_prose"]) or prose
     if len(_KANA.findall(prose[:4096])) >= table["ja_min_kana"]:
         return "ja"
     if len(_CJK.findall(prose[:4096])) >= table["zh_min_chars"]:

@@ -14,6 +14,7 @@ from typing import Any
 from ..fixes.advice import ADVICE_STRATEGY
 from ..launch.launch import Launch, canonical_flag
 from ..launch.render import apply_changes
+from ..util.lazy_pattern import lazy
 from .allowlist import allowed_flags
 from .result import Candidate, VerifyOptions
 
@@ -46,9 +47,26 @@ def candidates_of(diagnosis, launch: Launch, options: VerifyOptions, base: dict[
                              + " to try it")
         if not changes:
             continue
+        if blanks := to_fill_in(changes):
+            notes.append(f"not tried: {ranked.fix.title} has {', '.join(blanks)} to fill in; give the launch with it "
+                         "filled in (--launch) to try it")
+            continue
         label = f"fix {ranked.rank} of {diagnosis.rule.id}" + ("" if origin == "original" else f" ({origin})")
         out.append(Candidate({**base, **changes}, ranked.fix.title, label, diagnosis.rule.category))
     return out, notes
+
+
+def to_fill_in(changes: dict[str, Any]) -> list[str]:
+    """The placeholders of vdiag's own fixes in `changes` (`<base-model>`, `<your-hf-token>`, `…/snapshots/<hash>`):
+    a value the user fills in, which running as it is would only fail.
+
+    >>> to_fill_in({"--tokenizer": "<base-model>", "--port": "8011", "--chat-template": "<|im_start|>"})
+    ['<base-model>']
+    """
+    return [blank for value in changes.values() if isinstance(value, str) for blank in _PLACEHOLDER.findall(value)]
+
+
+_PLACEHOLDER = lazy(r"<[a-z]+(?:-[a-z]+)*>")
 
 
 def _without_additions(changes: dict[str, Any], launch: Launch, options: VerifyOptions) -> tuple[dict[str, Any], list[str]]:

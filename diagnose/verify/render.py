@@ -24,28 +24,23 @@ def _outcome_line(attempt: dict) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, str | None, int | None]]:
-    """The verify result as (text, style, hang) lines; `attempts_shown`: the live progress already listed them.
+def text_lines(result: dict, plan_shown: bool = True) -> list[tuple[str, str | None, int | None]]:
+    """The verify result as (text, style, hang) lines: what stdout gets, on a terminal or not.
 
-    `hang` is the hanging indent for prose wrapped on a terminal; None keeps a line whole (a command).
+    The transcript (the diagnosis, the failing command, each attempt's command, notes and outcome) is progress, on
+    stderr (cli.verify); the result is its verdict, the command that served and the kept logs. `plan_shown`: the
+    progress printed the run's notes (it does once a fix is about to be tried); otherwise the result carries them.
+    `hang` is the hanging indent for prose wrapped on a terminal; None keeps a line whole, and a command (a line
+    of `$ ` and the command) is folded at its options there (Printer.say_lines).
     """
     lines: list[tuple[str, str | None, int | None]] = []
-    diagnosis = result["diagnosis"]
-    if diagnosis and not attempts_shown:
-        lines.append((f"Verifying fixes for: {diagnosis['title']} ({diagnosis['rule']})", "bold", 2))
-    if result["original_command"] and not attempts_shown and result["status"] != "nothing-to-verify":
-        lines.append((f"  failing command: {result['original_command']}", "dim", None))
-    for attempt in [] if attempts_shown else result["attempts"]:
-        lines.append((f"  attempt {attempt['attempt']} · {attempt['origin']} · {attempt['fix']}", "bold", 4))
-        lines.append((f"    $ {attempt['ran'] or attempt['command']}", None, None))
-        lines.append((f"    {_outcome_line(attempt)}", _STYLE.get(attempt["outcome"]), 2))
-        lines += [(f"    note: {note}", "dim", 6) for note in attempt["notes"]]
-        if attempt.get("log"):
-            lines.append((f"    log: {attempt['log']}", "dim", None))
-    lines += [(f"  note: {note}", "dim", 6) for note in result["notes"]]
+    if not plan_shown:
+        lines += [(f"  note: {note}", "dim", 6) for note in result["notes"]]
     if result["working_command"]:
         ran = result.get("working_ran") or result["working_command"]
-        lines += [("✓ This command served a real completion:", "bold green", None), (f"  $ {ran}", "green", None)]
+        served = next((a for a in result["attempts"] if a["outcome"] == "served"), None)
+        how = f" (attempt {served['attempt']}, completion {served['completion']!r})" if served else ""
+        lines += [(f"✓ This command served a real completion{how}:", "bold green", 2), (f"  $ {ran}", "green", None)]
         if ran != result["working_command"]:
             lines += [("  The same fix in your launch's form (to deploy):", None, None),
                       (f"  $ {result['working_command']}", "green", None)]
@@ -55,15 +50,13 @@ def text_lines(result: dict, attempts_shown: bool = False) -> list[tuple[str, st
         lines.append((f"– Not verified: {result['reason']}; the diagnosis stands as reported.", "bold", 2))
     else:
         lines.append((f"✗ No fix made vLLM serve: {result['reason']}", "bold red", 2))
+    lines += [(f"  log of attempt {a['attempt']}: {a['log']}", "dim", None) for a in result["attempts"] if a.get("log")]
     return lines
 
 
-def to_text(result: dict, attempts_shown: bool = False) -> str:
-    """The verify result as plain text (already redacted by `VerifyResult.as_json`)."""
-    return "\n".join(text for text, _, _ in text_lines(result, attempts_shown)) + "\n"
-
-
-_STYLE = {"served": "green", "failed": "red", "timeout": "red", "refused": "yellow", "declined": None}
+def to_text(result: dict) -> str:
+    """The verify result as plain text, as stdout gets it (already redacted by `VerifyResult.as_json`)."""
+    return "\n".join(text for text, _, _ in text_lines(result, plan_shown=False)) + "\n"
 
 
 def to_markdown(result: dict) -> str:
