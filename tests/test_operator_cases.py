@@ -217,3 +217,34 @@ def test_a_default_the_gpu_decides_is_read_for_that_gpu_and_never_proposed_as_a_
     assert seqs and all(fix["changes"]["--max-num-seqs"] not in ("256", "1024") for fix in seqs)
     assert "256: the V1 default on a 22.07 GiB GPU" in seqs[0]["why"]
     assert not any("1024" in fix["why"] for fix in seqs)
+
+
+def test_a_cpu_budget_fix_is_held_to_the_kv_space_the_release_gives():
+    """Class C6 (predicted to start past the next gate): on 0.10.1's CPU build the KV cache space is 4 GiB unless
+    set (vllm/platforms/cpu.py); Qwen3-0.6B's 40,960 tokens need 4.38 GiB, so the budget fix also sets the space,
+    and the shorter context, which fits, is first."""
+    report = report_for("cpu-budget-below-max-len-0.10.1.log")
+    first, second = top(report)["fixes"][:2]
+    assert first["changes"] == {"--max-model-len": "4096"} and first["predicted"]["starts"] is True
+    assert second["changes"] == {"--max-num-batched-tokens": "40960", "env:VLLM_CPU_KVCACHE_SPACE": "6"}
+    assert second["predicted"]["starts"] is None
+
+
+def test_a_forced_marlin_kernel_on_a_t4_gets_the_checkpoints_own_method_not_new_hardware():
+    """Class 1 (costly lever first): awq runs from 7.5 in every release; only the launch's awq_marlin needs 8.0."""
+    first = top(report_for("awq-marlin-forced-on-a-t4-0.10.1.log"))["fixes"][0]
+    assert first["changes"] == {"--quantization": "awq"} and first["predicted"]["starts"] is True
+
+
+def test_an_oom_paste_without_its_first_words_is_no_all_clear():
+    """Class 2 (failure text missed, reported healthy): the body of torch's OOM message after serving."""
+    diagnosis = top(report_for("serving-oom-body-without-prefix-0.10.1.log"))
+    assert diagnosis["category"] == "cuda-oom-runtime"
+    assert "asked 136 MiB with 121 MiB free" in diagnosis["fixes"][0]["why"]
+
+
+def test_an_ascend_log_is_never_told_to_run_nvidia_smi():
+    """Class 4 (wrong-platform advice): the NPU's own listing tool."""
+    report = report_for("ascend-no-npu-visible.log")
+    commands = [fix.get("command") or "" for fix in every_fix(report)]
+    assert "npu-smi info" in commands and not any("nvidia-smi" in c for c in commands)
