@@ -176,8 +176,9 @@ def _rank_reason(fix: Fix) -> str:
 def _command_for(fix: Fix, ctx: Context) -> Printed:
     if fix.step_command and not fix.changes:
         return Printed(fix.step_command)
-    if not fix.changes or ctx.launch is None:
+    launch = ctx.launcher or ctx.launch  # a launcher's fix is said in its own vocabulary (launch.launchers)
+    if not fix.changes or launch is None:
         return Printed(None, fix.step_not_shown)
-    if any(k.startswith("docker:") for k in fix.changes) and ctx.launch.form != "docker":
+    if any(k.startswith("docker:") for k in fix.changes) and launch.form != "docker":
         return Printed(None)
-    return printed_command(ctx.launch, fix.changes)
+    return printed_command(launch, fix.changes)

@@ -17,7 +17,7 @@ MAX_REMEMBERED_NON_LAUNCHES = 256
 
 class LaunchExtractor(ExtractorBase):
     literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "engineargs(", "llmconfig(",
-                "execstart=", "containers:")
+                "execstart=", "containers:", "llamafactory-cli", "swift", "xinference launch", "ochat.serving")
     window = 30
 
     def __init__(self, facts):
@@ -99,7 +99,7 @@ def _without_prose_tail(launch: Launch | None) -> Launch | None:
     >>> _without_prose_tail(parse_launch("How do I make vllm serve use two GPUs?")) is None
     True
     """
-    if launch is None or launch.form not in ("vllm-serve", "api-server"):
+    if launch is None or launch.form not in ("vllm-serve", "api-server") or launch.frame == "launcher":
         return launch
     cut = len(launch.args)
     while cut > 0 and launch.args[cut - 1].value is None and _PROSE_WORD.match(launch.args[cut - 1].spelled):
@@ -113,6 +113,8 @@ def _without_prose_tail(launch: Launch | None) -> Launch | None:
 
 
 def _plausible(launch: Launch) -> bool:
+    if launch.frame == "launcher":  # its command's own words were required (launch.launchers)
+        return True
     if launch.form == "llm-python":
         return bool(launch.model)
     if launch.form == "docker":

@@ -1,0 +1,288 @@
+"""Programs that build vLLM's arguments from their own configuration (LLaMA-Factory, GPUStack, RunPod's worker-vllm,
+Xinference, ms-swift; data/launchers.yaml): their command line or their own log lines read as a launch, and a fix
+said in their vocabulary (`vllm_maxlen: 16128` in the config the command read, `MAX_MODEL_LEN=16128` in the
+endpoint's environment) rather than as a `vllm serve` flag they cannot take.
+
+>>> launch = command_launch("CUDA_VISIBLE_DEVICES=0 llamafactory-cli api examples/qwen_vllm.yaml")
+>>> launch.launcher, launch.keyed_name, launch.env
+('llamafactory', 'examples/qwen_vllm.yaml', [('CUDA_VISIBLE_DEVICES', '0')])
+>>> from .render import apply_changes, render
+>>> print(render(apply_changes(launch, {"--dtype": "half"})))
+# examples/qwen_vllm.yaml: set these keys (LLaMA-Factory hands them to vLLM's engine), then start it again
+infer_dtype: float16  # vLLM's --dtype (vllm_dtype before LLaMA-Factory 0.8.2)
+>>> command_launch("I start it with llamafactory-cli api and it fails") is None
+True
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from .launch import Arg, Launch, canonical_flag
+
+
+@lru_cache(maxsize=1)
+def launchers() -> dict[str, dict]:
+    from ..util.datafiles import load_yaml
+
+    return load_yaml("launchers.yaml")["launchers"]
+
+
+@lru_cache(maxsize=None)
+def _pattern(text: str) -> re.Pattern:
+    return re.compile(text)
+
+
+def name_of(launcher: str) -> str:
+    return str(launchers()[launcher]["name"])
+
+
+def modules() -> dict[str, str]:
+    """The Python modules (`python -m M`) that take vLLM's engine flags as vLLM spells them, by launcher."""
+    return {module: name for name, spec in launchers().items() for module in spec.get("modules", [])}
+
+
+def names_a_command(line: str) -> bool:
+    """Whether a line holds one of the launchers' command lines (a cheap test before the line is parsed)."""
+    return any(_pattern(p).search(line) for spec in launchers().values() for p in spec.get("commands", []))
+
+
+def command_launch(text: str) -> Launch | None:
+    """The launch a launcher's command line states (`llamafactory-cli api x.yaml`, `swift deploy … --infer_backend
+    vllm`, `xinference launch … --model-engine vllm`); None when the text holds none."""
+    from .shell_words import tokenize
+
+    joined = " ".join(line.rstrip("\\ ").strip() for line in text.splitlines())
+    for name, spec in launchers().items():
+        for pattern in spec.get("commands", []):
+            match = _pattern(pattern).search(joined)
+            if match is None:
+                continue
+            groups = match.groupdict()
+            before = tokenize(joined[:match.start()].strip()) if joined[:match.start()].strip() else []
+            env = [tuple(t.value.split("=", 1)) for t in before if re.match(r"[A-Za-z_]\w*=", t.value)]
+            launch = launcher_launch(name, groups.get("file"), [t.raw for t in tokenize(joined[match.start():].strip())])
+            launch.env = [(k, v) for k, v in env]
+            launch.model = groups.get("model") or launch.model
+            return settled(launch)
+    return None
+
+
+def log_line_launcher(line: str) -> tuple[str, str | None] | None:
+    """The launcher whose own code logged this line, and the vLLM command line in it (worker-vllm's `Starting vLLM:
+    vllm serve …`); None for a line no launcher logs."""
+    for name, spec in launchers().items():
+        for pattern in spec.get("log_lines", []):
+            match = _pattern(pattern).search(line)
+            if match is not None:
+                return name, match.groupdict().get("command")
+    return None
+
+
+def printed_version(line: str) -> tuple[str, str] | None:
+    """A launcher's version as it prints it (`llamafactory-cli env`'s "`llamafactory` version: 0.8.2.dev0")."""
+    for name, spec in launchers().items():
+        match = _pattern(spec["version"]).search(line) if spec.get("version") else None
+        if match is not None:
+            return name, match.group("version")
+    return None
+
+
+def launcher_launch(name: str, file: str | None = None, head: list[str] | None = None,
+                    launch: Launch | None = None) -> Launch:
+    """A launch run by launcher `name`: the arguments known of it (vLLM's own lines, a command the launcher logged)
+    kept, each at the launcher's key for it, so that a fix is printed as what to set there."""
+    from dataclasses import replace
+
+    spec = launchers()[name]
+    base = launch if launch is not None else Launch(form="launcher")
+    out = replace(base, form="launcher", frame="launcher", launcher=name, keyed_name=file, head=list(head or []),
+                  source_form=f"{spec['name']}'s launch" + (f" ({file})" if file else ""),
+                  args=[replace(a, values_key=key_for(name, a.flag)[0]) for a in base.args])
+    out.args += _own_arguments(name, out.head)
+    return settled(out)
+
+
+def settled(launch: Launch) -> Launch:
+    """The launch with what it states now remembered as what the input gave: a fix prints only what it changes."""
+    launch.values_original = {"args": {a.flag: a.value for a in launch.args}, "env": dict(launch.env)}
+    return launch
+
+
+def key_for(name: str, flag: str, version: str | None = None) -> tuple[str | None, dict]:
+    """The launcher's key for a vLLM flag (in the launcher's `version`, where known), and its entry in the table
+    ({} for a key made by the generic rule); (None, {}) when the launcher has no key of its own for it (then it
+    goes through its passthrough).
+
+    >>> key_for("llamafactory", "--dtype", "0.8.2.dev0")[0], key_for("llamafactory", "--dtype", "0.9.4")[0]
+    ('vllm_dtype', 'infer_dtype')
+    >>> key_for("worker_vllm", "--max-model-len")[0], key_for("gpustack", "--max-model-len")[0]
+    ('MAX_MODEL_LEN', '--max-model-len')
+    """
+    spec = launchers()[name]
+    flag = canonical_flag(flag)
+    entry = spec.get("keys", {}).get(flag)
+    if isinstance(entry, dict) and version and "since" in entry and _older(version, str(entry["since"])):
+        return str(entry["earlier"]), {**entry, "key": entry["earlier"], "dated": True}
+    if entry is not None:
+        return (entry["key"], entry) if isinstance(entry, dict) else (str(entry), {"key": entry})
+    stem = flag[2:]
+    generic = spec.get("generic")
+    if generic == "snake":
+        return stem.replace("-", "_"), {}
+    if generic == "upper_snake":
+        return stem.replace("-", "_").upper(), {}
+    if generic == "flag":
+        return flag, {}
+    return None, {}
+
+
+def _older(version: str, since: str) -> bool:
+    """Whether a printed version predates a release (`0.8.2.dev0` predates 0.8.2)."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version) < Version(since)
+    except InvalidVersion:
+        return False
+
+
+def _own_arguments(name: str, words: list[str]) -> list[Arg]:
+    """The vLLM settings a launcher's command line gives in the launcher's own spelling (`vllm_maxlen=4096` after a
+    LLaMA-Factory config, `--vllm_max_model_len 8192` to swift, `--max_model_len 4096` to xinference launch)."""
+    from .shell_words import word_value
+
+    spec = launchers()[name]
+    back = {key_for(name, flag)[0]: flag for flag in spec.get("keys", {})}
+    values = [word_value(w) for w in words]
+    out: list[Arg] = []
+    for i, word in enumerate(values):
+        key, value = (word.split("=", 1) + [""])[:2] if spec.get("style") == "keys" and "=" in word else (None, None)
+        if key is None and word.startswith("--") and i + 1 < len(values) and spec.get("style") == "options":
+            key, value = word[2:], values[i + 1]
+        flag = back.get(key) or (("--" + key.replace("_", "-")) if key and spec.get("generic") == "snake" else None)
+        if flag and _known_flag(flag):
+            out.append(Arg(flag, None if str(value).lower() == "true" else value, values_key=key))
+    return out
+
+
+def _known_flag(flag: str) -> bool:
+    from .releases import engine_args
+
+    return flag in (engine_args().get("flags") or {}) or flag in ("--model", "--dtype", "--max-model-len")
+
+
+def render_launcher(launch: Launch) -> str:
+    """The launch as the launcher was started (its own command line, as the input gave it); a fixed launch as what
+    to set in the launcher's configuration, each line saying the vLLM argument it becomes."""
+    if not launch.fixed:
+        return " ".join([*(f"{k}={v}" for k, v in launch.env), *launch.head]) or f"# started by {name_of(launch.launcher or '')} (its launch is not in the log)"
+    name = launch.launcher or ""
+    spec = launchers()[name]
+    before: dict[str, str | None] = launch.values_original.get("args", {})
+    now = {a.flag: a.value for a in launch.args}
+    if spec.get("style") == "options" and launch.head:
+        return _command_with(launch, spec, before, now)
+    lines = [spec["where"].replace("{file}", launch.keyed_name or spec.get("unseen", "its config file"))]
+    passthrough: dict[str, Any] = {}
+    for flag in [*now, *(f for f in before if f not in now)]:
+        if flag in before and before[flag] == now.get(flag):
+            continue
+        lines += _setting_lines(name, spec, flag, now.get(flag, "(remove)") if flag in now else "(remove)", passthrough,
+                                launch.launcher_version)
+    if passthrough:
+        lines.append(_line(spec, spec["passthrough"], passthrough)
+                     + "  # handed to vLLM's engine as written (keep its other entries)")
+    env_before, env_now = launch.values_original.get("env", {}), dict(launch.env)
+    changed = [(k, v) for k, v in env_now.items() if env_before.get(k) != v]
+    lines += [_line(spec, k, v) if spec.get("style") == "env" else f"# and in the environment {spec['name']} starts in: {k}={v}"
+              for k, v in changed]
+    return "\n".join(lines)
+
+
+def _command_with(launch: Launch, spec: dict, before: dict, now: dict) -> str:
+    """A launcher's own command line with a fix's settings in its options: a value changed where the option is, a
+    new option after the rest, a removed one dropped (`swift deploy … --vllm_max_model_len 32768`)."""
+    from .shell_words import quote_word, word_value
+
+    words = list(launch.head)
+    passthrough: dict[str, Any] = {}
+    for flag in [*now, *(f for f in before if f not in now)]:
+        if flag in before and before[flag] == now.get(flag):
+            continue
+        key, entry = key_for(launch.launcher or "", flag, launch.launcher_version)
+        if key is None:
+            passthrough[flag[2:].replace("-", "_")] = _typed(now.get(flag))
+            continue
+        option = key if key.startswith("-") else f"--{key}"
+        at = next((i for i, w in enumerate(words) if word_value(w) == option), None)
+        value = now.get(flag)
+        text = _text(spec.get("switch_value", True) if value is None else entry.get("values", {}).get(value, value))
+        if flag not in now:
+            words = words if at is None else words[:at] + words[at + 2:]
+        elif at is not None and at + 1 < len(words):
+            words[at + 1] = quote_word(text)
+        else:
+            words += [option, quote_word(text)]
+    if passthrough and spec.get("passthrough"):
+        import json
+
+        words += [f"--{spec['passthrough']}", quote_word(json.dumps(passthrough))]
+    return " ".join([*(f"{k}={quote_word(v)}" for k, v in launch.env), *words])
+
+
+def _setting_lines(name: str, spec: dict, flag: str, value: str | None, passthrough: dict,
+                   version: str | None) -> list[str]:
+    key, entry = key_for(name, flag, version)
+    if key is None:
+        if spec.get("passthrough"):
+            passthrough[flag[2:].replace("-", "_")] = _typed(value)
+            return []
+        return [f"# {flag}: {spec['name']} has no setting for it"]
+    if value == "(remove)":
+        return [f"# remove {key}" + (f" (vLLM's {flag})" if key != flag else "")]
+    shown = spec.get("switch_value", True) if value is None else entry.get("values", {}).get(value, value)
+    note = f"vLLM's {flag}"
+    if "since" in entry:  # the key was renamed in a release of the launcher: its version says which name it takes
+        note += (f" (the name in {spec['name']} {version})" if version else
+                 f" ({entry['earlier']} before {spec['name']} {entry['since']})")
+    if spec.get("style") == "options" and spec.get("generic") == "flag" and not entry:
+        return [_line(spec, key, shown)]
+    return [_line(spec, key, shown) + f"  # {note}"]
+
+
+def _line(spec: dict, key: str, value: Any) -> str:
+    from .shell_words import quote_word
+
+    text = _text(value)
+    style = spec.get("style")
+    if style == "env":
+        return f"{key}={quote_word(text)}"
+    if style == "options":
+        option = key if key.startswith("-") else f"--{key}"
+        return f"{option}={quote_word(text)}" if spec.get("equals") else f"{option} {quote_word(text)}"
+    return f"{key}: {text}"
+
+
+def _text(value: Any) -> str:
+    import json
+
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
+
+
+def _typed(value: str | None) -> Any:
+    import json
+
+    if value is None:
+        return True
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        return value
+    return parsed if isinstance(parsed, (int, float, dict, list)) else value

@@ -1,0 +1,133 @@
+"""A launcher that builds vLLM's arguments from its own config (LLaMA-Factory, GPUStack, RunPod's worker-vllm,
+Xinference, ms-swift, OpenChat's server): recognised by its command line or its own log lines, never by its name in
+prose, and the fix said in its vocabulary (operator review C5, C8; held-out review class 3)."""
+
+from __future__ import annotations
+
+import pytest
+
+from diagnose import diagnose_text
+from diagnose.facts.launcher import LauncherExtractor
+from diagnose.facts.record import Facts
+from diagnose.launch.launchers import command_launch, key_for, launchers
+from diagnose.launch.parse import parse_launch
+from diagnose.launch.render import apply_changes, render
+
+BF16 = ("ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your Tesla V100-SXM2-32GB "
+        "GPU has compute capability 7.0. You can use float16 instead by explicitly setting the`dtype` flag in CLI, for "
+        "example: --dtype=half.\n")
+TOO_LONG = ("ValueError: User-specified max_model_len (72000) is greater than the derived max_model_len "
+            "(max_position_embeddings=32768 or model_max_length=None in model's config.json). This may lead to incorrect "
+            "model outputs or CUDA errors.\n")
+KV = ("ValueError: To serve at least one request with the models's max seq len (40960), (5.62 GiB KV cache is needed, "
+      "which is larger than the available KV cache memory (3.50 GiB). Based on the available memory, the estimated "
+      "maximum model length is 25472. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+      "initializing the engine.\n")
+
+
+def _top(text: str) -> dict:
+    return diagnose_text(text).report["diagnoses"][0]["fixes"][0]
+
+
+@pytest.mark.parametrize("line, launcher", [
+    ("CUDA_VISIBLE_DEVICES=0 llamafactory-cli api examples/inference/qwen_vllm.yaml", "llamafactory"),
+    ("llamafactory-cli chat cfg/llama3_vllm.yml infer_dtype=float16", "llamafactory"),
+    ("swift deploy --model Qwen/Qwen2.5-7B-Instruct --infer_backend vllm --vllm_max_model_len 8192", "ms_swift"),
+    ("xinference launch --model-name qwen2.5-instruct --model-engine vllm --size-in-billions 7", "xinference"),
+])
+def test_a_launchers_command_line_is_its_launch(line, launcher):
+    launch = parse_launch(line)
+    assert launch is not None and launch.launcher == launcher and launch.frame == "launcher"
+
+
+@pytest.mark.parametrize("line", [
+    "I start it with llamafactory-cli api and the vllm backend, and it fails",  # no config file: prose
+    "swift deploy --model Qwen/Qwen2.5-7B-Instruct --infer_backend pt",  # not the vLLM backend
+    "xinference launch --model-name qwen2.5-instruct --model-engine transformers",
+    "we moved from xinference launch to swift deploy last week",
+])
+def test_a_launchers_name_in_prose_is_no_launch(line):
+    launch = parse_launch(line)
+    assert launch is None or launch.launcher is None
+
+
+def test_ochats_server_is_read_as_vllms_own_command_line():
+    report = diagnose_text("python -m ochat.serving.openai_api_server --model openchat/openchat_3.5\n" + BF16).report
+    assert report["facts"]["launch"]["source"].startswith("OpenChat's ochat server's command line")
+    assert _top("python -m ochat.serving.openai_api_server --model openchat/openchat_3.5\n" + BF16)["command"] == (
+        "python -m ochat.serving.openai_api_server --model openchat/openchat_3.5 --dtype half")
+    assert "no launch command" not in " ".join(report["notes"])
+
+
+def test_llamafactorys_fix_is_its_own_key_in_the_config_the_command_read():
+    log = "CUDA_VISIBLE_DEVICES=0 llamafactory-cli api LLaMA-Factory/examples/inference/qwen_vllm.yaml\n" + BF16
+    report = diagnose_text(log).report
+    command = report["diagnoses"][0]["fixes"][0]["command"]
+    assert command.splitlines()[0].startswith("# LLaMA-Factory/examples/inference/qwen_vllm.yaml: set these keys")
+    assert command.splitlines()[1].startswith("infer_dtype: float16  # vLLM's --dtype")  # its Literal has no `half`
+    assert not any("no launch command" in note for note in report["notes"])
+
+
+def test_llamafactorys_version_chooses_the_keys_name():
+    log = "- `llamafactory` version: 0.8.2.dev0\nfrom llamafactory.chat import ChatModel\n" + BF16
+    command = _top(log)["command"]
+    assert "\nvllm_dtype: float16  # vLLM's --dtype (the name in LLaMA-Factory 0.8.2.dev0)" in command
+    assert key_for("llamafactory", "--dtype", "0.9.4")[0] == "infer_dtype"
+
+
+def test_worker_vllms_fix_is_the_endpoints_environment_and_keeps_the_logged_command():
+    log = "INFO Starting vLLM: vllm serve Qwen/Qwen3-8B --max-model-len 40960\n" + KV
+    report = diagnose_text(log).report
+    assert report["facts"]["launch"]["command"].startswith("vllm serve Qwen/Qwen3-8B")
+    assert report["facts"]["launch"]["launcher"].startswith("RunPod's worker-vllm's own log line (line 1)")
+    assert report["diagnoses"][0]["fixes"][0]["command"].splitlines()[1].startswith("MAX_MODEL_LEN=25")
+
+
+def test_gpustacks_fix_is_a_backend_parameter():
+    log = "2025-05-01 10:00:00 - gpustack.worker.backends.vllm - INFO - Starting vLLM model instance: qwen3-8b\n" + KV
+    command = _top(log)["command"]
+    assert command.startswith("# GPUStack: add these to the model's Backend Parameters")
+    assert command.splitlines()[1].startswith("--max-model-len=25")
+
+
+def test_a_launchers_command_line_gets_its_own_option_changed():
+    swift = "CUDA_VISIBLE_DEVICES=0 swift deploy --model Qwen/Qwen2.5-7B-Instruct --infer_backend vllm --vllm_max_model_len 72000\n"
+    assert _top(swift + TOO_LONG)["command"] == (
+        "CUDA_VISIBLE_DEVICES=0 swift deploy --model Qwen/Qwen2.5-7B-Instruct --infer_backend vllm --vllm_max_model_len 32768")
+    xinference = "xinference launch --model-name qwen2.5-instruct --model-engine vllm --max_model_len 72000\n"
+    assert _top(xinference + TOO_LONG)["command"].endswith("--model-engine vllm --max_model_len 32768")
+
+
+def test_xinferences_log_lines_show_it_ran_vllm_and_its_defaults_are_not_claimed():
+    log = ("2024-06-25 16:32:00,563 xinference.core.worker 155 ERROR    Failed to load model qwen-chat-0\n" + TOO_LONG)
+    report = diagnose_text(log).report
+    assert report["facts"]["launch"]["source"] == "Xinference's own log line (line 1)"
+    assert _top(log)["command"].splitlines()[1] == "--max_model_len 32768  # vLLM's --max-model-len"
+
+
+@pytest.mark.parametrize("line", [
+    "I tried xinference and gpustack, both fail the same way",
+    "Is this a runpod worker-vllm problem? Engine args look fine",
+    "    we use the llamafactory vllm_engine with infer_backend set to vllm in the docs",
+])
+def test_a_launchers_name_in_prose_is_no_log_line_of_it(line):
+    facts = Facts()
+    LauncherExtractor(facts).feed(1, line, [])
+    assert facts.launcher is None
+
+
+def test_apply_and_render_put_a_flag_without_a_key_through_the_passthrough():
+    launch = command_launch("llamafactory-cli api x.yaml")
+    assert launch is not None
+    text = render(apply_changes(launch, {"--kv-cache-dtype": "fp8", "--max-model-len": "8192"}))
+    assert "vllm_maxlen: 8192  # vLLM's --max-model-len" in text
+    assert 'vllm_config.kv_cache_dtype: fp8' in text or 'vllm_config: {"kv_cache_dtype": "fp8"}' in text
+
+
+def test_every_launchers_table_names_vllm_flags_and_its_source():
+    from diagnose.launch.releases import engine_args
+
+    known = set(engine_args()["flags"]) | {"--model"}
+    for name, spec in launchers().items():
+        assert spec["reference"].startswith("https://github.com/"), name
+        assert set(spec.get("keys", {})) <= known, name
