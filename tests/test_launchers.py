@@ -75,6 +75,31 @@ def test_llamafactorys_version_chooses_the_keys_name():
     assert key_for("llamafactory", "--dtype", "0.9.4")[0] == "infer_dtype"
 
 
+def test_a_refused_vllm_key_is_said_with_the_key_the_launcher_takes():
+    log = ("CUDA_VISIBLE_DEVICES=0 llamafactory-cli api qwen_vllm.yaml\n\n" + BF16 +
+           "\nValueError: Some keys are not used by the HfArgumentParser: ['dtype']\n")
+    report = diagnose_text(log).report
+    top = report["diagnoses"][0]
+    assert "LLaMA-Factory refused `dtype` (line 5)" in top["why"] and "`infer_dtype`" in top["why"]
+    assert report["unexplained"] == []
+    assert any("HfArgumentParser" in e["text"] for e in top["evidence"])
+
+
+def test_a_refused_key_the_fixes_do_not_set_stays_unexplained():
+    log = ("llamafactory-cli api qwen_vllm.yaml\n" + BF16 +
+           "ValueError: Some keys are not used by the HfArgumentParser: ['temprature']\n")
+    report = diagnose_text(log).report
+    assert any("temprature" in line["text"] for line in report["unexplained"])
+
+
+def test_a_refusal_alone_is_fixed_by_the_launchers_own_key():
+    log = ("llamafactory-cli api examples/qwen_vllm.yaml\n"
+           "ValueError: Some specified arguments are not used by the HfArgumentParser: ['max_model_len']\n")
+    first = diagnose_text(log).report["diagnoses"][0]["fixes"][0]
+    assert "`vllm_maxlen` for `max_model_len`" in first["title"]
+    assert first["command"].splitlines()[1] == "max_model_len → vllm_maxlen"
+
+
 def test_worker_vllms_fix_is_the_endpoints_environment_and_keeps_the_logged_command():
     log = "INFO Starting vLLM: vllm serve Qwen/Qwen3-8B --max-model-len 40960\n" + KV
     report = diagnose_text(log).report
@@ -131,3 +156,9 @@ def test_every_launchers_table_names_vllm_flags_and_its_source():
     for name, spec in launchers().items():
         assert spec["reference"].startswith("https://github.com/"), name
         assert set(spec.get("keys", {})) <= known, name
+
+
+def test_a_refusal_with_no_launcher_known_keeps_its_own_fixes():
+    log = "ValueError: Some specified arguments are not used by the HfArgumentParser: ['max_model_len']\n"
+    fixes = diagnose_text(log).report["diagnoses"][0]["fixes"]
+    assert not any("own key" in fix["title"] for fix in fixes)

@@ -46,6 +46,7 @@ from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules
 from .fallbacks import check_launch_alone, place_unfired, say_error_line_missing
 from .attempted_fix import fold_attempted_spellings
+from .launcher_refusal import fold_launcher_refusals
 from .feasibility_order import weights_first
 from .fix_plan import plan_fixes
 from .gpu_facts import gpu_fields
@@ -164,6 +165,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:
         # in a run that never served they still show that something failed (in one that served, it survived them)
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
+    leftovers = fold_launcher_refusals(fired, ctx, leftovers)
     if ctx.launch is None and ctx.launcher is None and any(r.fix.changes for d in fired for r in d.fixes):
         notes.append(NO_LAUNCH_NOTE)
     notes += launch_disagreements(fired, ctx)
