@@ -162,3 +162,19 @@ def test_a_refusal_with_no_launcher_known_keeps_its_own_fixes():
     log = "ValueError: Some specified arguments are not used by the HfArgumentParser: ['max_model_len']\n"
     fixes = diagnose_text(log).report["diagnoses"][0]["fixes"]
     assert not any("own key" in fix["title"] for fix in fixes)
+
+
+TRANSFORMERS_OLD = ("ValueError: The checkpoint you are trying to load has model type `qwen3_vl` but Transformers does not "
+                    "recognize this architecture. This could be because of an issue with the checkpoint, or because your "
+                    "version of Transformers is out of date.\n")
+
+
+def test_a_package_step_says_where_the_launcher_runs_vllm():
+    log = "2026-02-02 18:12:48,886 xinference.core.worker 1 ERROR    Failed to load model qwen3-vl-0\n" + TRANSFORMERS_OLD
+    command = _top(log)["command"]
+    assert command.startswith("# in the Python environment of the Xinference worker")
+    assert command.splitlines()[-1].startswith("pip install")
+
+
+def test_a_package_step_with_no_launcher_is_as_it_was():
+    assert _top(TRANSFORMERS_OLD)["command"].startswith("pip install")

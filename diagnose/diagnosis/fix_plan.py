@@ -175,7 +175,9 @@ def _rank_reason(fix: Fix) -> str:
 
 def _command_for(fix: Fix, ctx: Context) -> Printed:
     if fix.step_command and not fix.changes:
-        return Printed(fix.step_command)
+        from ..launch.launchers import installed_where
+
+        return Printed(installed_where(ctx.launcher, fix.step_command))
     launch = ctx.launcher or ctx.launch  # a launcher's fix is said in its own vocabulary (launch.launchers)
     if not fix.changes or launch is None:
         return Printed(None, fix.step_not_shown)

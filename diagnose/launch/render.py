@@ -144,7 +144,7 @@ def render(launch: Launch) -> str:
 
         return render_inference_service(launch)
     if launch.frame == "launcher":
-        from .launchers import render_launcher
+        from .launcher_render import render_launcher
 
         return render_launcher(launch)
     if launch.frame == "keyed":
