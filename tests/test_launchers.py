@@ -34,6 +34,7 @@ def _top(text: str) -> dict:
     ("llamafactory-cli chat cfg/llama3_vllm.yml infer_dtype=float16", "llamafactory"),
     ("swift deploy --model Qwen/Qwen2.5-7B-Instruct --infer_backend vllm --vllm_max_model_len 8192", "ms_swift"),
     ("xinference launch --model-name qwen2.5-instruct --model-engine vllm --size-in-billions 7", "xinference"),
+    ("trl vllm-serve --model Qwen/Qwen3-4B --tensor-parallel-size 4", "trl"),
 ])
 def test_a_launchers_command_line_is_its_launch(line, launcher):
     launch = parse_launch(line)
@@ -45,6 +46,7 @@ def test_a_launchers_command_line_is_its_launch(line, launcher):
     "swift deploy --model Qwen/Qwen2.5-7B-Instruct --infer_backend pt",  # not the vLLM backend
     "xinference launch --model-name qwen2.5-instruct --model-engine transformers",
     "we moved from xinference launch to swift deploy last week",
+    "is trl vllm-serve able to take a model with --model at all?",  # `--model at`: no model id follows
 ])
 def test_a_launchers_name_in_prose_is_no_launch(line):
     launch = parse_launch(line)
@@ -178,3 +180,13 @@ def test_a_package_step_says_where_the_launcher_runs_vllm():
 
 def test_a_package_step_with_no_launcher_is_as_it_was():
     assert _top(TRANSFORMERS_OLD)["command"].startswith("pip install")
+
+
+def test_trls_server_takes_only_its_own_options_and_says_what_it_lacks():
+    launch = command_launch("trl vllm-serve --model Qwen/Qwen3-4B --tensor_parallel_size 4")
+    assert launch is not None and launch.get("--tensor-parallel-size") == "4"
+    text = render(apply_changes(launch, {"--tensor-parallel-size": "2", "--max-num-seqs": "64",
+                                         "env:VLLM_WORKER_MULTIPROC_METHOD": "spawn"}))
+    assert text.splitlines() == [
+        "VLLM_WORKER_MULTIPROC_METHOD=spawn trl vllm-serve --model Qwen/Qwen3-4B --tensor_parallel_size 2",
+        "# TRL's vllm-serve has no option for vLLM's --max-num-seqs"]

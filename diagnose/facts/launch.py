@@ -17,11 +17,14 @@ MAX_REMEMBERED_NON_LAUNCHES = 256
 
 class LaunchExtractor(ExtractorBase):
     literals = ("vllm serve", "vllm.entrypoints", "docker run", "podman run", "llm(", "engineargs(", "llmconfig(",
-                "execstart=", "containers:", "llamafactory-cli", "swift", "xinference launch", "ochat.serving")
+                "execstart=", "containers:")
     window = 30
 
     def __init__(self, facts):
+        from ..launch.launchers import command_literals  # a launcher's command line (data/launchers.yaml)
+
         super().__init__(facts)
+        self.literals = (*LaunchExtractor.literals, *command_literals())
         # texts that parsed to no plausible launch: a log repeats them (every rank's traceback names `vllm serve`)
         self._not_launches: set[str] = set()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .launch import Launch
+from .launch import Launch, canonical_flag
 from .launchers import key_for, launchers, name_of
 
 
@@ -46,15 +46,19 @@ def _command_with(launch: Launch, spec: dict, before: dict, now: dict) -> str:
 
     words = list(launch.head)
     passthrough: dict[str, Any] = {}
+    missing: list[str] = []
     for flag in [*now, *(f for f in before if f not in now)]:
         if flag in before and before[flag] == now.get(flag):
             continue
         key, entry = key_for(launch.launcher or "", flag, launch.launcher_version)
         if key is None:
-            passthrough[flag[2:].replace("-", "_")] = _typed(now.get(flag))
+            if spec.get("passthrough"):
+                passthrough[flag[2:].replace("-", "_")] = _typed(now.get(flag))
+            else:
+                missing.append(flag)
             continue
         option = key if key.startswith("-") else f"--{key}"
-        at = next((i for i, w in enumerate(words) if word_value(w) == option), None)
+        at = next((i for i, w in enumerate(words) if canonical_flag(word_value(w)) == canonical_flag(option)), None)
         value = now.get(flag)
         text = _text(spec.get("switch_value", True) if value is None else entry.get("values", {}).get(value, value))
         if flag not in now:
@@ -67,7 +71,8 @@ def _command_with(launch: Launch, spec: dict, before: dict, now: dict) -> str:
         import json
 
         words += [f"--{spec['passthrough']}", quote_word(json.dumps(passthrough))]
-    return " ".join([*(f"{k}={quote_word(v)}" for k, v in launch.env), *words])
+    command = " ".join([*(f"{k}={quote_word(v)}" for k, v in launch.env), *words])
+    return "\n".join([command, *(f"# {spec['name']} has no option for vLLM's {flag}" for flag in missing)])
 
 
 def _setting_lines(name: str, spec: dict, flag: str, value: str | None, passthrough: dict,

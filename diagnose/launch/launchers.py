@@ -43,6 +43,12 @@ def modules() -> dict[str, str]:
     return {module: name for name, spec in launchers().items() for module in spec.get("modules", [])}
 
 
+def command_literals() -> tuple[str, ...]:
+    """Words one of which every launcher command line holds (its program's name, or its module's)."""
+    words = [w for spec in launchers().values() for w in spec.get("command_literals", [])]
+    return tuple(dict.fromkeys([*words, *modules()]))
+
+
 def names_a_command(line: str) -> bool:
     """Whether a line holds one of the launchers' command lines (a cheap test before the line is parsed)."""
     return any(_pattern(p).search(line) for spec in launchers().values() for p in spec.get("commands", []))
@@ -159,11 +165,13 @@ def _own_arguments(name: str, words: list[str]) -> list[Arg]:
     out: list[Arg] = []
     for i, word in enumerate(values):
         key, value = (word.split("=", 1) + [""])[:2] if spec.get("style") == "keys" and "=" in word else (None, None)
-        if key is None and word.startswith("--") and i + 1 < len(values) and spec.get("style") == "options":
-            key, value = word[2:], values[i + 1]
-        flag = back.get(key) or (("--" + key.replace("_", "-")) if key and spec.get("generic") == "snake" else None)
+        if key is None and word.startswith("--") and spec.get("style") == "options":
+            following = values[i + 1] if i + 1 < len(values) else "--"
+            key, value = word[2:], None if following.startswith("--") else following
+        flag = (back.get(key) or back.get(key.replace("_", "-"))) if key else None
+        flag = flag or (("--" + key.replace("_", "-")) if key and spec.get("generic") == "snake" else None)
         if flag and _known_flag(flag):
-            out.append(Arg(flag, None if str(value).lower() == "true" else value, values_key=key))
+            out.append(Arg(flag, None if value is None or str(value).lower() == "true" else value, values_key=key))
     return out
 
 
