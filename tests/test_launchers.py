@@ -190,3 +190,14 @@ def test_trls_server_takes_only_its_own_options_and_says_what_it_lacks():
     assert text.splitlines() == [
         "VLLM_WORKER_MULTIPROC_METHOD=spawn trl vllm-serve --model Qwen/Qwen3-4B --tensor_parallel_size 2",
         "# TRL's vllm-serve has no option for vLLM's --max-num-seqs"]
+
+
+def test_a_fix_the_launchers_command_already_gives_is_dropped():
+    fork = ("Failed to get device capability: Cannot re-initialize CUDA in forked subprocess. To use CUDA with "
+            "multiprocessing, you must use the 'spawn' start method.\n")
+    plain = diagnose_text("trl vllm-serve --model Qwen/Qwen3-4B --tensor-parallel-size 4\n" + fork).report
+    assert plain["diagnoses"][0]["fixes"][0]["changes"] == {"env:VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
+    spawned = diagnose_text("VLLM_WORKER_MULTIPROC_METHOD=spawn trl vllm-serve --model Qwen/Qwen3-4B "
+                            "--tensor-parallel-size 4\n" + fork).report
+    assert not any(fix["changes"] == {"env:VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
+                   for d in spawned["diagnoses"] for fix in d["fixes"])

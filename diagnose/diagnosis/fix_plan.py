@@ -115,14 +115,16 @@ def ranked_as_given(fixes: list[Fix], ctx: Context) -> list[RankedFix]:
 
 
 def _in_effect(fix: Fix, ctx: Context) -> bool:
-    """Whether every change the fix makes is what the launch already has (TP 2 proposed to a TP 2 launch)."""
-    if not fix.changes or ctx.launch is None:
+    """Whether every change the fix makes is what the launch already has (TP 2 proposed to a TP 2 launch): vLLM's
+    own record of it, else what a launcher's command line gives (`trl vllm-serve … --tensor-parallel-size 4`)."""
+    launch = ctx.launch or ctx.launcher
+    if not fix.changes or launch is None:
         return False
     for key, value in fix.changes.items():
         if key.startswith("env:"):
-            now = ctx.launch.env_value(key[4:])
+            now = launch.env_value(key[4:])
         elif key.startswith("--"):
-            now = ctx.arg(key)
+            now = ctx.arg(key) if ctx.launch is not None else launch.get(key)
         else:
             return False
         wanted = "true" if value is True else (None if value is None else str(value))
