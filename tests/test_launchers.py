@@ -136,6 +136,7 @@ def test_xinferences_log_lines_show_it_ran_vllm_and_its_defaults_are_not_claimed
     "I tried xinference and gpustack, both fail the same way",
     "Is this a runpod worker-vllm problem? Engine args look fine",
     "    we use the llamafactory vllm_engine with infer_backend set to vllm in the docs",
+    "the [INFO] lines of swift say nothing",
 ])
 def test_a_launchers_name_in_prose_is_no_log_line_of_it(line):
     facts = Facts()
@@ -201,3 +202,10 @@ def test_a_fix_the_launchers_command_already_gives_is_dropped():
                             "--tensor-parallel-size 4\n" + fork).report
     assert not any(fix["changes"] == {"env:VLLM_WORKER_MULTIPROC_METHOD": "spawn"}
                    for d in spawned["diagnoses"] for fix in d["fixes"])
+
+
+def test_ms_swifts_logger_shows_it_ran_vllm():
+    log = "[INFO:swift] args: DeployArguments(model='Qwen/Qwen2.5-7B-Instruct', infer_backend='vllm')\n" + TOO_LONG
+    command = _top(log)["command"]
+    assert command.startswith("# ms-swift: give these options to the swift command")
+    assert command.splitlines()[1] == "--vllm_max_model_len 32768  # vLLM's --max-model-len"
