@@ -209,3 +209,28 @@ def test_ms_swifts_logger_shows_it_ran_vllm():
     command = _top(log)["command"]
     assert command.startswith("# ms-swift: give these options to the swift command")
     assert command.splitlines()[1] == "--vllm_max_model_len 32768  # vLLM's --max-model-len"
+
+
+def test_the_engine_arguments_a_launcher_logs_are_its_launchs():
+    from diagnose.launch.launchers import launcher_launch, stated_arguments
+
+    line = ("2024-06-25 16:31:58,101 xinference.model.llm.vllm.core 3125985 INFO     Loading qwen-chat-0 with following "
+            "model config: {'tokenizer_mode': 'auto', 'trust_remote_code': True, 'tensor_parallel_size': 1, "
+            "'max_model_len': 72000, 'quantization': None, 'enforce_eager': False}Enable lora: False. Lora count: 0.")
+    name, stated = stated_arguments(line) or ("", {})
+    launch = launcher_launch(name, stated=stated)
+    assert launch.get("--max-model-len") == "72000" and launch.get("--trust-remote-code") == "true"
+    assert launch.get("--quantization") is None and launch.get("--enforce-eager") is None
+    fixes = diagnose_text(line + "\n" + TOO_LONG).report["diagnoses"][0]["fixes"]
+    assert fixes[0]["command"].splitlines()[1] == "--max_model_len 32768  # vLLM's --max-model-len"
+
+
+@pytest.mark.parametrize("line", [
+    "Loading x with following model config: {'a': __import__('os')}Enable lora: False",  # no literal: not read
+    "Loading x with following model config: {'a': 1",  # cut
+    "we pass {'max_model_len': 4096} to xinference",  # not its log line
+])
+def test_what_is_no_stated_dict_of_literals_is_not_read(line):
+    from diagnose.launch.launchers import stated_arguments
+
+    assert stated_arguments(line) is None

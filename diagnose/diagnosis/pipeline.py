@@ -246,7 +246,8 @@ def split_launcher(facts: Facts, launch: Launch | None,
     if facts.launcher is None or (launch is not None and launch.origin == "given"):
         return launch, source, None, None
     name, line, _command = facts.launcher
-    launched = _dated(launcher_launch(name, launch=launch), facts)
+    stated = facts.launcher_args[1] if facts.launcher_args and facts.launcher_args[0] == name else None
+    launched = _dated(launcher_launch(name, launch=launch, stated=stated), facts)
     said = f"{name_of(name)}'s own log line (line {line})"
     return launch, source, launched, f"{said}; its arguments from {source}" if source else said
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from .record import Facts
 
+MAX_STATED = 16384  # the longest line whose stated engine arguments are read
+
 
 def _literals() -> tuple[str, ...]:
     from ..launch.launchers import launchers
@@ -35,10 +37,12 @@ class LauncherExtractor:
         self.literals = _literals()
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
-        from ..launch.launchers import log_line_launcher, printed_version
+        from ..launch.launchers import log_line_launcher, printed_version, stated_arguments
 
         if self.facts.launcher_version is None and "version" in message:
             self.facts.launcher_version = printed_version(message[:4096])
+        if self.facts.launcher_args is None and "{" in message:
+            self.facts.launcher_args = stated_arguments(message[:MAX_STATED])
         if self.facts.launcher is not None:
             return
         found = log_line_launcher(message[:4096])

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Any
 
 from .launch import Arg, Launch, canonical_flag
 
@@ -95,10 +96,32 @@ def printed_version(line: str) -> tuple[str, str] | None:
     return None
 
 
+def stated_arguments(line: str) -> tuple[str, dict[str, Any]] | None:
+    """The engine arguments a launcher logs it hands to vLLM (Xinference's `Loading X with following model config:
+    {...}`), read as Python literals; None for any other line.
+
+    >>> stated_arguments("Loading qwen-0 with following model config: {'max_model_len': 4096, 'x': None}Enable lora: False")
+    ('xinference', {'max_model_len': 4096, 'x': None})
+    """
+    import ast
+
+    for name, spec in launchers().items():
+        match = _pattern(spec["stated"]).search(line) if spec.get("stated") else None
+        if match is None:
+            continue
+        try:
+            value = ast.literal_eval(match.group("args"))
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+        return (name, value) if isinstance(value, dict) else None
+    return None
+
+
 def launcher_launch(name: str, file: str | None = None, head: list[str] | None = None,
-                    launch: Launch | None = None) -> Launch:
-    """A launch run by launcher `name`: the arguments known of it (vLLM's own lines, a command the launcher logged)
-    kept, each at the launcher's key for it, so that a fix is printed as what to set there."""
+                    launch: Launch | None = None, stated: dict[str, Any] | None = None) -> Launch:
+    """A launch run by launcher `name`: the arguments known of it (vLLM's own lines, a command the launcher logged,
+    what the launcher logged it hands to vLLM) kept, each at the launcher's key for it, so that a fix is printed as
+    what to set there."""
     from dataclasses import replace
 
     spec = launchers()[name]
@@ -107,7 +130,18 @@ def launcher_launch(name: str, file: str | None = None, head: list[str] | None =
                   source_form=f"{spec['name']}'s launch" + (f" ({file})" if file else ""),
                   args=[replace(a, values_key=key_for(name, a.flag)[0]) for a in base.args])
     out.args += _own_arguments(name, out.head)
+    given = {a.flag for a in out.args}
+    for key, value in (stated or {}).items():  # None and False are vLLM's own defaults there: no flag given
+        flag = "--" + str(key).replace("_", "-")
+        if flag not in given and _known_flag(flag) and value is not None and value is not False:
+            out.args.append(Arg(flag, None if value is True else _literal(value), values_key=key_for(name, flag)[0]))
     return settled(out)
+
+
+def _literal(value: Any) -> str:
+    import json
+
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
 
 
 def settled(launch: Launch) -> Launch:
