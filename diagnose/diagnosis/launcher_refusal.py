@@ -10,9 +10,10 @@ import re
 from ..context.context import Context
 from ..fixes.base import Fix
 from ..scan.hits import Match
+from ..util.lazy_pattern import lazy
 from .diagnoses import Diagnosis, RankedFix
 
-_KEY = re.compile(r"['\"]?([A-Za-z_][\w.-]{0,80})['\"]?")
+_KEY = lazy(r"['\"]?([A-Za-z_][\w.-]{0,80})['\"]?")
 
 
 def refused_keys(pattern: str, text: str) -> list[str]:
