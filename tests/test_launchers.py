@@ -115,6 +115,10 @@ def test_gpustacks_fix_is_a_backend_parameter():
     command = _top(log)["command"]
     assert command.startswith("# GPUStack: add these to the model's Backend Parameters")
     assert command.splitlines()[1].startswith("--max-model-len=25")
+    from diagnose.launch.launchers import launcher_launch
+
+    text = render(apply_changes(launcher_launch("gpustack"), {"env:VLLM_USE_V1": "0"}))
+    assert text.splitlines()[1] == "# and in the model's Environment Variables: VLLM_USE_V1=0"
 
 
 def test_a_launchers_command_line_gets_its_own_option_changed():

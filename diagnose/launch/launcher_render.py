@@ -34,8 +34,8 @@ def render_launcher(launch: Launch) -> str:
                      + "  # handed to vLLM's engine as written (keep its other entries)")
     env_before, env_now = launch.values_original.get("env", {}), dict(launch.env)
     changed = [(k, v) for k, v in env_now.items() if env_before.get(k) != v]
-    lines += [_line(spec, k, v) if spec.get("style") == "env" else f"# and in the environment {spec['name']} starts in: {k}={v}"
-              for k, v in changed]
+    env_where = spec.get("env_where", f"the environment {spec['name']} starts in")
+    lines += [_line(spec, k, v) if spec.get("style") == "env" else f"# and in {env_where}: {k}={v}" for k, v in changed]
     return "\n".join(lines)
 
 
