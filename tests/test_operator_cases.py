@@ -248,3 +248,25 @@ def test_an_ascend_log_is_never_told_to_run_nvidia_smi():
     report = report_for("ascend-no-npu-visible.log")
     commands = [fix.get("command") or "" for fix in every_fix(report)]
     assert "npu-smi info" in commands and not any("nvidia-smi" in c for c in commands)
+
+
+def test_a_launchers_fix_is_given_in_its_own_keys():
+    """LLaMA-Factory builds vLLM's arguments from its YAML: `--dtype half` cannot be given to `llamafactory-cli api`,
+    and the user's `dtype:` was refused by its parser (review C5, C8). The fix is its own key, in the file it read."""
+    report = report_for("llamafactory-v100-dtype-refused.log")
+    diagnosis = top(report)
+    assert diagnosis["category"] == "bf16-unsupported-gpu"
+    command = diagnosis["fixes"][0]["command"]
+    assert command.splitlines()[0].startswith("# examples/inference/qwen2_vllm.yaml: set these keys")
+    assert command.splitlines()[1].startswith("infer_dtype: float16")
+    assert "refused `dtype`" in diagnosis["why"] and "`infer_dtype`" in diagnosis["why"]
+    assert report["unexplained"] == [] and not any("no launch command" in n for n in report["notes"])
+
+
+def test_a_serverless_workers_fix_is_its_endpoints_environment():
+    """RunPod's worker-vllm builds `vllm serve` from the endpoint's environment and logs the command it ran."""
+    report = report_for("runpod-worker-kv-cache-max-len.log")
+    assert report["facts"]["launch"]["command"].startswith("vllm serve Qwen/Qwen3-8B --max-model-len 40960")
+    fix = top(report)["fixes"][0]
+    assert fix["changes"] == {"--max-model-len": "25344"}
+    assert fix["command"].splitlines()[1] == "MAX_MODEL_LEN=25344  # vLLM's --max-model-len"

@@ -31,6 +31,10 @@ class Context:
     scan: ScanResult
     launch: Launch | None = None
     launch_source: str | None = None
+    # the program that built vLLM's arguments from its own config (launch.launchers), where the input shows one: a
+    # fix is printed in its vocabulary. Its config is not vLLM's: `launch` stays what vLLM's own lines state.
+    launcher: Launch | None = None
+    launcher_source: str | None = None
     model: ModelInfo | None = None
     gpus: list[GpuFact] = field(default_factory=list)
     processes: list[GpuProcess] = field(default_factory=list)

@@ -123,14 +123,16 @@ def ranked_as_given(fixes: list[Fix], ctx: Context) -> list[RankedFix]:
 
 
 def _in_effect(fix: Fix, ctx: Context) -> bool:
-    """Whether every change the fix makes is what the launch already has (TP 2 proposed to a TP 2 launch)."""
-    if not fix.changes or ctx.launch is None:
+    """Whether every change the fix makes is what the launch already has (TP 2 proposed to a TP 2 launch): vLLM's
+    own record of it, else what a launcher's command line gives (`trl vllm-serve … --tensor-parallel-size 4`)."""
+    launch = ctx.launch or ctx.launcher
+    if not fix.changes or launch is None:
         return False
     for key, value in fix.changes.items():
         if key.startswith("env:"):
-            now = ctx.launch.env_value(key[4:])
+            now = launch.env_value(key[4:])
         elif key.startswith("--"):
-            now = ctx.arg(key)
+            now = ctx.arg(key) if ctx.launch is not None else launch.get(key)
         else:
             return False
         wanted = "true" if value is True else (None if value is None else str(value))
@@ -183,9 +185,12 @@ def _rank_reason(fix: Fix) -> str:
 
 def _command_for(fix: Fix, ctx: Context) -> Printed:
     if fix.step_command and not fix.changes:
-        return Printed(fix.step_command)
-    if not fix.changes or ctx.launch is None:
+        from ..launch.launchers import installed_where
+
+        return Printed(installed_where(ctx.launcher, fix.step_command))
+    launch = ctx.launcher or ctx.launch  # a launcher's fix is said in its own vocabulary (launch.launchers)
+    if not fix.changes or launch is None:
         return Printed(None, fix.step_not_shown)
-    if any(k.startswith("docker:") for k in fix.changes) and ctx.launch.form != "docker":
+    if any(k.startswith("docker:") for k in fix.changes) and launch.form != "docker":
         return Printed(None)
-    return printed_command(ctx.launch, fix.changes)
+    return printed_command(launch, fix.changes)

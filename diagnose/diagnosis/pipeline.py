@@ -20,6 +20,7 @@ from ..facts.stated_setup import StatedSetupExtractor
 from ..facts.hints import HintExtractor
 from ..facts.image import ImageExtractor
 from ..facts.launch import LaunchExtractor
+from ..facts.launcher import LauncherExtractor
 from ..facts.memory import MemoryExtractor
 from ..facts.phases import PhaseExtractor, PhaseLog
 from ..facts.manifests import ManifestReader
@@ -46,6 +47,7 @@ from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules
 from .fallbacks import check_launch_alone, place_unfired, say_error_line_missing
 from .attempted_fix import fold_attempted_spellings
+from .launcher_refusal import fold_launcher_refusals
 from .feasibility_order import weights_first
 from .fix_plan import plan_fixes
 from .gpu_facts import gpu_fields
@@ -109,7 +111,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
     excerpt = ExcerptLines()
     stated = StatedSetupExtractor(facts)
     extractors = [excerpt, EraExtractor(facts), advice, VersionExtractor(facts), LaunchExtractor(facts), ArgsExtractor(facts), MemoryExtractor(facts),
-                  GpuTextExtractor(facts), GpuCsvExtractor(facts), stated, HubModelExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
+                  GpuTextExtractor(facts), GpuCsvExtractor(facts), stated, HubModelExtractor(facts), HintExtractor(hints), ImageExtractor(facts), WorkersExtractor(facts), LauncherExtractor(facts), PlatformHintExtractor(facts), PodExtractor(facts), ManifestReader(facts), ShellVariables(facts), frames, progress, unexplained,
                   ValidationErrorExtractor(unexplained)]
     scanner = Scanner([s for rule in ruleset.rules for s in rule.signatures], extractors)
     result = ScanResult()
@@ -164,7 +166,8 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         # the log holds only the echoes of an error cut from the excerpt, or errors vLLM logged as warnings:
         # in a run that never served they still show that something failed (in one that served, it survived them)
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
-    if ctx.launch is None and any(r.fix.changes for d in fired for r in d.fixes):
+    leftovers = fold_launcher_refusals(fired, ctx, leftovers)
+    if ctx.launch is None and ctx.launcher is None and any(r.fix.changes for d in fired for r in d.fixes):
         notes.append(NO_LAUNCH_NOTE)
     notes += launch_disagreements(fired, ctx)
     notes += last_run_notes(sources, [m.text for m in fired[0].evidence] if fired else [])
@@ -199,10 +202,11 @@ def _echoes_diagnosis(text: str, fired: list[Diagnosis]) -> bool:
 def build_context(facts: Facts, result: ScanResult, hints: set[str], options: Options, snapshot: Snapshot | None,
                   phases: PhaseLog, advice: AdviceLines) -> Context:
     """The one context every rule and fix reads: built once, never changed (a rule's captures go to `for_rule`)."""
-    launch, launch_source = choose_launch(facts, options.launch_text, result)
-    unresolved = Context(facts=facts, scan=result, launch=launch)
+    launch, launch_source, launcher, launcher_source = split_launcher(facts, *choose_launch(facts, options.launch_text, result))
+    unresolved = Context(facts=facts, scan=result, launch=launch or launcher)
     name = unresolved.model_name()
-    return Context(facts=facts, scan=result, launch=launch, launch_source=launch_source,
+    return Context(facts=facts, scan=result, launch=launch, launch_source=launch_source, launcher=launcher,
+                   launcher_source=launcher_source,
                    model=resolve_model(name, files=options.host.model_files) if name else None, text_hints=hints,
                    phases=phases, advice=advice, host=options.host, **gpu_fields(facts, snapshot))
 
@@ -229,6 +233,32 @@ def choose_launch(facts: Facts, launch_text: str | None, result: ScanResult) -> 
             f"{source}, run in the image {facts.container_image} named in the input "
             "(its other docker run options are not in the log)")
     return launch, source
+
+
+def split_launcher(facts: Facts, launch: Launch | None,
+                   source: str | None) -> tuple[Launch | None, str | None, Launch | None, str | None]:
+    """The launch vLLM's arguments are known by, and the launcher that built them (launch.launchers), each with its
+    source: a launcher's own command line (`llamafactory-cli api x.yaml`) is no statement of vLLM's arguments, and
+    a launcher seen by its own log lines keeps what vLLM's lines state of them, for a fix to be said in its keys."""
+    from ..launch.launchers import launcher_launch, name_of
+
+    if launch is not None and launch.frame == "launcher":
+        return None, None, _dated(launch, facts), source
+    if facts.launcher is None or (launch is not None and launch.origin == "given"):
+        return launch, source, None, None
+    name, line, _command = facts.launcher
+    stated = facts.launcher_args[1] if facts.launcher_args and facts.launcher_args[0] == name else None
+    launched = _dated(launcher_launch(name, launch=launch, stated=stated), facts)
+    said = f"{name_of(name)}'s own log line (line {line})"
+    return launch, source, launched, f"{said}; its arguments from {source}" if source else said
+
+
+def _dated(launch: Launch, facts: Facts) -> Launch:
+    """A launcher's launch with the launcher's version the input prints (its keys' names follow it)."""
+    if launch.launcher and facts.launcher_version and facts.launcher_version[0] == launch.launcher:
+        launch.launcher_version = facts.launcher_version[1]
+    launch.origin = "log"
+    return launch
 
 
 def _rebuilt_launch(facts: Facts) -> tuple[Launch | None, str | None]:

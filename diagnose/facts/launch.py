@@ -21,7 +21,10 @@ class LaunchExtractor(ExtractorBase):
     window = 30
 
     def __init__(self, facts):
+        from ..launch.launchers import command_literals  # a launcher's command line (data/launchers.yaml)
+
         super().__init__(facts)
+        self.literals = (*LaunchExtractor.literals, *command_literals())
         # texts that parsed to no plausible launch: a log repeats them (every rank's traceback names `vllm serve`)
         self._not_launches: set[str] = set()
 
@@ -99,7 +102,7 @@ def _without_prose_tail(launch: Launch | None) -> Launch | None:
     >>> _without_prose_tail(parse_launch("How do I make vllm serve use two GPUs?")) is None
     True
     """
-    if launch is None or launch.form not in ("vllm-serve", "api-server"):
+    if launch is None or launch.form not in ("vllm-serve", "api-server") or launch.frame == "launcher":
         return launch
     cut = len(launch.args)
     while cut > 0 and launch.args[cut - 1].value is None and _PROSE_WORD.match(launch.args[cut - 1].spelled):
@@ -113,6 +116,8 @@ def _without_prose_tail(launch: Launch | None) -> Launch | None:
 
 
 def _plausible(launch: Launch) -> bool:
+    if launch.frame == "launcher":  # its command's own words were required (launch.launchers)
+        return True
     if launch.form == "llm-python":
         return bool(launch.model)
     if launch.form == "docker":

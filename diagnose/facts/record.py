@@ -98,6 +98,9 @@ class Facts:
     engine_v1: bool | None = None
     max_model_len: int | None = None
     container_image: str | None = None  # named in the input without a `docker run` line (facts/image.py)
+    launcher: tuple[str, int, str | None] | None = None  # a program whose own lines show it ran vLLM (facts/launcher.py)
+    launcher_version: tuple[str, str] | None = None  # such a program's version, as it prints it: (launcher, version)
+    launcher_args: tuple[str, dict] | None = None  # the engine arguments such a program logs it hands to vLLM
     processes_dropped: int = 0  # processes named after MAX_PROCESSES others were
     gpus_dropped: int = 0
     pod: PodFacts = field(default_factory=PodFacts)

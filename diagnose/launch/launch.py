@@ -103,6 +103,8 @@ class Launch:
     keyed_name: str | None = None
     keyed_document: Any = None
     keyed_outer: tuple[str, str | None, str] | None = None  # the ConfigMap (kind, name, key) the document was a file of
+    launcher: str | None = None  # a program that builds vLLM's arguments from its own config (launch.launchers)
+    launcher_version: str | None = None  # its version, where the input prints it
 
     def get(self, flag: str) -> str | None:
         """The value of a flag (canonical name), `"true"` for a present switch, else None."""

@@ -51,7 +51,16 @@ _LAUNCH_HINT = lazy(
 
 
 def looks_like_launch(line: str) -> bool:
-    return bool(_LAUNCH_HINT.search(line))
+    from .launchers import names_a_command
+
+    return bool(_LAUNCH_HINT.search(line)) or _launcher_module(line) is not None or names_a_command(line)
+
+
+def _launcher_module(text: str) -> str | None:
+    """The launcher whose Python module (`python -m ochat.serving.openai_api_server`) the text runs, if any."""
+    from .launchers import modules
+
+    return next((name for module, name in modules().items() if f"-m {module}" in text), None)
 
 
 # ---------------------------------------------------------------- parsing
@@ -80,7 +89,11 @@ def parse_launch(text: str) -> Launch | None:
         if "{{" in stripped and "}}" in stripped:
             return None  # a chart template: its `{{ .Values.x }}` are not what ran
         return expand_variables(_parse_container(stripped) or _parse_shell(stripped))
-    return expand_variables(_parse_shell(stripped))
+    if (launch := expand_variables(_parse_shell(stripped))) is not None:
+        return launch
+    from .launchers import command_launch
+
+    return command_launch(stripped)
 
 
 def _parse_container(text: str) -> Launch | None:
@@ -208,10 +221,15 @@ def _launch_in(rest: list[Token], env: list[tuple[str, str]]) -> Launch | None:
             launch = Launch(form="vllm-serve", env=env, head=[t.raw for t in rest[k:k + 2]])
             parse_vllm_args(rest[k + 2:], launch, positional_model=True)
             return None if _is_placeholder(launch.model) else launch
-        if word == "-m" and k + 1 < len(words) and words[k + 1].startswith("vllm.entrypoints"):
+        module = words[k + 1] if word == "-m" and k + 1 < len(words) else ""
+        if module.startswith("vllm.entrypoints") or (launcher := _launcher_module(f"-m {module}")) is not None:
             start = k - 1 if k > 0 and words[k - 1].rsplit("/", 1)[-1].startswith("python") else k
             launch = Launch(form="api-server", env=env, head=[t.raw for t in rest[start:k + 2]])
             parse_vllm_args(rest[k + 2:], launch, positional_model=False)
+            if not module.startswith("vllm.entrypoints"):  # its server takes vLLM's engine flags as vLLM spells them
+                from .launchers import name_of
+
+                launch.source_form = f"{name_of(launcher or '')}'s command line ({module})"
             return None if _is_placeholder(launch.model) else launch
     return None
 

@@ -143,6 +143,10 @@ def render(launch: Launch) -> str:
         from .kserve import render_inference_service
 
         return render_inference_service(launch)
+    if launch.frame == "launcher":
+        from .launcher_render import render_launcher
+
+        return render_launcher(launch)
     if launch.frame == "keyed":
         from .keyed_forms import render_keyed
 

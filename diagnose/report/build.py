@@ -15,13 +15,16 @@ def build_report(outcome: Outcome, explain: bool = False) -> dict[str, Any]:
     ctx = outcome.ctx
     facts = ctx.facts
     launch = None
-    if ctx.launch is not None:
+    shown, source = (ctx.launch, ctx.launch_source) if ctx.launch is not None else (ctx.launcher, ctx.launcher_source)
+    if shown is not None:
         from ..launch.print_policy import printed_command
 
-        printed = printed_command(ctx.launch)
-        launch = {"form": ctx.launch.form, "command": printed.command, "source": ctx.launch_source}
+        printed = printed_command(shown)
+        launch = {"form": shown.form, "command": printed.command, "source": source}
         if printed.not_shown:
             launch["command_not_shown"] = printed.not_shown
+    if ctx.launcher is not None and shown is not ctx.launcher:
+        launch = {**(launch or {}), "launcher": ctx.launcher_source}
     gpus = [
         {k: v for k, v in {"index": g.index, "name": g.name, "total_gib": g.total_gib, "used_gib": g.used_gib,
                            "free_gib": g.free_gib, "compute_capability": g.compute_capability,

@@ -91,6 +91,8 @@ def _fact_rows(facts: dict[str, Any], markdown: bool) -> list[str]:
         elif markdown:
             command = md_code(command)
         rows.append(f"launch ({text(facts['launch']['source'])}): {command}")
+        if facts["launch"].get("launcher"):  # the program that built those arguments: fixes are said in its keys
+            rows.append(f"launched by: {text(facts['launch']['launcher'])}")
     if facts.get("model"):
         origin = "architecture from" if markdown else "from"
         rows.append(f"model: {text(facts['model']['name'])} ({origin} {text(facts['model']['source'])})")
