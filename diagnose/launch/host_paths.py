@@ -19,7 +19,9 @@ import posixpath
 import re
 from functools import lru_cache
 
-_HOME = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
+from ..util.lazy_pattern import lazy
+
+_HOME = lazy(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
 
 
 @lru_cache(maxsize=256)
