@@ -92,7 +92,9 @@ def test_llm_python_call_gets_keyword_arguments():
 def test_llm_multiline_call_with_env_change():
     launch = parse_launch('LLM(\n    model="deepseek-ai/DeepSeek-V2-Lite",\n    trust_remote_code=True,\n)')
     out = render(apply_changes(launch, {"env:VLLM_WORKER_MULTIPROC_METHOD": "spawn"}))
-    assert out == "import os\nos.environ[\"VLLM_WORKER_MULTIPROC_METHOD\"] = 'spawn'\nLLM(model='deepseek-ai/DeepSeek-V2-Lite', trust_remote_code=True)"
+    # spawned workers import the main module again: the engine is made under the main guard
+    assert out == ("import os\nos.environ[\"VLLM_WORKER_MULTIPROC_METHOD\"] = 'spawn'\n\nif __name__ == \"__main__\":\n"
+                   "    LLM(model='deepseek-ai/DeepSeek-V2-Lite', trust_remote_code=True)")
 
 
 ENGINE_SCRIPT = """import os

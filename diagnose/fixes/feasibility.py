@@ -11,7 +11,7 @@ checkpoint's bits). A GPU "empty" still keeps a reserve for the CUDA context, ac
 >>> from diagnose.scan.hits import ScanResult
 >>> facts = Facts(); facts.memory.update(oom_total_gib=79.15, oom_pytorch_gib=28.83, oom_tried_gib=0.75)
 >>> weights_floor_gib(Context(facts=facts, scan=ScanResult()))
-(29.58, 'at least 28.83 GiB allocated by PyTorch + 0.75 GiB it asked for when the OOM hit')
+(29.58, 'at least 28.83 GiB allocated by PyTorch + 768 MiB it asked for when the OOM hit')
 """
 
 from __future__ import annotations
