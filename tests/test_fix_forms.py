@@ -100,3 +100,17 @@ def test_each_internal_port_is_owned_by_its_own_setting():
     assert port_owner(parse_launch("vllm serve m --nnodes 2 --master-port 29700"), 29700).setting == "--master-port"
     assert port_owner(parse_launch("vllm serve m -tp 4 --kv-transfer-config '{\"kv_connector\":\"NixlConnector\"}'"),
                       5603).setting == "env:VLLM_NIXL_SIDE_CHANNEL_PORT"
+
+
+def test_a_port_at_nixls_default_of_the_release_moves_nixl_not_vllm_port():
+    """NIXL's side channel was 5557 through 0.11 and 5600 from 0.12 (envs.py); a collision on it is fixed there
+    (held-out review: VLLM_PORT was "predicted to start" for a taken 5557), and a port no setting names makes
+    VLLM_PORT a guess, not a prediction."""
+    from diagnose import diagnose_text
+
+    taken = ("INFO 06-01 10:00:00 [api_server.py:1000] vLLM API server version {v}\n"
+             "zmq.error.ZMQError: Address already in use (addr='tcp://10.0.0.7:{p}')\n")
+    fix = diagnose_text(taken.format(v="0.10.1", p=5557)).report["diagnoses"][0]["fixes"][0]
+    assert list(fix["changes"]) == ["env:VLLM_NIXL_SIDE_CHANNEL_PORT"]
+    fix = diagnose_text(taken.format(v="0.12.0", p=5557)).report["diagnoses"][0]["fixes"][0]
+    assert list(fix["changes"]) == ["env:VLLM_PORT"] and fix["predicted"]["starts"] is None

@@ -219,7 +219,7 @@ def change_port(ctx: Context, params: dict) -> Fix | None:
     port = port or http
     holder = ctx.captures.get("holder")
     taken = f"Port {port_said} is taken" + (f" by {holder}" if holder else "") + f" (find it with `ss -ltnp 'sport = :{port}'`)"
-    owner = port_owner(ctx.launch, port) if ctx.captures.get("host") is None else None
+    owner = port_owner(ctx.launch, port, ctx.version) if ctx.captures.get("host") is None else None
     if owner is not None and owner.setting != "--port":
         free = ctx.host.free_port_near(owner.base + 100)
         name = owner.setting[4:] if owner.setting.startswith("env:") else owner.setting
@@ -234,10 +234,14 @@ def change_port(ctx: Context, params: dict) -> Fix | None:
         if vllm_port is not None:
             return _unset_vllm_port(vllm_port, f"{taken}. It is not the HTTP port ({http_said}) but one of vLLM's internal ones. ")
         free = ctx.host.free_port_near(port + 100)
+        # with VLLM_PORT unset vLLM asks the OS for free internal ports: a port no setting of ours names may be
+        # another program's fixed one, so moving VLLM_PORT is a guess
         return Fix(title=f"Give this instance its own internal ports: VLLM_PORT={free}", changes={"env:VLLM_PORT": str(free)},
                    why=f"{taken}. It is not the HTTP port ({http_said}) but one of vLLM's internal ones (torch.distributed, "
-                       "ZMQ), which start at VLLM_PORT; another instance on this host uses the same range.",
-                   cost="config", cost_note="none for clients: the HTTP port stays", will_start=True)
+                       "ZMQ), which start at VLLM_PORT when it is set; another instance on this host may use the same range.",
+                   cost="config", cost_note="none for clients: the HTTP port stays", will_start=None,
+                   not_evaluable=("which setting owns the port: VLLM_PORT is not set, so vLLM picked its internal "
+                                  "ports itself, and none of its fixed ones (flags.yaml internal_ports) is this one"))
     free = ctx.host.free_port_near(port + 1)
     return Fix(title=f"Use a free port: --port {free}", changes={"--port": str(free)}, why=f"{taken}.",
                cost="config", cost_note="clients must use the new port", will_start=True)

@@ -26,21 +26,46 @@ class PortOwner:
     given: bool  # the launch sets it (else vLLM's default base)
 
 
-def port_owner(launch: Launch | None, port: int) -> PortOwner | None:
-    """The setting that gave vLLM `port`; None for an internal port no setting names (VLLM_PORT's range or random)."""
+def port_owner(launch: Launch | None, port: int, version: str | None = None) -> PortOwner | None:
+    """The setting that gave vLLM `port`; None for an internal port no setting names (VLLM_PORT's range or random).
+    A default base counts where the launch turns the feature on, or where no launch is known (the port itself
+    is then the evidence); the default is the release's, or any release's when the release is unknown.
+
+    >>> port_owner(None, 5557, "0.10.1").setting, port_owner(None, 5557, "0.12.0")
+    ('env:VLLM_NIXL_SIDE_CHANNEL_PORT', None)
+    """
     http = _int(launch.get("--port")) if launch is not None else None
     if port == (http or HTTP_DEFAULT_PORT):
         return PortOwner("--port", "the HTTP port", port, http is not None)
     for entry in flag_table().get("internal_ports") or []:
         setting = entry["setting"]
         given = _int(_setting_value(launch, setting)) if launch is not None else None
-        base = given if given is not None else (entry.get("default") if _feature_on(launch, entry) else None)
-        if base is None:
-            continue
+        if given is not None:
+            bases = [given]
+        elif launch is None or _feature_on(launch, entry):
+            bases = _defaults(entry.get("default"), version)
+        else:
+            bases = []
         span = _ranks(launch) if entry.get("ranks") else 1
-        if base <= port < base + span:
-            return PortOwner(setting, entry["what"], base, given is not None)
+        for base in bases:
+            if base <= port < base + span:
+                return PortOwner(setting, entry["what"], base, given is not None)
     return None
+
+
+def _defaults(default, version: str | None) -> list[int]:
+    """The default base ports: the release's, or every release's when it is unknown."""
+    if default is None:
+        return []
+    if isinstance(default, int):
+        return [default]
+    from .releases import parse_release
+
+    release = parse_release(version)
+    if release is None:
+        return [step["value"] for step in default]
+    chosen = [step["value"] for step in default if (since := parse_release(step["since"])) is not None and since <= release]
+    return chosen[-1:]
 
 
 def _setting_value(launch: Launch, setting: str) -> str | None:
