@@ -2,7 +2,8 @@
 """Build diagnose/data/wrapper_messages.json: the messages of the projects that launch vLLM.
 
 GPUStack, LLaMA-Factory, KServe's huggingfaceserver, trl, verl, vllm-ascend, vLLM-Omni, Xinference, ms-swift,
-NeMo RL, OpenRLHF and Unsloth each wrap vLLM and report its failures, or their own, in their own words. This reads their source (which files:
+NeMo RL, OpenRLHF, Unsloth, KAITO, Triton's vLLM backend, AIBrix, RunPod's worker-vllm, LMCache's vLLM connector,
+lm-evaluation-harness and OpenLLM each wrap vLLM and report its failures, or their own, in their own words. This reads their source (which files:
 scripts/wrapper_sources.yaml), extracts every message the way vLLM's catalogue is built
 (diagnose/authoring/release_mining/message_extraction.py), and places each one with the ordered rules of
 scripts/wrapper_categories.yaml: a vLLM failure seen through the wrapper gets its taxonomy
@@ -18,9 +19,15 @@ Left out, and counted on stderr: messages that are one of vLLM's own (a copy of 
 wrapper; diagnose/data/vllm_messages.json already has them), messages with too little fixed text to be recognised in a
 log (error_tables.template_pattern), and messages the rules drop or do not place.
 
-Not mined: Ray Serve LLM (python/ray/llm/ in Ray's repository, whose mirror is too large to fetch here; vLLM's own
-messages about Ray are in vLLM's catalogue), LMCache (the mirror at hand predates its vLLM connector), Dynamo
-(mirror too large); llm-d and KAITO are not mined yet.
+Only the Python of each is read (find_messages parses Python): KAITO's and AIBrix's Go controllers report into
+Kubernetes objects and their own logs, not into vLLM's. LMCache is mined from LMCache/lmcache-vllm, the connector of its
+2024 releases (lmcache_vllm): the stored snapshot of LMCache/LMCache (October 2024) predates the connector it carries
+since (lmcache/integration/vllm/).
+
+Not mined: Ray Serve LLM (python/ray/llm/ in Ray's repository) and NVIDIA Dynamo, whose snapshots are larger than
+`fetch` brings here (1.8 GB and 0.8 GB; vLLM's own messages about Ray are in vLLM's catalogue); llm-d
+(llm-d/llm-d holds Helm charts and guides, no code of its own that starts vLLM); the vLLM production-stack (its
+router sends requests to vLLM servers already running); FastChat (its vllm_worker.py raises no message of its own).
 """
 
 from __future__ import annotations
@@ -112,8 +119,8 @@ def header_lines(sources: list[WrapperSource], commits: dict[str, list[tuple[str
         "  with means (an error of the wrapper itself, what it means).",
         f"Messages: {len(kept)} ({len(kept) - own} with a category, {own} the wrapper's own); left out: "
         + ", ".join(f"{n} {why}" for why, n in sorted(counts.items())) + ".",
-        "Not mined: Ray Serve LLM, LMCache, Dynamo, llm-d, KAITO (why: the script's docstring); vLLM's own messages",
-        "  about Ray are in vllm_messages.json.",
+        "Not mined: Ray Serve LLM, NVIDIA Dynamo, llm-d, the production-stack, FastChat (why: the script's docstring); vLLM's",
+        "  own messages about Ray are in vllm_messages.json. LMCache: its 2024 connector (LMCache/lmcache-vllm).",
     ]
     for source in sources:
         lines.append(f"{source.name} ({source.repository}): "
