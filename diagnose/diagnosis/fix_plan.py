@@ -13,6 +13,7 @@ from ..context.context import Context
 from ..context.predicates import evaluate
 from ..fixes.advice import ADVICE_STRATEGY, advice_fixes
 from ..fixes.advice_conditions import applies
+from ..fixes.advice_install import INSTALL_CATEGORIES
 from ..fixes.container_steps import in_container
 from ..fixes.cpu_kv_gate import check_cpu_kv_gate
 from ..fixes.platform_tools import for_platform
@@ -82,6 +83,9 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         if not applies(fix, ctx):
             entry["outcome"] = "left out: the log's figures do not meet the advice's own condition"
             continue
+        if fix.step_command and not fix.changes and diagnosis.rule.category not in INSTALL_CATEGORIES:
+            entry["outcome"] = "left out: an install the message names, where the failure is not an install's"
+            continue
         advised.append(fix)  # it names the cure, even where a rule's fix computes the value
         if covered & set(fix.changes):
             entry["outcome"] = "left out: a rule's fix computes a value for the same setting"
@@ -91,7 +95,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             entry["outcome"] = "left out: the input already holds the output this setting turns on"
         else:
             candidates.append(fix)
-    named = {key for fix in advised if not fix.conditional for key in (*fix.changes, *fix.mentions)}  # the log's cure
+    named = {key for fix in advised if not fix.conditional for key in _named_keys(fix)}  # the log's cure
     # a diagnosis made by a family pattern borrows its rule's generic fixes; there the message's own advice is the
     # more specific one and goes first among fixes of the same prediction
     positions = [-1 if diagnosis.family and fix.strategy == ADVICE_STRATEGY and not fix.conditional else i
@@ -166,7 +170,7 @@ def _rank_key(fix: Fix, position: int, named: set[str] | frozenset[str] = frozen
     start = {True: 0, None: 1, False: 2}[fix.will_start]
     cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
     actionable = bool(fix.changes or fix.step_command)
-    unnamed = not (named & set(fix.changes))
+    unnamed = not (named & set(_named_keys(fix)))
     return (not actionable, start, unnamed, fix.workaround, cost, position)
 
 
@@ -194,3 +198,8 @@ def _command_for(fix: Fix, ctx: Context) -> Printed:
     if any(k.startswith("docker:") for k in fix.changes) and launch.form != "docker":
         return Printed(None)
     return printed_command(launch, fix.changes)
+
+
+def _named_keys(fix: Fix) -> tuple[str, ...]:
+    """What a fix changes or runs, as the log's own advice may name it: its settings, and an install it runs."""
+    return (*fix.changes, *fix.mentions, *((f"run:{fix.step_command}",) if fix.step_command and not fix.changes else ()))
