@@ -30,6 +30,17 @@ def _beyond_one_node(ctx: Context) -> bool:
     return _multiple(ctx) and found is not None and found >= 4
 
 
+@predicate("ray-executor-in-use", means=(
+    "the Ray executor already runs this launch (the launch or vLLM's config says so, or a placement group or Ray's "
+    "executor is in the log)"))
+def _ray_in_use(ctx: Context) -> bool:
+    """Only the Ray executor makes placement groups: a refusal in their words is one "use Ray" cannot cure."""
+    said = [ctx.arg("--distributed-executor-backend"), ctx.facts.engine_config.get("distributed_executor_backend"),
+            *((source or {}).get("distributed_executor_backend") for source in (ctx.facts.non_default_args,
+                                                                                  ctx.facts.namespace_args))]
+    return any(str(value).strip("'\"").lower() == "ray" for value in said if value) or "ray-executor" in ctx.text_hints
+
+
 @predicate("architecture-named", means="the refusal names the architecture (config.json's `architectures`)")
 def _architecture_named(ctx: Context) -> bool:
     from ..launch.model_registry import named_architectures

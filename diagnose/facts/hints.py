@@ -6,6 +6,9 @@ from ..util.lazy_pattern import lazy
 
 _HINTS = [
     ("ray-cluster", lazy(r"ray status|Autoscaler status|Ray cluster|RayWorkerWrapper|ray start --head")),
+    # the Ray executor is already the one running: only it makes placement groups (executor/ray_utils.py)
+    ("ray-executor", lazy(r"placement group|RayDistributedExecutor|ray_distributed_executor|RayWorkerWrapper|"
+                          r"executor/ray_utils\.py|distributed_executor_backend=['\"]?ray\b")),
     ("kubernetes", lazy(r"stream closed: EOF for|kubectl|\bpod/|leaderworkerset")),
     ("nnodes", lazy(r"--nnodes|--node-rank")),
     ("VLLM_PORT", lazy(r"VLLM_PORT")),
@@ -27,7 +30,8 @@ class HintExtractor:
     literals = ("ray status", "autoscaler status", "ray cluster", "rayworkerwrapper", "ray start", "stream closed",
                 "kubectl", "pod/", "leaderworkerset", "--nnodes", "--node-rank", "vllm_port", "explicitly set (",
                 "graph capturing finished", "nccl warn", "nccl info", "dist-packages/vllm/", "/vllm-workspace/", "docker run", "docker compose",
-                "docker-compose", "podman run", "vllm/vllm-openai", "usage: api_server")
+                "docker-compose", "podman run", "vllm/vllm-openai", "usage: api_server", "placement group",
+                "raydistributedexecutor", "ray_distributed_executor", "ray_utils.py", "distributed_executor_backend=")
     window = 0
     repeats_change_nothing = True  # a repeated line adds what it added the first time (scan/repeats)
 
