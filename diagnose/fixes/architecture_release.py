@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..context.context import Context
-from ..launch.model_registry import first_release, in_registry, named_architectures, newest_release
+from ..launch.model_registry import (closest_architecture, first_release, in_registry, named_architectures,
+                                      newest_release)
 from .base import Declined, Fix, strategy
 from .release_levers import upgrade_fix
 
@@ -30,6 +31,16 @@ def upgrade_to_architecture_release(ctx: Context, params: dict) -> Fix | None:
                    cost="downtime", cost_note="an older vLLM: fewer features and fixes than this one", will_start=None,
                    not_evaluable="whether the rest of the launch runs on the older release")
     first = first_release(architecture)
+    close = closest_architecture(architecture) if first is None else None
+    if close is not None:
+        first_close = first_release(close)
+        has_it = bool(ctx.version and in_registry(close, ctx.version))
+        where = (f"this vLLM ({ctx.version}) has it" if has_it else f"vLLM has it from {first_close} on")
+        return Fix(title=f"Spell the architecture as vLLM does: {close} (config.json's architectures)",
+                   why=f"No release's registry has {architecture}, but {close} is one letter or case away, and "
+                       f"{where}: the name in config.json's `architectures` was likely copied by hand.",
+                   cost="config", cost_note="an edit to the model folder's config.json", will_start=None,
+                   not_evaluable="whether the model is that architecture (the folder's config.json says)")
     if first is None:
         return Fix(title=f"No vLLM release read has {architecture}: run it another way",
                    why=f"{architecture} is in none of the model registries read (up to vLLM {newest_release()}): "

@@ -9,6 +9,8 @@ from ..util.lazy_pattern import lazy
 from .releases import parse_release
 
 _ARCHITECTURE = lazy(r"[A-Z][A-Za-z0-9_]{2,80}")
+CLOSE_NAME_RATIO = 0.92  # difflib's similarity of a slip: one or two letters off a 20-40 letter class name
+CLEARLY_CLOSER = 0.01
 
 
 @lru_cache(maxsize=1)
@@ -46,6 +48,29 @@ def first_release(architecture: str, after: str = "0.0.0") -> str | None:
     key = release_key(after)
     starts = [a for a, _ in registry_table()["architectures"].get(architecture, []) if release_key(a) > key]
     return min(starts, key=release_key) if starts else None
+
+
+def closest_architecture(architecture: str) -> str | None:
+    """The one registry name a refused name is a slip of (a letter or two off, or another case), where no release
+    has the name itself: a hand-copied `architectures` entry in config.json.
+
+    >>> closest_architecture("DeepseekOCRForCausalLm"), closest_architecture("DeepseekOCRForCasualLM")
+    ('DeepseekOCRForCausalLM', 'DeepseekOCRForCausalLM')
+    >>> closest_architecture("NoSuchModelForCausalLM") is None
+    True
+    """
+    import difflib
+
+    names = list(registry_table()["architectures"])
+    by_case = [n for n in names if n.lower() == architecture.lower()]
+    if by_case:
+        return by_case[0]
+    scored = sorted(((difflib.SequenceMatcher(None, architecture, n).ratio(), n) for n in names), reverse=True)[:2]
+    if not scored or scored[0][0] < CLOSE_NAME_RATIO:
+        return None
+    if len(scored) > 1 and scored[0][0] - scored[1][0] < CLEARLY_CLOSER:
+        return None  # two names as close: which one was meant is not known
+    return scored[0][1]
 
 
 def newest_release() -> str:
