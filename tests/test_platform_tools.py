@@ -42,3 +42,13 @@ def test_a_platform_without_a_listing_tool_gets_no_command():
     assert for_platform(check, Context(facts, ScanResult())) is False
     change = Fix(title="Set it", why="x", changes={"--dtype": "float32"}, step_command="nvidia-smi -L")
     assert for_platform(change, Context(facts, ScanResult())) is True and change.step_command is None
+
+
+def test_a_cpu_build_whose_platform_line_is_debug_is_still_no_nccl_log(ruleset):
+    """From 0.2x the CPU build logs "Automatically detected platform cpu" at DEBUG; its own lines still say CPU, and
+    NCCL, which carries GPU traffic only, is not diagnosed there (newcomer re-run N1)."""
+    log = ("(EngineCore_DP0 pid=1) INFO 11-29 08:44:40 [cpu_worker.py:95] OMP threads binding of Process 1:\n"
+           "RuntimeError: NCCL error: unhandled system error\n")
+    report = diagnose_text(log, rules=ruleset).report
+    assert report["facts"].get("platform") in (None, "cpu")
+    assert not any(d["rule"] == "nccl-generic" for d in report["diagnoses"])

@@ -1,4 +1,4 @@
-"""Which accelerator platform a log ran on when vLLM's own "Automatically detected platform X" line is not in it.
+"""Which platform a log ran on when vLLM's own "Automatically detected platform X" line is not in it.
 
 A paste from a TPU, an Ascend NPU, a Gaudi HPU or an Intel XPU often holds only the traceback; its paths and
 variables still name the platform (`tpu_commons`, `TPU_BACKEND_TYPE`, `vllm_ascend`, `torch_npu`, `habana`). Fixes
@@ -22,6 +22,9 @@ _PLATFORMS = (
     ("hpu", lazy(r"habana|vllm_gaudi|\bHPU\b|\bGaudi\b")),
     ("xpu", lazy(r"intel_extension_for_pytorch|\bXPU\b|oneccl|\bArc A\d")),
     ("neuron", lazy(r"neuronx|torch_neuron|aws-neuron|\bInferentia\b|\bTrainium\b")),
+    # the CPU build: from 0.2x its "detected platform cpu" line is DEBUG, so its own settings and files tell it
+    ("cpu", lazy(r"VLLM_CPU_(?:KVCACHE_SPACE|OMP_THREADS_BIND)|\bCPU KV cache size\b|OMP threads binding of Process|"
+                 r"doesn't include CPU backend|/vllm/v1/worker/cpu_(?:worker|model_runner)\.py|/vllm/platforms/cpu\.py")),
 )
 
 
@@ -32,7 +35,8 @@ class PlatformHintExtractor:
     # every "input" and "throughput" of a stats line, which made each of them a candidate line
     literals = ("tpu_", "tpu/", "torch_xla", "pallas", "ascend", "torch_npu", " npu", "npu ", "npu:", "(npu", "hccl",
                 "habana", "gaudi", " hpu", "hpu ", "hpu:", "(hpu", "intel_extension", " xpu", "xpu ", "xpu:", "(xpu",
-                "oneccl", "arc a3", "arc a5", "arc a7", "neuron", "inferentia", "trainium")
+                "oneccl", "arc a3", "arc a5", "arc a7", "neuron", "inferentia", "trainium", "vllm_cpu_", "cpu kv cache size",
+                "omp threads binding", "cpu backend", "worker/cpu_", "platforms/cpu.py")
     window = 0
 
     def __init__(self, facts: Facts):
