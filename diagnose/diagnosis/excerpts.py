@@ -159,22 +159,27 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
 
 def rule_for(rules: list[Rule], category: str, ctx: Context | None = None) -> Rule | None:
     """The rule that carries vLLM's catalogue for the category, else the first rule of it with no conditions, else
-    (given the context) the first whose conditions hold: the out-of-memory rules all say which phase they are for."""
-    for rule in rules:
-        if rule.category == category and any(s.table == "vllm_messages" for s in rule.signatures):
-            return rule
-    unconditioned = next((r for r in rules if r.category == category and not r.conditions), None)
-    if unconditioned is not None or ctx is None:
-        return unconditioned
+    the first whose conditions hold: the out-of-memory rules all say which phase they are for. Given the context,
+    a rule whose conditions do not hold is never the answer (NCCL's rule on a CPU build's log)."""
     from ..context.predicates import evaluate
 
-    return next((r for r in rules if r.category == category and evaluate(r.conditions, ctx.for_rule({}, None))), None)
+    def holds(rule: Rule) -> bool:
+        return ctx is None or not rule.conditions or evaluate(rule.conditions, ctx.for_rule({}, None))
+
+    of_category = [r for r in rules if r.category == category]
+    for rule in of_category:
+        if any(s.table == "vllm_messages" for s in rule.signatures):
+            return rule if holds(rule) else None
+    unconditioned = next((r for r in of_category if not r.conditions), None)
+    if unconditioned is not None or ctx is None:
+        return unconditioned
+    return next((r for r in of_category if holds(r)), None)
 
 
 def excerpt_diagnosis(lines: list[tuple[int, str]], rules: list[Rule], ctx: Context,
                       index: FragmentIndex) -> Diagnosis | None:
     piece = best_piece(lines, index)
-    rule = rule_for(rules, piece.category) if piece else None
+    rule = rule_for(rules, piece.category, ctx) if piece else None
     if piece is None or rule is None:
         return None
     captures = {"template": piece.match.entry["template"]}

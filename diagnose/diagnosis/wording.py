@@ -67,7 +67,7 @@ def wording_diagnoses(lines: list[tuple[int, str]], model: WordingModel, rules: 
     evidence = next(text for line_no, text in lines if line_no == failure_line)
     out = []
     for (category, probability), confidence in zip(ranked, WORDING_CONFIDENCES):
-        rule = rule_for(rules, category)
+        rule = rule_for(rules, category, ctx)
         if rule is not None:
             out.append(Diagnosis(rule, confidence, [Match(failure_line, evidence[:1000], {})],
                                  {"wording_probability": f"{probability:.2f}"}, focus_line=failure_line,
