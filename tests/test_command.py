@@ -293,3 +293,14 @@ def test_a_value_its_frame_cannot_quote_for_a_shell_is_not_printed(text, reason)
 def test_a_program_the_operator_installed_is_printed():
     for program in ("vllm", "/opt/venv/bin/vllm", "~/miniconda3/envs/v/bin/python3.11 -m vllm.entrypoints.openai.api_server"):
         assert printed_command(parse_launch(f"{program} serve m" if "python" not in program else f"{program} --model m")).command
+
+
+def test_a_sentence_after_the_command_on_its_line_is_no_argument():
+    """A one-line ticket: "vllm serve x crashed: ValueError: …" (newcomer re-run N3: the reply's "start it like
+    this" command carried the error text as arguments)."""
+    launch = parse_launch("vllm serve Qwen/Qwen2.5-7B --tensor-parallel-size 3 crashed: ValueError: Total number "
+                          "of attention heads (40) must be divisible by tensor parallel size (3).")
+    assert render(apply_changes(launch, {"--tensor-parallel-size": "2"})) == \
+        "vllm serve Qwen/Qwen2.5-7B --tensor-parallel-size 2"
+    kept = parse_launch("vllm serve Qwen/Qwen2.5-7B /root/models/extra --max-model-len 4096")
+    assert [a.spelled for a in kept.args] == ["/root/models/extra", "--max-model-len"]  # argparse's to refuse

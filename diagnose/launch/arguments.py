@@ -49,9 +49,22 @@ def parse_vllm_args(tokens: list[Token], launch: Launch, positional_model: bool)
             if positional_model and launch.model is None and not launch.model_positional:
                 launch.model = word
                 launch.model_positional = True
+            elif _starts_prose(word):
+                # a sentence after the command on its line ("vllm serve m crashed: ValueError: …"), not arguments
+                launch.tail = [t.raw for t in tokens[i:]] + launch.tail
+                return
             else:
                 launch.args.append(Arg(word, None))
             i += 1
+
+
+def _starts_prose(word: str) -> bool:
+    """A bare word no command line holds: one that ends a clause (`crashed:`) or names a Python exception.
+
+    >>> _starts_prose("crashed:"), _starts_prose("ValueError:"), _starts_prose("/models/m"), _starts_prose("auto")
+    (True, True, False, False)
+    """
+    return bool(re.fullmatch(r"[A-Za-z][A-Za-z]{1,30}:|(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception):?", word))
 
 
 def looks_like_option(word: str) -> bool:
