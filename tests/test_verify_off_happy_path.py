@@ -199,3 +199,21 @@ def test_a_fix_with_a_value_to_fill_in_is_not_run_and_verify_says_so(tmp_path):
     assert attempt["command"].endswith("--skip-tokenizer-init") and "<base-model>" not in attempt["ran"]
     assert any(note.startswith("not tried: Load the tokenizer of the model the weights came from: --tokenizer "
                                "<base-model> has <base-model> to fill in") for note in report["notes"]), report["notes"]
+
+
+def test_a_guess_from_a_cut_off_start_up_is_no_new_diagnosis(max_len_log, tmp_path):
+    """A start-up stopped at the attempt timeout was cut off, not refused: a guess from its partial log (here a
+    traceback cut inside the loader, which alone reads as an OOM while loading) is not told as the attempt's new
+    failure (newcomer re-run N4)."""
+    say = tmp_path / "vllm-says.txt"
+    say.write_text("INFO 11-29 09:36:12 [gpu_model_runner.py:1700] Starting to load model M...\n"
+                   "Traceback (most recent call last):\n"
+                   '  File "/usr/lib/python3/site-packages/vllm/model_executor/model_loader/default_loader.py", '
+                   "line 250, in load_weights\n    loaded = model.load_weights(weights)\n", encoding="utf-8")
+    port = free_port()
+    result, report = run_verify(max_len_log, fake_launch(port, {"--max-model-len=512": "hang"}, f"FAKE_VLLM_SAY={say}"),
+                                "--allow-env", "FAKE_VLLM_SAY", "--attempt-timeout", "3", "--max-attempts", "1")
+    attempt = report["attempts"][0]
+    assert attempt["outcome"] == "timeout", result.output
+    assert not (attempt.get("diagnosis") or {}).get("rule"), attempt
+    assert not fake_servers(port)

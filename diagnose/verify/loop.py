@@ -259,7 +259,10 @@ def _postmortem(run: AttemptRun, attempt: Attempt, fixed: Launch, options: Verif
     """Diagnose the attempt's own log; its top diagnosis (or None) decides what to try next."""
     new = diagnose([Source(str(run.log_path))], Options(launch_text=render(fixed), rules_dirs=options.rules_dirs,
                                                         gpu_mode="auto" if options.gpu_check else "none"), ruleset)
-    primary = next((d for d in new.diagnoses if d.secondary_of is None), None)
+    # a start-up verify stopped at its timeout was cut off, not refused: a diagnosis guessed from its partial log
+    # (the wording model, a cut traceback) is no new failure to act on
+    cut_off = run.outcome == "timeout"
+    primary = next((d for d in new.diagnoses if d.secondary_of is None and not (cut_off and d.inferred)), None)
     if primary is not None:
         attempt.diagnosis = diagnosis_summary(primary)
     elif new.unexplained:
