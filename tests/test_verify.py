@@ -684,3 +684,23 @@ def test_off_a_terminal_each_start_up_phase_reached_is_a_line(max_len_log):
     assert result.exit_code == 0, result.output
     reached = [line for line in result.stderr.splitlines() if " · reached " in line]
     assert reached and all(line.startswith("vdiag verify: attempt 1 · 0:") for line in reached), result.stderr
+
+
+def test_a_fix_that_sets_the_cpu_kv_space_is_tried_with_its_own_value_said_once(monkeypatch):
+    """On a CPU build verify bounds VLLM_CPU_KVCACHE_SPACE, but a fix that sets it is what is tried: its value, once
+    in the command (newcomer re-run N2: the variable twice in every attempt's command)."""
+    import diagnose.cli.verify as verify_cli
+    import diagnose.verify.loop as verify_loop
+    from diagnose.verify.preflight import VllmInstall
+
+    monkeypatch.delenv("VLLM_CPU_KVCACHE_SPACE", raising=False)
+    monkeypatch.setattr(verify_loop, "check_vllm", lambda python: VllmInstall(python, cpu=True))
+    monkeypatch.setattr(subprocess, "Popen", _no_popen)
+    monkeypatch.setattr(verify_cli, "_require_consent", lambda assume_yes: None)
+    from .conftest import FIXTURES
+
+    log = FIXTURES / "corpus" / "reproduced" / "cpu-kv-cache-space-exceeds-ram.log"
+    result = CliRunner().invoke(main, ["verify", "--no-gpu", "--vllm-python", sys.executable, "--format", "json",
+                                       "--launch", "vllm serve M --port 8011", str(log)], input="n\n")
+    ran = json.loads(result.stdout)["attempts"][0]["ran"]
+    assert ran.count("VLLM_CPU_KVCACHE_SPACE=") == 1 and "VLLM_CPU_KVCACHE_SPACE=8 " in ran, ran

@@ -223,9 +223,9 @@ def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate, o
     attempt.notes = [*(n for n in build_notes if n not in said), *notes]
     shown_env = passed_env(fixed, options.allow_env)
     running = apply_changes(launch, changes)
-    if target.cpu_kv is not None:
+    if target.cpu_kv is not None and running.env_value(CPU_KV_ENV) is None:  # a fix that sets it is tried as it is
         env[CPU_KV_ENV], note = cpu_kv_setting(target.cpu_kv, running)
-        shown_env = [(CPU_KV_ENV, env[CPU_KV_ENV]), *shown_env]
+        shown_env = [(CPU_KV_ENV, env[CPU_KV_ENV]), *((k, v) for k, v in shown_env if k != CPU_KV_ENV)]  # said once
         attempt.notes.append(note)
     attempt.ran = shown_command(argv, shown_env)
     return attempt, _Plan(argv, env, running)
