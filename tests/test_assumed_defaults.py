@@ -164,3 +164,13 @@ def test_the_driver_cuda_that_torch_found_is_stated_and_unknown_slots_drop(rules
     whys = [f["why"] for f in _top(cut, ruleset)["fixes"]]
     assert not any("not in the log" in why or "{" in why for why in whys)
     assert any(why.endswith("they run on older drivers.") for why in whys)
+
+
+def test_the_kv_levers_in_a_why_are_the_runs_own(ruleset):
+    """A launch with --kv-cache-memory-bytes, or a CPU build, is not told to raise gpu_memory_utilization (newcomer
+    re-run F6: the Why contradicted fix 1, "gpu_memory_utilization is ignored")."""
+    budget = "$ vllm serve Qwen/Qwen2.5-7B-Instruct --kv-cache-memory-bytes 1048576 --max-model-len 131072\n" + KV_ERROR
+    why = _top(budget, ruleset)["why"]
+    assert "a larger --kv-cache-memory-bytes" in why and "a larger gpu_memory_utilization" not in why
+    cpu = "INFO 11-29 08:44:40 [cpu.py:95] VLLM_CPU_KVCACHE_SPACE not set. Using 4.00 GiB for KV cache.\n" + KV_ERROR
+    assert "a larger VLLM_CPU_KVCACHE_SPACE" in _top(cpu, ruleset)["why"]

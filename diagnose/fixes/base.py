@@ -258,6 +258,16 @@ def _max_len_origin(ctx: Context) -> str:
     return "the launch's --max-model-len, or else the model's full context: the log does not show which"
 
 
+def _kv_memory_levers(ctx: Context) -> str:
+    """What gives this run's KV cache more memory: the byte budget where the launch sets one (vLLM then ignores
+    gpu_memory_utilization), the CPU build's own space, else the GPU's levers."""
+    if ctx.arg("--kv-cache-memory-bytes") is not None:
+        return "a larger --kv-cache-memory-bytes, which replaces gpu_memory_utilization's share"
+    if (ctx.facts.platform or ctx.facts.platform_hint or "").lower() == "cpu":
+        return "a larger VLLM_CPU_KVCACHE_SPACE, the host memory the CPU build gives it"
+    return "a larger gpu_memory_utilization, --kv-cache-memory-bytes, fp8 KV cache, more GPUs"
+
+
 _PROSE_STAND_INS = {"model": "the model", "version": "this vLLM"}  # what prose says where the fact is unknown
 
 
@@ -267,6 +277,7 @@ def _fact_values(ctx: Context) -> dict[str, Any]:
     if ctx.max_model_len():
         values["max_model_len"] = ctx.max_model_len()
     values["max_len_origin"] = _max_len_origin(ctx)
+    values["kv_memory_levers"] = _kv_memory_levers(ctx)
     if ctx.facts.error_node_ips:
         values["node_ip"] = ctx.facts.error_node_ips[0]
     image = (ctx.launch.image if ctx.launch is not None else None) or ctx.facts.container_image
