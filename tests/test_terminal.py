@@ -361,6 +361,7 @@ def test_a_pipe_of_unknown_size_shows_the_bytes_read_not_a_bar(monkeypatch, tmp_
     shown = pipe_progress_on_pty(monkeypatch, ("-",), common.PROGRESS_MIN_BYTES + 21_600)
     assert "reading the pipe" in shown and "67.1 MB" in shown, repr(shown)
     assert "━" not in shown and "/?" not in shown, repr(shown)
+    assert not shown.rstrip().endswith("?"), repr(shown)  # no speed column before there is a speed
     big = tmp_path / "big.log"  # a file's size is known: a bar against it
     with big.open("wb") as out:
         out.truncate(common.PROGRESS_MIN_BYTES * 2)

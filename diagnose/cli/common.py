@@ -164,12 +164,12 @@ def progress_for(files: tuple[str, ...], clock=None):
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn, TransferSpeedColumn
+    from rich.progress import BarColumn, DownloadColumn, Progress, SpinnerColumn
 
     # a pipe's total is unknown: a spinner and the bytes read, not a bar that looks full (newcomer re-run F15)
     columns = ((SpinnerColumn(), "[progress.description]{task.description}", _bytes_read_column()) if piped else
                ("[progress.description]{task.description}", BarColumn(), DownloadColumn()))
-    bar = Progress(*columns, TransferSpeedColumn(), transient=True, console=Console(stderr=True))
+    bar = Progress(*columns, _speed_column(), transient=True, console=Console(stderr=True))
     state = {"read": 0, "task": None, "since": clock()}
 
     def advance(count: int) -> None:
@@ -235,6 +235,19 @@ def _bytes_read_column():
             return Text(filesize.decimal(int(task.completed)), style="progress.download")
 
     return BytesRead()
+
+
+def _speed_column():
+    """The reading speed, and nothing until there is one (rich's own column shows `?`: newcomer re-run F15)."""
+    from rich.progress import TransferSpeedColumn
+    from rich.text import Text
+
+    class Speed(TransferSpeedColumn):
+        def render(self, task):
+            speed = task.finished_speed or task.speed
+            return super().render(task) if speed is not None else Text("")
+
+    return Speed()
 
 
 def use_colour(choice: str) -> None:
