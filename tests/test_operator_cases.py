@@ -270,3 +270,15 @@ def test_a_serverless_workers_fix_is_its_endpoints_environment():
     fix = top(report)["fixes"][0]
     assert fix["changes"] == {"--max-model-len": "25344"}
     assert fix["command"].splitlines()[1] == "MAX_MODEL_LEN=25344  # vLLM's --max-model-len"
+
+
+def test_a_tp_size_bounded_by_the_devices_says_what_bounds_it():
+    """Newcomer re-run F6: on a CPU log "1 is the only size that fits" read as false (TP 2 divides 4 heads); what
+    bounds it is the one worker the log shows."""
+    from diagnose import diagnose_text
+
+    from .conftest import FIXTURES as ALL
+
+    log = (ALL / "corpus" / "reproduced" / "cpu-tp3-heads-not-divisible.log").read_text()
+    why = diagnose_text(log).report["diagnoses"][0]["fixes"][0]["why"]
+    assert why.endswith("1 is the only size, as the log shows one worker.")

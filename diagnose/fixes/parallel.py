@@ -78,8 +78,9 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
     cost = f"fewer {unit} per replica" if choice < requested else ""
     extra = (f"; {requested - choice} GPU(s) stay free for a second replica or pipeline parallelism"
              if choice < requested and not on_cpu else "")
-    bound = (f"the largest power-of-two size ≤ {limit} that divides them (KV-head counts are powers of two)"
-             if limit > 1 else "the only size that fits")
+    shown = f" (the log shows {gpus} {unit})" if gpus and gpus < requested else ""
+    bound = (f"the largest power-of-two size ≤ {limit} that divides them (KV-head counts are powers of two){shown}"
+             if limit > 1 else f"the only size, as the log shows one {unit[:-1]}" if gpus == 1 else "the only size that fits")
     return Fix(title=f"Use a tensor-parallel size that divides the model: --tensor-parallel-size {choice}",
                changes={"--tensor-parallel-size": str(choice)},
                why=f"Tensor parallelism splits {counts or 'the heads'} evenly across {unit}; {choice} is {bound}{extra}.",
