@@ -286,6 +286,18 @@ def test_a_dotenv_file_feeds_the_variable_and_the_fix_is_its_line():
     assert printed.endswith("\nvllm serve Qwen/Qwen2.5-7B-Instruct $VLLM_ARGS")
 
 
+def test_a_launch_whose_model_is_only_in_the_variable_is_still_read():
+    """`python -m vllm.entrypoints.openai.api_server $VLLM_ARGS` names no model itself; the variable, set in the
+    paste, does (held-out review: a VLLM_ARGS launch missed, so the value 0.4 it set was not the one fixed)."""
+    paste = ("VLLM_ARGS=--model Qwen/Qwen2.5-7B-Instruct --gpu-memory-utilization 0.4\n"
+             "python3 -m vllm.entrypoints.openai.api_server $VLLM_ARGS\n"
+             "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+             "initializing the engine.\n")
+    report = diagnose_text(paste).report
+    assert "--gpu-memory-utilization 0.4" in report["facts"]["launch"]["command"]
+    assert report["diagnoses"][0]["fixes"][0]["changes"] == {"--gpu-memory-utilization": "0.9"}
+
+
 def test_a_dotenv_file_pasted_after_a_compose_file_is_read_for_its_interpolation():
     compose = ("services:\n  vllm:\n    image: vllm/vllm-openai:v0.9.2\n    env_file: .env\n"
                "    command: --model Qwen/Qwen3-8B ${VLLM_ARGS}\n")

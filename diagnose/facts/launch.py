@@ -122,6 +122,8 @@ def _plausible(launch: Launch) -> bool:
         return bool(launch.model)
     if launch.form == "docker":
         return bool(launch.image) and ("vllm" in (launch.image or "") or launch.model is not None)
+    if not launch.model and any(re.fullmatch(r"\$\{?[A-Za-z_]\w*\}?", a.spelled) for a in launch.args):
+        return True  # `…api_server $VLLM_ARGS`: the model is in the variable, read from the paste (shell_variables)
     model = launch.model or ""
     # a model named by a word of the sentence around the command ("tool calling in vllm serve for Qwen2.5?")
     return bool(model) and not re.match(r"^(?:you|the|should|with|a|an|to|and|or|is|as|for|in|on|at|of|from|it|this|"
