@@ -24,6 +24,8 @@ Four shapes are read, in any wording around them:
 [{'--api-server-count': '1'}]
 >>> [f.changes for f in advice_fixes(["Try lowering --gpu-memory-utilization to free memory"], {"--gpu-memory-utilization": "0.95"})]
 [{'--gpu-memory-utilization': '0.9'}]
+>>> advice_fixes(["Try increasing `gpu_memory_utilization`"], {"--gpu-memory-utilization": "0.99"})
+[]
 """
 
 from __future__ import annotations
@@ -267,8 +269,8 @@ def _direction(line: str, current: dict[str, Any], said: dict[str, str]) -> Fix 
     if now is None:
         return None
     value = round(now - 0.05, 2) if down else round(min(now + 0.05, 0.98), 2)
-    if not 0.05 <= value <= 0.98 or value == now:
-        return None
+    if not 0.05 <= value <= 0.98 or value == now or (value < now) != down:
+        return None  # a raise from 0.99 is no step down to 0.98
     return Fix(title=f"As vLLM's message suggests: {flag} {value}", changes={flag: f"{value}"},
                why=f"The message says to {'lower' if down else 'raise'} it; a step of 0.05 from {said.get(flag, f'{now:g}')}.",
                cost="throughput" if down else "memory", will_start=None,
