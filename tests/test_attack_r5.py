@@ -1,0 +1,84 @@
+"""Round-5 attack campaign (tests/attack_campaign_r5.md): each class that broke, as a test that failed before its fix.
+
+The campaign's generator is tests/attack_campaign_r5_gen.py (run by hand); these are its reproducers, small.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from diagnose.api import diagnose_text
+
+KV_ERROR = ("ERROR 12-02 10:00:00 [core.py:700] ValueError: The model max seq len (32768) is larger than the maximum "
+            "number of tokens that can be stored in KV cache (20624).\n")
+LAUNCH = "vllm serve Qwen/Qwen3-8B --max-model-len 32768\n"
+
+# Keys known by their vendor's prefix alone, shown in an error line with no secret-like name before them.
+VENDOR_KEYS = {
+    "npm": "npm_R5canaryR5canaryR5canaryR5canary0123",
+    "pypi": "pypi-AgEIcHlwaS5vcmcR5canaryR5canaryR5canary",
+    "vault": "hvs.R5canaryR5canaryR5canary01",
+    "google-oauth": "ya29.a0R5canaryR5canaryR5canaryR5canary",
+    "groq": "gsk_R5canaryR5canaryR5canaryR5canary0123",
+    "docker-hub": "dckr_pat_R5canaryR5canaryR5canary01",
+    "replicate": "r8_R5canaryR5canaryR5canaryR5canary0123",
+    "langsmith": "lsv2_pt_R5canaryR5canaryR5canary0123_0123456789",
+    "xai": "xai-R5canaryR5canaryR5canaryR5canaryR5canaryR5canaryR5canaryR5canary",
+    "perplexity": "pplx-R5canaryR5canaryR5canaryR5canary01",
+    "databricks": "dapi0123456789abcdef0123456789abcdef",
+    "grafana": "glc_R5canaryR5canaryR5canaryR5canary0123",
+    "shopify": "shpat_0123456789abcdef0123456789abcdef",
+    "age": "AGE-SECRET-KEY-1R5CANARYR5CANARYR5CANARYR5CANARYR5CANARYR5CANARY0123",
+    "pinecone": "pcsk_R5canary_R5canaryR5canaryR5canaryR5canary0123",
+    "tavily": "tvly-R5canaryR5canaryR5canary0123",
+    "digitalocean": "dop_v1_" + "0123456789abcdef" * 4,
+    "sonarqube": "sqp_0123456789abcdef0123456789abcdef01234567",
+    "doppler": "dp.st.dev.R5canaryR5canaryR5canaryR5canary",
+    "mapbox": "sk.eyJ1IjoicjUiLCJhIjoiY2FuYXJ5In0.R5canaryR5canary",
+    "linear": "lin_api_R5canaryR5canaryR5canaryR5canary0123",
+    "heroku": "HRKU-R5canaryR5canaryR5canaryR5canary",
+    "fireworks": "fw_R5canaryR5canaryR5canary01",
+    "together": "tgp_v1_R5canaryR5canaryR5canaryR5canary0123",
+}
+# Names whose last part is a secret's but was not in the table: ngrok's AUTHTOKEN, Azure API Management's key.
+NAMED = {"ngrok": ("NGROK_AUTHTOKEN=r5NgrokCanary_0123", "r5NgrokCanary_0123"),
+         "apim": ("Ocp-Apim-Subscription-Key: r5OcpApimCanary", "r5OcpApimCanary")}
+
+
+def _outputs(text: str) -> str:
+    result = diagnose_text(text)
+    return result.to_json() + result.to_markdown()
+
+
+@pytest.mark.parametrize("vendor", sorted(VENDOR_KEYS))
+def test_a_vendor_key_in_an_error_line_is_masked(vendor):
+    key = VENDOR_KEYS[vendor]
+    assert key not in _outputs(LAUNCH + KV_ERROR.rstrip() + f" {key}\n")
+    assert key not in _outputs(f"RuntimeError: failed to connect with {key}\n")
+
+
+@pytest.mark.parametrize("form", sorted(NAMED))
+def test_a_secret_under_a_new_name_ending_is_masked(form):
+    text, secret = NAMED[form]
+    assert secret not in _outputs(f"{text} {LAUNCH}{KV_ERROR}")
+    assert secret not in _outputs(f"RuntimeError: failed with {text}\n")
+
+
+def test_a_private_key_over_several_lines_is_masked_in_the_last_lines_shown():
+    pem = "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIR5canaryEC\n-----END EC PRIVATE KEY-----"
+    assert "R5canaryEC" not in _outputs(f"RuntimeError: failed with {pem}\n")
+
+
+@pytest.mark.parametrize("option", ["-e LD_PRELOAD=/data/x.so", "--env=PYTHONPATH=/data", "--env VLLM_PLUGINS=x"])
+def test_a_docker_command_that_sets_a_loader_variable_in_the_container_is_not_printed(option):
+    report = diagnose_text(f"docker run --gpus all -v /data:/data {option} vllm/vllm-openai:v0.9.2 "
+                           f"--model Qwen/Qwen3-8B --max-model-len 32768\n" + KV_ERROR).report
+    fixes = [fix for d in report["diagnoses"] for fix in d["fixes"]]
+    assert fixes and all(not fix.get("command") for fix in fixes), [fix.get("command") for fix in fixes]
+    assert any("in the container" in (fix.get("command_not_shown") or "") for fix in fixes), fixes
+
+
+def test_a_docker_command_with_ordinary_container_variables_is_still_printed():
+    report = diagnose_text("docker run --gpus all -e VLLM_LOGGING_LEVEL=DEBUG vllm/vllm-openai:v0.9.2 "
+                           "--model Qwen/Qwen3-8B --max-model-len 32768\n" + KV_ERROR).report
+    assert any(fix.get("command") for d in report["diagnoses"] for fix in d["fixes"])
