@@ -82,3 +82,24 @@ def test_a_docker_command_with_ordinary_container_variables_is_still_printed():
     report = diagnose_text("docker run --gpus all -e VLLM_LOGGING_LEVEL=DEBUG vllm/vllm-openai:v0.9.2 "
                            "--model Qwen/Qwen3-8B --max-model-len 32768\n" + KV_ERROR).report
     assert any(fix.get("command") for d in report["diagnoses"] for fix in d["fixes"])
+
+
+def test_a_flood_of_one_identical_error_line_is_fed_once_and_counted(monkeypatch):
+    """2 million copies of one long error line took 37 s of CPU with --all-runs: the memory, advice and stated-setup
+    extractors were fed every copy (none could take a run of repeats as a count). Scaled down: the feed count."""
+    import collections
+
+    import diagnose.scan.scanner as scanner
+
+    fed: collections.Counter = collections.Counter()
+    real_feed = scanner.feed
+
+    def counting_feed(kind, target, *args, **kwargs):
+        fed[type(target).__name__] += 1
+        return real_feed(kind, target, *args, **kwargs)
+
+    monkeypatch.setattr(scanner, "feed", counting_feed)
+    line = KV_ERROR.rstrip() + " Try increasing `gpu_memory_utilization` on the GPU. " + "x" * 100 + "\n"
+    report = diagnose_text(LAUNCH + line * 5000).report
+    assert max(fed.values()) < 200, fed  # the look-ahead lines at each block's end are fed (5000 before)
+    assert report["diagnoses"] and report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
