@@ -103,3 +103,47 @@ def test_a_flood_of_one_identical_error_line_is_fed_once_and_counted(monkeypatch
     report = diagnose_text(LAUNCH + line * 5000).report
     assert max(fed.values()) < 200, fed  # the look-ahead lines at each block's end are fed (5000 before)
     assert report["diagnoses"] and report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+
+
+@pytest.mark.parametrize("values", ["1", '"ab"', "[]", "{}", '{"a": [1, 2], "b": "x"}'], ids=str)
+def test_a_jsonl_record_of_many_plain_values_is_parsed_in_bounded_memory(values, monkeypatch):
+    """One 30 MB record of 15 million numbers peaked at 232 MB (3 million keys: 850 MB, 10 million `[]`: 810 MB):
+    `json.loads` made every value. Scaled down: what parsing makes, against json.loads on the same record."""
+    import json
+    import tracemalloc
+
+    from diagnose.triage import jsonl_records
+
+    monkeypatch.setattr(jsonl_records, "MAX_OBJECTS_MADE_AND_DROPPED", 1000)
+    monkeypatch.setattr(jsonl_records, "MAX_RECORD_VALUES", 25_000)
+    monkeypatch.setattr(jsonl_records, "MAX_RECORD_ITEMS", 100)
+    raw = ('{"id": "T-1", "text": "x", "vals": [' + ",".join([values] * (300_000 if len(values) < 5 else 40_000)) + "]}").encode()
+    tracemalloc.start()
+    record, _dropped, skipped = jsonl_records.parse_record(raw)
+    bounded = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    tracemalloc.start()
+    json.loads(raw)
+    unbounded = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert record["id"] == "T-1" and len(record["vals"]) == jsonl_records.MAX_RECORD_ITEMS and skipped
+    assert bounded < unbounded and bounded < 2 * len(raw) + (2 << 20), (bounded, unbounded)  # the text, decoded
+
+
+def test_a_record_of_many_keys_keeps_its_first_fields_and_says_so(tmp_path):
+    from diagnose.triage.tickets import JsonlFields, jsonl_tickets
+
+    fields = ",".join(f'"k{n}": {n}' for n in range(300_000))
+    export = tmp_path / "export.jsonl"
+    export.write_text('{"key": "T-9", "text": "vLLM crashed", "extra": {' + fields + "}}\n")
+    [ticket] = jsonl_tickets(str(export), JsonlFields(text=("text",), id="key"))
+    assert ticket.id == "T-9" and ticket.text == "vLLM crashed"
+    assert any("more than 250,000 values" in note for note in ticket.notes), ticket.notes
+
+
+@pytest.mark.parametrize("text", ["[1,]", '{"a":1,}', "[1 2]", '[1,"a]', "[1,2,3", '[1,{"a":}]', "[1,[1,]]", "[1,01]"])
+def test_a_bounded_parse_refuses_what_json_refuses(text):
+    from diagnose.triage.bounded_json import parse_bounded
+
+    with pytest.raises(ValueError):
+        parse_bounded(text, 1)
