@@ -39,6 +39,8 @@ VENDOR_KEYS = {
     "heroku": "HRKU-R5canaryR5canaryR5canaryR5canary",
     "fireworks": "fw_R5canaryR5canaryR5canary01",
     "together": "tgp_v1_R5canaryR5canaryR5canaryR5canary0123",
+    "modal": "as-R5canaryR5canaryR5canary01",
+    "kaggle": '{"username": "me", "key": "r5kaggle0123456789abcdef01234567"}',
 }
 # Names whose last part is a secret's but was not in the table: ngrok's AUTHTOKEN, Azure API Management's key.
 NAMED = {"ngrok": ("NGROK_AUTHTOKEN=r5NgrokCanary_0123", "r5NgrokCanary_0123"),
@@ -52,9 +54,10 @@ def _outputs(text: str) -> str:
 
 @pytest.mark.parametrize("vendor", sorted(VENDOR_KEYS))
 def test_a_vendor_key_in_an_error_line_is_masked(vendor):
-    key = VENDOR_KEYS[vendor]
-    assert key not in _outputs(LAUNCH + KV_ERROR.rstrip() + f" {key}\n")
-    assert key not in _outputs(f"RuntimeError: failed to connect with {key}\n")
+    key = VENDOR_KEYS[vendor].split('"key": "')[-1].rstrip('"}')
+    text = VENDOR_KEYS[vendor]
+    assert key not in _outputs(LAUNCH + KV_ERROR.rstrip() + f" {text}\n")
+    assert key not in _outputs(f"RuntimeError: failed to connect with {text}\n")
 
 
 @pytest.mark.parametrize("form", sorted(NAMED))

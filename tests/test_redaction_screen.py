@@ -39,6 +39,7 @@ SHAPE_SAMPLES = [
     "tvly-Ab12Cd34Ef56Gh78Ij90Kl", "dop_v1_" + "0123456789abcdef" * 4, "sqp_0123456789abcdef0123456789abcdef01234567",
     "dp.st.dev.Ab12Cd34Ef56Gh78Ij90Kl", "sk.eyJ1IjoiQWIxMiJ9.Ab12Cd34Ef56Gh78", "lin_api_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56",
     "HRKU-Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56", "fw_Ab12Cd34Ef56Gh78Ij90Kl", "tgp_v1_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56",
+    "as-Ab12Cd34Ef56Gh78Ij90Kl", '{"username": "me", "key": "0123456789abcdef0123456789abcdef"}',
     "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",
     "AC0123456789abcdef0123456789abcdef:fedcba9876543210fedcba9876543210",
     "https://maps.example/api?key=Zq9XvB7kLm2Np4Rt", "https://blob.example/x?sv=1&sig=Zq9XvB7kLm2Np4Rt",
