@@ -275,6 +275,7 @@ def run_pty(argv, env, cwd) -> tuple[int, bytes]:
             out += chunk
     else:
         os.kill(pid, 9)
+    os.close(fd)
     _, status = os.waitpid(pid, 0)
     return (os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status), out
 
@@ -792,10 +793,10 @@ def family_check(c: Campaign):
             env = c.sb.env(work)
             launch = work / "cwd" / "launch.txt"
             launch.write_text(text)
-            rc, out = run_pty([VDIAG, "check", "--launch-file", str(launch), "--gpu", "H100", "--no-gpu"], env,
+            rc, out = run_pty([VDIAG, "check", "--launch-file", str(launch), "--gpu", "H100"], env,
                               work / "cwd")
             c.check_output(cls, f"{form}#{i}", rc, out)
-            rc, jout, took = run_pipe([VDIAG, "check", "--launch-file", str(launch), "--gpu", "H100", "--no-gpu",
+            rc, jout, took = run_pipe([VDIAG, "check", "--launch-file", str(launch), "--gpu", "H100",
                                        "--format", "json"], env, work / "cwd")
             c.check_output(cls, f"{form}#{i}:json", rc, jout, (), took)
             try:
