@@ -12,6 +12,7 @@ from ..context.context import Context
 from ..facts.traceback_frames import FramesExtractor
 from ..ingest.lineformat import message_of
 from ..util.lazy_pattern import lazy
+from ..util.redact import redact
 from .cut_traceback import last_traceback
 
 TAIL_LINES_SHOWN = 3
@@ -53,8 +54,8 @@ def what_was_seen(lines: list[tuple[int, str]], frames: FramesExtractor, leftove
     if wrapper:
         seen["wrapper"] = wrapper
     tail = [message_of(text) for _line, text in lines if text.strip()][-TAIL_LINES_SHOWN:]
-    if tail:
-        seen["last_lines"] = [line[:300] for line in tail]
+    if tail:  # redacted as one block: a secret over several lines (a PEM key's body) is masked whole
+        seen["last_lines"] = [line[:300] for line in redact("\n".join(tail)).split("\n")]
     asks = []
     if seen.get("traceback_cut"):
         asks.append("the lines after the traceback: its last line names the error")

@@ -35,6 +35,7 @@ class AdviceLines:
         self.lines: dict[int, str] = {}
         self.dropped = 0  # advice lines seen once MAX_LINES were kept
         self._advises: dict[str, bool] = {}  # the answer of the pattern per message: logs repeat their advice
+        self._last: tuple[int, str] | None = None  # the advice line just fed (its copies after it: `repeated`)
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
         head = message[:400]
@@ -43,12 +44,30 @@ class AdviceLines:
             if len(self._advises) >= MAX_REMEMBERED_MESSAGES:
                 self._advises.clear()
             advises = self._advises[head] = _ADVICE.search(head) is not None and not _TYPED.match(head)
+        self._last = None
         if not advises:
             return
         if len(self.lines) >= MAX_LINES:
             self.dropped += 1
         else:
             self.lines[line_no] = message[:1000]
+        self._last = (line_no, message[:1000])
+
+    def repeated(self, count: int) -> None:
+        """`count` copies of the line just fed follow it (scan/repeats): kept or counted as it was, without the scan.
+
+        >>> lines = AdviceLines()
+        >>> lines.feed(1, "Try lowering --max-model-len.", []); lines.repeated(MAX_LINES + 5)
+        >>> len(lines.lines), lines.dropped, lines.lines[MAX_LINES]
+        (200, 6, 'Try lowering --max-model-len.')
+        """
+        if self._last is None:
+            return
+        line_no, text = self._last
+        kept = max(0, min(count, MAX_LINES - len(self.lines)))
+        for offset in range(1, kept + 1):
+            self.lines[line_no + offset] = text
+        self.dropped += count - kept
 
     def near(self, evidence_lines: list[int], before: int = 2, after: int = 5) -> list[str]:
         """Advice lines from `before` lines above to `after` lines below any evidence line."""

@@ -83,6 +83,10 @@ class MemoryExtractor(ExtractorBase):
             self._accounting(message)
         self._oom(figures, processes)
 
+    def repeated(self, count: int) -> None:
+        """Copies of the line just fed, directly after it (scan/repeats): each would set what it set (the latest
+        value, the smaller KV cache, the same processes), so they change nothing."""
+
     def _accounting(self, message: str) -> None:
         """vLLM's memory accounting lines, of every era."""
         memory = self.facts.memory

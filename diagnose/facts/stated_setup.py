@@ -30,6 +30,7 @@ class StatedSetupExtractor(ExtractorBase):
     no line of the log named a GPU (a stated card is what the user believes; the log's lines are what ran)."""
 
     literals = ("hardware", "gpu", "graphics card", "accelerator", "device", "model")
+    repeats_change_nothing = True  # only the first stated card and model are kept (scan/repeats)
 
     def __init__(self, facts):
         super().__init__(facts)

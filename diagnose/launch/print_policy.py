@@ -135,14 +135,19 @@ def _values(launch: Launch) -> Iterator[str]:
 
 
 def _host_env_reason(launch: Launch) -> str | None:
-    loaders: dict[str, str] = load_yaml("print_policy.yaml")["loader_env"]
     for name in [k for k, _v in launch.env] + launch.unset_env:
         if not _NAME.fullmatch(name):
             return f"the launch sets `{name[:40]}`, which is not a variable name"
-        what = next((does for pattern, does in loaders.items() if fnmatchcase(name, pattern)), None)
-        if what:
-            return f"the launch sets {name}, which {what}"
+        if reason := _loader_reason(name):
+            return reason
     return None
+
+
+def _loader_reason(name: str, where: str = "") -> str | None:
+    """Why setting variable `name` loads code (print_policy.yaml `loader_env`); None when it does not."""
+    loaders: dict[str, str] = load_yaml("print_policy.yaml")["loader_env"]
+    what = next((does for pattern, does in loaders.items() if fnmatchcase(name, pattern)), None)
+    return f"the launch sets {name}{where}, which {what}" if what else None
 
 
 def _foreign_program(launch: Launch) -> str | None:
@@ -178,6 +183,8 @@ def _docker_escape(launch: Launch) -> str | None:
                     return f"the launch mounts the host's {source} into the container"
         if name == "--device" and value and not any(fnmatchcase(value.split(":", 1)[0], d) for d in rules["devices"]):
             return f"the launch gives the container the host device {value.split(':', 1)[0]}"
+        if name in ("-e", "--env") and value and (reason := _loader_reason(value.split("=", 1)[0], " in the container")):
+            return reason  # verify drops it from the container's environment too
     return None
 
 

@@ -81,8 +81,10 @@ def run_length(data: bytes, start: int, end: int, cut: int) -> int:
 
 
 def may_skip_repeats(targets: list, signature_kind: str) -> bool:
-    """Whether every target of a line can take its repeats as a count: signatures, and extractors with `repeated`."""
-    return all(kind is signature_kind or hasattr(target, "repeated") for kind, target in targets)
+    """Whether every target of a line can take its repeats as a count: signatures, extractors with `repeated`, and
+    those a repeat tells nothing (`repeats_change_nothing`)."""
+    return all(kind is signature_kind or hasattr(target, "repeated") or getattr(target, "repeats_change_nothing", False)
+               for kind, target in targets)
 
 
 def count_repeats(matched: list, timed_out: int, targets: list, signature_kind: str, result: ScanResult,
@@ -95,5 +97,5 @@ def count_repeats(matched: list, timed_out: int, targets: list, signature_kind: 
         result.hits[sig.key].add_repeats(first_line, count)
     result.regex_timeouts += timed_out * count
     for kind, target in targets:
-        if kind is not signature_kind:
+        if kind is not signature_kind and hasattr(target, "repeated"):
             target.repeated(count)

@@ -203,8 +203,10 @@ class Scanner:
         pairs, asking, windowless, level_matters = entry
         if not asking:
             return pairs, False, windowless, level_matters
-        # and whether an extractor that asks was among them: only a line fed to one can make an idle literal needed
-        return ([(kind, t) for kind, t, needs in pairs if needs is None or needs(literals)], True, windowless,
+        # and whether an extractor that asks is fed the line: only a line fed to one can make an idle literal needed
+        # (one that declined it does not hold back the count of the line's repeats)
+        chosen = [(kind, t, needs) for kind, t, needs in pairs if needs is None or needs(literals)]
+        return ([(kind, t) for kind, t, _ in chosen], any(needs is not None for _, _, needs in chosen), windowless,
                 level_matters)
 
     def _match_again(self, sig: Signature, line_no: int, message: str, result: ScanResult) -> bool:

@@ -5,8 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
+from .bounded_json import parse_bounded
+
 MAX_RECORD_BYTES = 32 << 20  # a longer JSONL record is a ticket with an error: JSON cut short cannot be read
 MAX_RECORD_OBJECTS = 10_000  # JSON objects made per record (comments, fields); the rest are parsed and dropped
+# A record with more value separators than this is parsed bounded (triage.bounded_json): `json.loads` makes every
+# value, 15 to 280 bytes each, so 15 million numbers under the size cap cost 232 MB and 3 million keys 850 MB.
+MAX_RECORD_VALUES = 250_000
+MAX_RECORD_ITEMS = 10_000  # members kept per array and object of a record parsed bounded
+MAX_OBJECTS_MADE_AND_DROPPED = 1_000_000  # a record mostly of objects, up to this many, is parsed by json.loads
 _END = object()
 
 
@@ -90,14 +97,21 @@ class _BoundedObjects:
         return dict(self.last_pairs) if parsed is None and self.dropped else parsed
 
 
-def parse_record(raw: bytes, most: int | None = None) -> tuple[Any, int]:
-    """One JSONL record with at most `most` (MAX_RECORD_OBJECTS) of its JSON objects made, and how
-    many it holds past them (the record itself, made whatever the count, among them when it is past).
+def parse_record(raw: bytes, most: int | None = None) -> tuple[Any, int, int]:
+    """One JSONL record with at most `most` (MAX_RECORD_OBJECTS) of its JSON objects made, how many it holds
+    past them (the record itself, made whatever the count, among them when it is past), and how many runs of
+    members were skipped (a record of more than MAX_RECORD_VALUES values keeps MAX_RECORD_ITEMS per list and object).
 
     Raises ValueError (not JSON) or RecursionError (nested too deeply).
 
     >>> parse_record(b'{"id": 1, "comments": [{"body": "a"}, {"body": "b"}]}', most=1)
-    ({'id': 1, 'comments': [{'body': 'a'}, None]}, 2)
+    ({'id': 1, 'comments': [{'body': 'a'}, None]}, 2, 0)
     """
     objects = _BoundedObjects(MAX_RECORD_OBJECTS if most is None else most)
-    return objects.record(json.loads(raw.decode("utf-8", "replace"), object_pairs_hook=objects)), objects.dropped
+    text = raw.decode("utf-8", "replace")
+    values, objects_in = raw.count(b","), raw.count(b"{")
+    if values <= MAX_RECORD_VALUES or (objects_in <= MAX_OBJECTS_MADE_AND_DROPPED and objects_in * 4 >= values):
+        # few values, or mostly objects (comments): json.loads with objects past `most` dropped as they are made
+        return objects.record(json.loads(text, object_pairs_hook=objects)), objects.dropped, 0
+    parsed, skipped = parse_bounded(text, MAX_RECORD_ITEMS, objects)
+    return objects.record(parsed), objects.dropped, skipped

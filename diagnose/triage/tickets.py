@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .jsonl_records import (MAX_RECORD_BYTES, MAX_RECORD_OBJECTS, bounded_lines as _bounded_lines, dotted_get,
-                            parse_record, strings_of)
+from .jsonl_records import (MAX_RECORD_BYTES, MAX_RECORD_ITEMS, MAX_RECORD_OBJECTS, MAX_RECORD_VALUES,
+                            bounded_lines as _bounded_lines, dotted_get, parse_record, strings_of)
 from ..ingest.budget import InputBudget
 from ..ingest.source import Source, TextSource
 from ..util.errors import ExitCode, InputError, VdiagError
@@ -172,7 +172,7 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None, note:
                                                    f"{human_bytes(MAX_RECORD_BYTES)}; not read")
                 continue
             try:
-                record, dropped = parse_record(raw, MAX_RECORD_OBJECTS)
+                record, dropped, skipped = parse_record(raw, MAX_RECORD_OBJECTS)
             except ValueError as exc:
                 yield Ticket(id=fallback_id, error=f"line {line_no} is not valid JSON ({exc.msg})")
                 continue
@@ -182,6 +182,9 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None, note:
             notes = [f"the record on line {line_no} holds {MAX_RECORD_OBJECTS + dropped:,} JSON objects: the "
                      f"first {MAX_RECORD_OBJECTS:,} were read (comments, fields), so this answer may be partial"] \
                 if dropped else []
+            if skipped:
+                notes.append(f"the record on line {line_no} holds more than {MAX_RECORD_VALUES:,} values: the first "
+                             f"{MAX_RECORD_ITEMS:,} of each list and object were read, so this answer may be partial")
             ticket_id = fallback_id
             if fields.id:
                 found = dotted_get(record, fields.id)
