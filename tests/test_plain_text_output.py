@@ -56,3 +56,25 @@ def test_force_color_still_goes_through_rich(monkeypatch):
     printer = terminal.Printer(stream)
     printer.say("Fixes, best first", "bold")
     assert printer.is_terminal and "\x1b[1m" in stream.getvalue()
+
+
+def test_a_fix_predicted_not_to_be_enough_is_no_numbered_fix_to_paste():
+    """Newcomer review F6 / issue #27 item 6: the README's own example listed "3. Raise --gpu-memory-utilization to
+    0.95 / predicted not to be enough on its own" with a command to paste; it is told apart, without a command."""
+    import io
+    from pathlib import Path
+
+    from diagnose import diagnose_text
+    from diagnose.report.render import print_text, to_markdown
+
+    root = Path(__file__).resolve().parent.parent
+    report = diagnose_text((root / "examples" / "kv-cache-too-small.log").read_text()).report
+    assert any(f["predicted"].get("starts") is False for f in report["diagnoses"][0]["fixes"])  # the JSON keeps it
+    out = io.StringIO()
+    print_text(report, out)
+    text = out.getvalue()
+    numbered, _, short = text.partition("Not enough on their own:")
+    assert "gpu-memory-utilization 0.95" not in numbered.split("Fixes, best first:")[1]
+    assert "- Raise --gpu-memory-utilization to 0.95: The budget is" in short
+    assert "--gpu-memory-utilization 0.95 --served" not in text  # no command for it
+    assert "**Not enough on their own**" in to_markdown(report)

@@ -53,9 +53,10 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
         if d["evidence"]:
             lines = "\n".join(f"{_where(e):>6}: {e['text']}" for e in d["evidence"])
             out.append(f"**Evidence**\n\n{md_block(lines)}\n")
-        if d["fixes"]:
+        fixes, short = _fixes_and_not_enough(d["fixes"])
+        if fixes:
             out.append("**Fixes, best first**\n")
-            for fix in d["fixes"]:
+            for fix in fixes:
                 out.append(f"{fix['rank']}. **{md_prose(fix['title'])}** — {md_prose(fix['rank_reason'])}")
                 if fix["why"]:
                     out.append(f"   {md_prose(fix['why'])}")
@@ -67,6 +68,9 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
                     if fix["changes"]:
                         out.append(f"   change: {md_code(changes_text(fix['changes']))}")
             out.append("")
+        if short:
+            out.append("**Not enough on their own**\n")
+            out += [f"- {md_prose(fix['title'])}: {md_prose(fix['why'])}" for fix in short] + [""]
         if index == 0 and len(diagnoses) > 1:
             out.append("---\n")
     out.append(_facts_markdown(facts))
@@ -189,9 +193,10 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True, printer
                 say("  Evidence:", "bold")
                 for e in d["evidence"]:
                     printer.say_quoted(f"    line {_where(e)}: ", e["text"], "yellow")
-            if d["fixes"]:
+            fixes, short = _fixes_and_not_enough(d["fixes"])
+            if fixes:
                 say("  Fixes, best first:", "bold")
-                for fix in d["fixes"]:
+                for fix in fixes:
                     say(f"  {fix['rank']}. {fix['title']}", "bold cyan" if fix["rank"] == 1 else None, hang=3)
                     say(f"     {fix['rank_reason']}", "dim", hang=0)
                     if fix["why"]:
@@ -204,6 +209,10 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True, printer
                         say(f"     not shown: {fix['command_not_shown']}", "dim", hang=7)
                     if fix["changes"]:
                         say("     change: " + changes_text(fix["changes"]), "green")
+            if short:  # predicted not to start: no command to paste, only what it would add (issue #27, item 6)
+                say("  Not enough on their own:", "bold")
+                for fix in short:
+                    say(f"  - {fix['title']}: {fix['why']}" if fix["why"] else f"  - {fix['title']}", "dim", hang=4)
             if d.get("plan"):
                 say("  How the fixes were chosen (--explain):", "bold")
                 for entry in d["plan"]:
@@ -264,3 +273,12 @@ def _change_text(key: str, value) -> str:
     if key.startswith("docker:"):
         return f"docker run {key[7:]} {value}"
     return f"{key} {value}"
+
+
+def _fixes_and_not_enough(fixes: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The fixes to try, and those predicted not to start on their own (shown apart, without a command: pasting one
+    would fail the same way). Where every fix is predicted short, they are all shown as fixes."""
+    short = [fix for fix in fixes if (fix.get("predicted") or {}).get("starts") is False]
+    if len(short) == len(fixes):
+        return fixes, []
+    return [fix for fix in fixes if fix not in short], short
