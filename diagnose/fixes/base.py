@@ -217,28 +217,25 @@ def fill_prose(template: Any, ctx: Context) -> Any:
 def _without_parenthesis_of_unknown(sentence: str) -> str:
     """The sentence without each parenthesis that holds an unknown slot (the innermost, with the space before it)."""
     while (at := sentence.find(_UNKNOWN_SLOT)) >= 0:
-        depth, start = 0, -1
-        for i in range(at - 1, -1, -1):
-            if sentence[i] == ")":
-                depth += 1
-            elif sentence[i] == "(":
-                if depth == 0:
-                    start = i
-                    break
-                depth -= 1
-        depth, end = 0, -1
-        for i in range(at + len(_UNKNOWN_SLOT), len(sentence)):
-            if sentence[i] == "(":
-                depth += 1
-            elif sentence[i] == ")":
-                if depth == 0:
-                    end = i
-                    break
-                depth -= 1
+        start = _unmatched(sentence, range(at - 1, -1, -1), opener=")", closer="(")
+        end = _unmatched(sentence, range(at + len(_UNKNOWN_SLOT), len(sentence)), opener="(", closer=")")
         if start < 0 or end < 0:
             return sentence
         sentence = sentence[:start].rstrip(" ") + sentence[end + 1:]
     return sentence
+
+
+def _unmatched(text: str, positions: range, opener: str, closer: str) -> int:
+    """The first `closer` along `positions` that no `opener` before it pairs with; -1 where there is none."""
+    depth = 0
+    for i in positions:
+        if text[i] == opener:
+            depth += 1
+        elif text[i] == closer:
+            if depth == 0:
+                return i
+            depth -= 1
+    return -1
 
 
 def fill_command(template: Any, ctx: Context) -> Any:
