@@ -47,7 +47,7 @@ def key_values(launch: Launch, spec: dict) -> dict[str, Any]:
         if where in words:
             keys[where] = keys.get(where, []) + _words(arg)
         else:
-            keys[where] = True if arg.value is None else _typed(arg.value)
+            keys[where] = True if arg.value is None else typed_value(arg.value)
     for where, string in words.items():
         if string and where in keys:
             keys[where] = " ".join(quote_word(w) for w in keys[where])
@@ -90,14 +90,22 @@ def _words(arg: Arg) -> list[str]:
     return [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value]
 
 
-def _typed(value: str | None) -> Any:
+def typed_value(value: str | None, booleans: bool = False) -> Any:
+    """A flag's value as a document's key holds it: a switch is `true`, a number or JSON a number or JSON, the rest
+    text; `true`/`false` stay text unless the document's key takes booleans (a launcher's YAML).
+
+    >>> typed_value(None), typed_value("4096"), typed_value('{"a": 1}'), typed_value("true"), typed_value("true", True)
+    (True, 4096, {'a': 1}, 'true', True)
+    """
     if value is None:
         return True
     try:
         parsed = json.loads(value)
     except ValueError:
         return value
-    return parsed if isinstance(parsed, (int, float, dict, list)) and not isinstance(parsed, bool) else value
+    if isinstance(parsed, bool):
+        return parsed if booleans else value
+    return parsed if isinstance(parsed, (int, float, dict, list)) else value
 
 
 def _env_list(launch: Launch, spec: dict, where: str, keys: dict[str, Any]) -> list:

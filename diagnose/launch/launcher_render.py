@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .keyed_values import typed_value
 from .launch import Launch, canonical_flag
 from .launchers import key_for, launchers, name_of
 
@@ -119,12 +120,4 @@ def _text(value: Any) -> str:
 
 
 def _typed(value: str | None) -> Any:
-    import json
-
-    if value is None:
-        return True
-    try:
-        parsed = json.loads(value)
-    except ValueError:
-        return value
-    return parsed if isinstance(parsed, (int, float, dict, list)) else value
+    return typed_value(value, booleans=True)
