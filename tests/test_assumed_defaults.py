@@ -174,3 +174,17 @@ def test_the_kv_levers_in_a_why_are_the_runs_own(ruleset):
     assert "a larger --kv-cache-memory-bytes" in why and "a larger gpu_memory_utilization" not in why
     cpu = "INFO 11-29 08:44:40 [cpu.py:95] VLLM_CPU_KVCACHE_SPACE not set. Using 4.00 GiB for KV cache.\n" + KV_ERROR
     assert "a larger VLLM_CPU_KVCACHE_SPACE" in _top(cpu, ruleset)["why"]
+
+
+def test_a_command_names_an_unknown_model_as_a_slot_to_fill_not_as_prose():
+    """"vllm serve the model --chat-template …" pasted runs a model named "the"; the slot is `<model>`, and prose
+    inside a `<description>` or a `# comment` stays prose."""
+    from diagnose.context.context import Context
+    from diagnose.facts.record import Facts
+    from diagnose.fixes.base import fill_command
+    from diagnose.scan.hits import ScanResult
+
+    ctx = Context(Facts(), ScanResult())
+    assert fill_command("vllm serve {model} --chat-template t.jinja", ctx) == "vllm serve <model> --chat-template t.jinja"
+    assert fill_command("vllm serve <a GPTQ variant of {model}>", ctx) == "vllm serve <a GPTQ variant of the model>"
+    assert fill_command("ls  # then download {model} once", ctx) == "ls  # then download the model once"

@@ -157,7 +157,8 @@ def _as_float(value: Any) -> float | None:
         return None
 
 
-def fill(template: Any, ctx: Context, missing: str | None = None, quote: Callable[[str], str] | None = None) -> Any:
+def fill(template: Any, ctx: Context, missing: str | None = None, quote: Callable[[str], str] | None = None,
+         command: bool = False) -> Any:
     """Replace `{capture}` placeholders with the rule's captures or known facts (each passed through `quote`).
 
     An unknown placeholder stays as written (strategies then decline to propose a value), or becomes `missing`;
@@ -179,6 +180,15 @@ def fill(template: Any, ctx: Context, missing: str | None = None, quote: Callabl
             return quote(text) if quote else text
         return sub
 
+    if command:  # a command is code: a fact known only by its prose stand-in is the operator's to fill in, except
+        missing = missing or ""  # within a `<description to fill in>` or a `# comment`, which are prose
+        code, _, comment = template.partition(" #") if not template.startswith("#") else ("", "", template[1:])
+        pieces = re.split(r"(<[^<>\n]*>)", code)
+        code = "".join(re.sub(r"\{(\w+)\}", filler(not piece.startswith("<")), piece) for piece in pieces)
+        if not comment and not template.startswith("#"):
+            return code
+        said = re.sub(r"\{(\w+)\}", filler(False), comment)
+        return f"{code} #{said}" if code else f"#{said}"
     parts = template.split("`")
     return "`".join(re.sub(r"\{(\w+)\}", filler(i % 2 == 1 and i < len(parts) - 1), part) for i, part in enumerate(parts))
 
@@ -242,7 +252,7 @@ def fill_command(template: Any, ctx: Context) -> Any:
     """A rule's shell command filled like `fill`, each value quoted: a capture from the log stays text when pasted."""
     from ..launch.shell_words import quote_text
 
-    return fill(template, ctx, quote=quote_text)
+    return fill(template, ctx, quote=quote_text, command=True)
 
 
 def _max_len_origin(ctx: Context) -> str:
