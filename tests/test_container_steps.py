@@ -41,3 +41,12 @@ def test_an_install_or_a_host_kernel_check_is_not_sent_into_the_container():
         fix = Fix(title="t", step_command=step)
         in_container(fix, ctx)
         assert fix.step_command == step
+
+
+def test_with_no_launch_the_images_paths_put_the_check_in_its_container(ruleset):
+    """Dev review C5 (10974): `ls -la /models/` under a traceback of the official image's paths, with no launch."""
+    log = ('  File "/usr/local/lib/python3.10/dist-packages/vllm/engine/arg_utils.py", line 100, in create_model_config\n'
+           + NO_CONFIG)
+    steps = _steps(log, None, ruleset)
+    assert any(step.startswith("docker exec <container> sh -c 'ls -la ") for step in steps), steps
+

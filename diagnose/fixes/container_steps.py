@@ -1,6 +1,7 @@
 """A check of vLLM's own environment, run where vLLM ran: in its container or pod, not on the host.
 
-Where the launch runs vLLM in docker or Kubernetes, a check that reads vLLM's Python, packages, model folder or
+Where the launch runs vLLM in docker or Kubernetes (or, with no launch in the paste, vLLM's paths are a
+container's), a check that reads vLLM's Python, packages, model folder or
 variables (data/container_steps.yaml lists the programs) is printed as `docker exec NAME sh -c '…'` or `kubectl
 exec POD -- sh -c '…'`; the name is the one the launch gives, else a placeholder to fill in. The check is quoted as
 one word, so what it holds stays text inside `sh -c`.
@@ -24,7 +25,9 @@ def _table() -> dict:
 def _form(ctx: Context) -> str | None:
     launch = ctx.launch
     if launch is None:
-        return None
+        # no launch, but vLLM's paths are the official image's (/usr/local/lib/python3.X/dist-packages/vllm/,
+        # /vllm-workspace/: facts/hints.py): the check runs in that container
+        return "docker" if "container" in ctx.text_hints else None
     if launch.frame == "kubernetes" or launch.manifest is not None:
         return "kubernetes"
     return "docker" if launch.form == "docker" and launch.image else None
@@ -54,7 +57,7 @@ def in_container(fix: Fix, ctx: Context) -> None:
     table = _table()
     if first not in table["programs"] or any(path in step for path in table["host_paths"]):
         return
-    if any(f" {action} " in f" {step} " for action in table["not_checks"]):
+    if any(f" {action}" in f" {step}" for action in table["not_checks"]):  # `python -m vllm.entrypoints…` too
         return
     entry = table["forms"][form]
     name = _container_name(ctx, form)
