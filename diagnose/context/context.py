@@ -144,6 +144,11 @@ class Context:
         named = [g for g in self.gpus if g.name]
         return len(named) or None
 
+    def platform(self) -> str:
+        """The platform the log ran on, lower case: vLLM's own platform line, else the hint its paths give ("" when
+        neither says)."""
+        return (self.facts.platform or self.facts.platform_hint or "").lower()
+
     def compute_capability(self) -> float | None:
         for gpu in self.gpus:
             if gpu.compute_capability:

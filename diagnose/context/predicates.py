@@ -271,7 +271,7 @@ NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron"})
     "own line or the log's paths"))
 def _not_gpu(ctx: Context) -> bool:
     """vLLM ran on a platform that is not an NVIDIA or AMD GPU: its own platform line, else the log's paths."""
-    return (ctx.facts.platform or ctx.facts.platform_hint or "").lower() in NOT_GPU_PLATFORMS
+    return ctx.platform() in NOT_GPU_PLATFORMS
 
 
 @predicate("vllm-port-set", means="VLLM_PORT is set")

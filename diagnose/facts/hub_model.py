@@ -5,6 +5,7 @@ X is restricted`, `Repository Not Found for url: https://huggingface.co/api/mode
 Fills the model only where no launch and no vLLM line named it (Context.model_name); the held-out review found
 fixes written with `<org/model>` while the URL in the log named the repository.
 
+>>> from diagnose.facts.record import Facts
 >>> facts = Facts(); hub = HubModelExtractor(facts)
 >>> hub.feed(1, "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.", [])
 >>> facts.hub_model
@@ -20,7 +21,6 @@ from typing import Sequence
 
 from ..util.lazy_pattern import lazy
 from .base import ExtractorBase
-from .record import Facts
 
 _REPO = r"(?P<repo>[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,95}?)"
 # the Hub's own paths that are not a repository (huggingface.co/docs/…, /api/models/… holds one after it)
@@ -31,9 +31,6 @@ _MESSAGE = lazy(r"Access to model " + _REPO + r" is restricted")
 
 class HubModelExtractor(ExtractorBase):
     literals = ("huggingface.co/", "access to model ")
-
-    def __init__(self, facts: Facts):
-        super().__init__(facts)
 
     def feed(self, line_no: int, message: str, following: Sequence[str]) -> None:
         if self.facts.hub_model is not None:

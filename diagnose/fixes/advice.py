@@ -37,10 +37,13 @@ from typing import Any
 
 from ..util.lazy_pattern import lazy
 from ..util.units import parse_float
-from .advice_install import ADVICE_STRATEGY, install_command
+from .advice_install import install_command
 from .base import Fix
 
 MAX_LINE_CHARS = 2000
+# The strategy of every fix read from the log's own words: text of the input (vLLM's errors echo a model's config),
+# which `vdiag verify` never lets add a flag or variable the launch did not have (verify/candidates.py).
+ADVICE_STRATEGY = "log-advice"
 _NAME = r"`?'?(?P<{0}>--?[a-z][a-z0-9-]{{2,60}}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'?`?"
 _NUMBER = r"(?P<{0}>-?\d{{1,12}}(?:\.\d{{1,6}})?)"
 _CONSTRAINT = lazy(
@@ -131,6 +134,7 @@ def advice_fixes(lines: list[str], current: dict[str, Any], said: dict[str, str]
         fix = (_constraint(line) or _bound(line) or _unset(line) or _assignment(line)
                or _direction(line, current, said or {}) or install_command(line))
         if fix is not None and all(f.changes != fix.changes for f in fixes):
+            fix.strategy = ADVICE_STRATEGY
             fix.conditional = _conditional(line, fix)
             fixes.append(fix)
     return fixes

@@ -22,9 +22,6 @@ import shlex
 from ..util.lazy_pattern import lazy
 from .base import Fix
 
-# The strategy of every fix read from the log's own words: text of the input (vLLM's errors echo a model's config),
-# which `vdiag verify` never lets add a flag or variable the launch did not have (verify/candidates.py).
-ADVICE_STRATEGY = "log-advice"
 _COMMAND = lazy(r"(?i)\b(?:install(?:ed)?(?: \w+){0,2} (?:with|via|using|by running)|do|run|try|please run)\s*:?\s*"
                 r"(?P<quote>`?)(?P<command>(?:pip3?|python3? -m pip|uv pip) install [^`\n]{1,160}?)(?P=quote)"
                 r"(?=\s+or\b|[.;,]?\s*$|[.;,]?\s+[A-Z(]|$)")
@@ -54,8 +51,7 @@ def install_command(line: str) -> Fix | None:
     command = " ".join([*head, *(quote_text(w) for w in rest)])
     return Fix(title=f"As the message says: {command}", step_command=command,
                why=f"The message names the install that cures it: \"{match.group(0).strip()}\".",
-               cost="config", cost_note="an install into the environment that runs it", will_start=None,
-               strategy=ADVICE_STRATEGY)
+               cost="config", cost_note="an install into the environment that runs it", will_start=None)
 
 
-__all__ = ["ADVICE_STRATEGY", "INSTALL_CATEGORIES", "install_command"]
+__all__ = ["INSTALL_CATEGORIES", "install_command"]

@@ -169,25 +169,28 @@ def fill(template: Any, ctx: Context, missing: str | None = None, quote: Callabl
         return template
     values = {**_fact_values(ctx), **ctx.captures}
 
-    def filler(in_code: bool) -> Callable[[re.Match], str]:
+    def filler(in_code: bool, gap: str | None = missing) -> Callable[[re.Match], str]:
+        """`gap`: what a missing fact becomes (None: the placeholder stays); in code, given a gap, a missing fact or
+        one known only by its prose stand-in is a `<name>` to fill in."""
         def sub(match: re.Match) -> str:
             name = match.group(1)
-            if in_code and missing is not None and (name not in values or values[name] == _PROSE_STAND_INS.get(name)):
+            if in_code and gap is not None and (name not in values or values[name] == _PROSE_STAND_INS.get(name)):
                 return f"<{name}>"
             if name not in values:
-                return match.group(0) if missing is None else missing
+                return match.group(0) if gap is None else gap
             text = str(values[name])
             return quote(text) if quote else text
         return sub
 
     if command:  # a command is code: a fact known only by its prose stand-in is the operator's to fill in, except
-        missing = missing or ""  # within a `<description to fill in>` or a `# comment`, which are prose
+        # within a `<description to fill in>` or a `# comment`, which are prose
         code, _, comment = template.partition(" #") if not template.startswith("#") else ("", "", template[1:])
         pieces = re.split(r"(<[^<>\n]*>)", code)
-        code = "".join(re.sub(r"\{(\w+)\}", filler(not piece.startswith("<")), piece) for piece in pieces)
+        code = "".join(re.sub(r"\{(\w+)\}", filler(not piece.startswith("<"), gap=missing or ""), piece)
+                       for piece in pieces)
         if not comment and not template.startswith("#"):
             return code
-        said = re.sub(r"\{(\w+)\}", filler(False), comment)
+        said = re.sub(r"\{(\w+)\}", filler(False, gap=missing or ""), comment)
         return f"{code} #{said}" if code else f"#{said}"
     parts = template.split("`")
     return "`".join(re.sub(r"\{(\w+)\}", filler(i % 2 == 1 and i < len(parts) - 1), part) for i, part in enumerate(parts))
@@ -270,7 +273,7 @@ def _kv_memory_levers(ctx: Context) -> str:
     gpu_memory_utilization), the CPU build's own space, else the GPU's levers."""
     if ctx.arg("--kv-cache-memory-bytes") is not None:
         return "a larger --kv-cache-memory-bytes, which replaces gpu_memory_utilization's share"
-    if (ctx.facts.platform or ctx.facts.platform_hint or "").lower() == "cpu":
+    if ctx.platform() == "cpu":
         return "a larger VLLM_CPU_KVCACHE_SPACE, the host memory the CPU build gives it"
     return "a larger gpu_memory_utilization, --kv-cache-memory-bytes, fp8 KV cache, more GPUs"
 

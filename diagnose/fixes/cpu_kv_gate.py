@@ -20,7 +20,7 @@ from ..model import memory
 from ..util.units import GIB, parse_float
 from .base import Fix
 
-CPU_KV_ENV = "env:VLLM_CPU_KVCACHE_SPACE"
+CPU_KV_SETTING = "env:VLLM_CPU_KVCACHE_SPACE"
 FIXED_DEFAULT_GIB = 4  # vllm/platforms/cpu.py through 0.12: 4 GiB when the variable is unset
 SHARE_OF_RAM_SINCE = (0, 13, 0)  # from 0.13: half of the RAM per NUMA node
 # settings whose change leads a run on to the KV check with a size it did not reach before: the sequence length
@@ -51,7 +51,7 @@ def _before_kv_sizing(ctx: Context) -> bool:
 
 
 def _is_cpu(ctx: Context) -> bool:
-    return (ctx.facts.platform or ctx.facts.platform_hint or "").lower() == "cpu"
+    return ctx.platform() == "cpu"
 
 
 def check_cpu_kv_gate(fixes: list[Fix], ctx: Context) -> None:
@@ -61,7 +61,7 @@ def check_cpu_kv_gate(fixes: list[Fix], ctx: Context) -> None:
     if not any(TOKEN_SETTINGS & set(fix.changes) for fix in fixes) or not _is_cpu(ctx) or not _before_kv_sizing(ctx):
         return
     for fix in fixes:
-        if fix.will_start is True and CPU_KV_ENV not in fix.changes:
+        if fix.will_start is True and CPU_KV_SETTING not in fix.changes:
             _check(fix, ctx)
 
 
@@ -83,7 +83,7 @@ def _check(fix: Fix, ctx: Context) -> None:
 
     bound = load_yaml("verify_policy.yaml")["cpu_kv_cache"]
     value = max(int(bound["min_gib"]), math.ceil(need * float(bound["headroom"])))
-    fix.changes[CPU_KV_ENV] = str(value)
+    fix.changes[CPU_KV_SETTING] = str(value)
     fix.title = f"{fix.title}, with VLLM_CPU_KVCACHE_SPACE={value}"
     fix.why = (f"{fix.why} The next check is the KV cache: one sequence of {tokens:,} tokens needs {need:.2f} GiB, "
                f"and {source}, so the space is set to {value} GiB.").strip()

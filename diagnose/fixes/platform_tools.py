@@ -7,28 +7,29 @@ platform is vLLM's own line or the hint the log's paths give; the replacement is
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from ..context.context import Context
-from ..util.lazy_pattern import lazy
 from .base import Fix
-
-_TOOL_WORD = lazy(r"(?<![\w./-])(?:nvidia-smi)(?![\w-])")
-
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
     from ..util.datafiles import load_yaml
 
-    table = load_yaml("platform_tools.yaml")
-    if table.get("nvidia_tools") != ["nvidia-smi"]:
-        raise ValueError("platform_tools.yaml: nvidia_tools must list the tools _TOOL_WORD matches")
-    return table
+    return load_yaml("platform_tools.yaml")
+
+
+@lru_cache(maxsize=1)
+def _tool_word() -> re.Pattern[str]:
+    """An NVIDIA tool of the table as a command's word (not part of a path or another name)."""
+    tools = "|".join(re.escape(tool) for tool in _table()["nvidia_tools"])
+    return re.compile(rf"(?<![\w./-])(?:{tools})(?![\w-])")
 
 
 def platform_of(ctx: Context) -> str | None:
     """The platform a log ran on when it is not NVIDIA's: vLLM's own line first, else the paths' hint."""
-    name = (ctx.facts.platform or ctx.facts.platform_hint or "").lower()
+    name = ctx.platform()
     return name if name in _table()["platforms"] else None
 
 
@@ -36,14 +37,14 @@ def for_platform(fix: Fix, ctx: Context) -> bool:
     """Adapt the fix's command to the log's platform; False where nothing is left of it (a check with no
     counterpart and no change to make)."""
     platform = platform_of(ctx)
-    if platform is None or not fix.step_command or not _TOOL_WORD.search(fix.step_command):
+    if platform is None or not fix.step_command or not _tool_word().search(fix.step_command):
         return True
     entry = _table()["platforms"][platform]
     if entry.get("tool"):
         fix.step_command = entry["tool"]
         said = f"On {entry['name']}s, `{entry['tool']}` lists the devices the driver sees and their memory."
         # prose written around NVIDIA's tool would now contradict the command: it is replaced, not extended
-        fix.why = said if _TOOL_WORD.search(fix.why or "") else f"{fix.why} {said}".strip()
+        fix.why = said if _tool_word().search(fix.why or "") else f"{fix.why} {said}".strip()
         return True
     fix.step_command = None
     return bool(fix.changes)
