@@ -21,6 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from .launch import Arg, Launch, canonical_flag
+from .releases import parse_release
 
 
 @lru_cache(maxsize=1)
@@ -179,13 +180,17 @@ def key_for(name: str, flag: str, version: str | None = None) -> tuple[str | Non
 
 
 def _older(version: str, since: str) -> bool:
-    """Whether a printed version predates a release (`0.8.2.dev0` predates 0.8.2)."""
-    from packaging.version import InvalidVersion, Version
+    """Whether a printed version predates a release (`0.8.2.dev0` predates 0.8.2), with the project's release parser:
+    `packaging` is no dependency of vdiag.
 
-    try:
-        return Version(version) < Version(since)
-    except InvalidVersion:
+    >>> _older("0.8.2.dev0", "0.8.2"), _older("0.8.1", "0.8.2"), _older("0.8.2", "0.8.2"), _older("main", "0.8.2")
+    (True, True, False, False)
+    """
+    printed, release = parse_release(version), parse_release(since)
+    if printed is None or release is None:
         return False
+    # a pre-release of the same numbers (dev, rc, a, b) comes before the release itself
+    return printed < release or (printed == release and bool(re.search(r"\d(?:\.?dev|rc|a|b)\d*\b", version)))
 
 
 def _own_arguments(name: str, words: list[str]) -> list[Arg]:
