@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from diagnose import diagnose_text
+from diagnose.facts.record import Facts
+from diagnose.facts.stated_setup import StatedSetupExtractor
 
 OOM = ("(VllmWorker rank=0 pid=77) ERROR 06-01 10:00:00 [multiproc_executor.py:470] torch.OutOfMemoryError: CUDA out of "
        "memory. Tried to allocate 3.91 GiB.\n")
@@ -68,3 +70,36 @@ def test_a_version_field_states_the_release(line, version):
 def test_vllms_own_version_line_wins_over_the_stated_one():
     text = ("**vLLM**: v0.8.5\nINFO 06-01 10:00:00 [api_server.py:1000] vLLM API server version 0.10.1\n" + OOM)
     assert diagnose_text(text).report["facts"]["vllm_version"] == "0.10.1"
+
+
+@pytest.mark.parametrize("title, name, count", [
+    ("Qwen2.5-72B fails on 2*H200 with -tp 4", "NVIDIA H200", 2),
+    ("[Bug]: vLLM crashes on my RTX3090", "NVIDIA GeForce RTX 3090", None),
+    ("Running on four A100 GPUs, the server dies", "NVIDIA A100", 4),
+    ("RTX 4090 24GB: CUDA error at start-up", "NVIDIA GeForce RTX 4090", None),
+])
+def test_a_title_or_sentence_that_states_the_machine_gives_the_card_and_its_count(title, name, count):
+    gpus, _count = stated(title + "\n" + OOM)
+    assert gpus and gpus[0][1] == "stated" and gpus[0][0].startswith(name)
+    facts = Facts()
+    StatedSetupExtractor(facts).settle([(1, title), (2, OOM.strip())])
+    assert facts.gpu_count_hint == count
+
+
+@pytest.mark.parametrize("text", [
+    "It works on H100 but fails on A100\n" + OOM,                          # two cards: which one ran is not said
+    "UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 is not compatible\n" + OOM,  # torch's line
+    "INFO 06-01 10:00:00 [x.py:1] running on H100\n" + OOM,                 # a program's log line
+    "\n" * 20 + "we run it on an H100\n" + OOM,                            # far below the paste's first lines
+])
+def test_no_card_is_taken_from_sentences_that_do_not_state_one_machine(text):
+    assert not [g for g in stated(text)[0] if g[1] == "stated"]
+
+
+def test_a_sentence_states_the_vllm_release_until_the_log_says_otherwise():
+    said = diagnose_text("I run vllm 0.8.3 on it\n" + OOM).report["facts"]
+    assert (said["vllm_version"], said["vllm_version_source"]) == ("0.8.3", "stated in a sentence")
+    logged = diagnose_text("I run vllm 0.8.3 on it\nINFO 06-01 10:00:00 [api_server.py:1] vLLM API server version "
+                           "0.9.1\n" + OOM).report["facts"]
+    assert logged["vllm_version"] == "0.9.1"
+    assert diagnose_text("vllm 2 GPUs and vllm 0.8 here\n" + OOM).report["facts"]["vllm_version"] is None

@@ -5,6 +5,10 @@ Read only from a line that is a key and its value (an issue template's field, a 
 words people use for the machine; the card is the GPU table's (data/gpus.yaml) and its count the number written
 beside it ("*4", "x4", "4x", "4 x"). A GPU the log's own lines show (nvidia-smi, collect_env, vLLM's messages)
 takes precedence: this fills only what nothing else did.
+
+A paste's title and its first sentences state the machine in prose as often as in a field ("Qwen3 fails on 2*H200",
+"RTX3090: CUDA error"): the first PROSE_LINES lines of the input that are no program's output (no log level, time
+stamp, table row or traceback frame) are read for a card of the table too, when they name exactly one.
 """
 
 from __future__ import annotations
@@ -21,6 +25,19 @@ _FIELD = lazy(r"(?i)^\W{0,8}(?:hardware|gpus?(?: type| model| name)?|graphics ca
 _MODEL_FIELD = lazy(r"(?i)^\W{0,8}model(?: name| id)?\W{0,8}\s{0,4}[:=]\s{0,8}`?(?P<model>(?:[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,95}"
                     r"|/[\w./-]{1,200}))`?(?:\s|[,(;]|$)")
 _COUNT_BEFORE = lazy(r"(?<![\w.])(?P<count>\d{1,2})\s{0,2}[x×*]\s{0,2}$")
+_COUNT_WORD = lazy(r"(?i)(?<![\w.])(?P<word>one|two|three|four|six|eight|dual|quad)\s{1,2}$")
+_COUNT_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "six": 6, "eight": 8, "dual": 2, "quad": 4}
+# a program's line: a log level or a time stamp near its start, a table row, a traceback's frame, an exception or
+# warning (`UserWarning: NVIDIA GeForce RTX 5090 with CUDA capability sm_120 …` is torch's, not a statement)
+_PROGRAM_LINE = lazy(r"(?i)^\s{0,8}(?:[|+]|File \"|Traceback|\(\w+ pid=|\S{0,40}\b(?:INFO|WARNING|WARN|ERROR|DEBUG|"
+                     r"CRITICAL)\b|\[?\d{2,4}[-/:]\d\d|[\w.]{0,60}(?:Error|Exception|Warning)\b)")
+PROSE_LINES = 12
+# in a sentence a card is the machine's when the words around it say so: "on/with/using (two) H100", "my RTX3090",
+# "H200 GPUs", "4090 24GB", or the title starts with it; "the A10 tests passed" names a card and states nothing
+_CUE_BEFORE = lazy(r"(?i)(?:^\W{0,4}|\b(?:on|with|using|in|have|has|got|running|run|my|our|single)\s{1,2}"
+                   r"(?:(?:an?|the|my|our|one|two|three|four|six|eight|single|dual|quad|\d{1,2})\s{0,2}[x×*]?\s{0,2})?"
+                   r"(?:NVIDIA\s|GeForce\s|Tesla\s|AMD\s){0,2})$")
+_CUE_AFTER = lazy(r"(?i)^[\w-]{0,12}\s{0,2}(?:GPUs?\b|cards?\b|\d{1,3}\s?G(?:B|iB)?\b)")
 _COUNT_AFTER = lazy(r"^\s{0,2}[x×*]\s{0,2}(?P<count>\d{1,2})(?![\d.])")
 MAX_STATED_GPUS = 64
 
@@ -43,24 +60,55 @@ class StatedSetupExtractor(ExtractorBase):
             return
         if self.name is not None or len(message) > 240 or not (found := _FIELD.match(message.strip())):
             return
-        from ..gpu.table import gpu_table
+        stated = _stated_card(found.group("value"))
+        if stated is not None:
+            self.name, self.count = stated
 
-        value = found.group("value")
-        for entry in gpu_table():
-            hit = re.search(entry["match"], value, re.IGNORECASE)
-            if hit is None:
-                continue
-            count = _COUNT_BEFORE.search(value[:hit.start()]) or _COUNT_AFTER.search(value[hit.end():])
-            self.name = entry["name"]
-            if count and 0 < int(count.group("count")) <= MAX_STATED_GPUS:
-                self.count = int(count.group("count"))
-            return
-
-    def settle(self) -> None:
+    def settle(self, head: Sequence[tuple[int, str]] = ()) -> None:
+        """Give the stated card to the facts; with no field naming one, the card the first prose lines of `head` (the
+        input's first lines, numbered) name, when they name one card and no other."""
         facts = self.facts
+        if self.name is None:
+            prose = [text for _, text in head[:PROSE_LINES] if len(text) <= 400 and not _PROGRAM_LINE.match(text)]
+            cards = {card for card in (_stated_card(text, cue=True) for text in prose) if card is not None}
+            if len({name for name, _ in cards}) == 1:
+                self.name, self.count = max(cards, key=lambda card: card[1] or 0)
         if self.name is None or any(gpu.name for gpu in facts.gpus.values()):
             return
         gpu = facts.gpu(0)
         gpu.name, gpu.source = self.name, "stated"
         if self.count and not facts.gpu_count_hint:
             facts.gpu_count_hint = self.count
+
+
+def _stated_card(value: str, cue: bool = False) -> tuple[str, int | None] | None:
+    """The table's card `value` names and the count written beside it ("*4", "x4", "4x", "4 x", "two"), if any;
+    with `cue` (a sentence, not a field), only a card the words around it state as the machine's, and none when the
+    sentence names two different cards ("works on H100 but fails on A100": which one ran is not said).
+
+    >>> _stated_card("Qwen3-72B fails on 2*H200"), _stated_card("my RTX3090 crashes"), _stated_card("dual RTX 4090")
+    (('NVIDIA H200', 2), ('NVIDIA GeForce RTX 3090 / 3090 Ti', None), ('NVIDIA GeForce RTX 4090', 2))
+    >>> _stated_card("it prints 0.8.3 H100 at start")[1], _stated_card("a tokenizer error")
+    (None, None)
+    >>> _stated_card("the A10 tests passed", cue=True), _stated_card("fails on my RTX3090", cue=True)[0]
+    (None, 'NVIDIA GeForce RTX 3090 / 3090 Ti')
+    >>> _stated_card("It works on H100 but fails on A100", cue=True)
+    """
+    from ..gpu.table import card_pattern, gpu_table
+
+    found: list[tuple[re.Match, dict]] = []
+    for entry in gpu_table():  # the first entry that matches a span is its card (specific patterns come first)
+        hit = card_pattern(entry).search(value)
+        if hit is not None and not any(hit.start() < other.end() and other.start() < hit.end() for other, _ in found):
+            found.append((hit, entry))
+    if not found or (cue and len({entry["name"] for _, entry in found}) > 1):
+        return None
+    hit, entry = min(found, key=lambda pair: pair[0].start())
+    before, count = value[:hit.start()], None
+    if cue and not (_COUNT_BEFORE.search(before) or _CUE_BEFORE.search(before) or _CUE_AFTER.search(value[hit.end():])):
+        return None
+    if counted := _COUNT_BEFORE.search(before) or _COUNT_AFTER.search(value[hit.end():]):
+        count = int(counted.group("count"))
+    elif word := _COUNT_WORD.search(before):
+        count = _COUNT_WORDS[word.group("word").lower()]
+    return entry["name"], count if count and 0 < count <= MAX_STATED_GPUS else None

@@ -20,6 +20,10 @@ _VERSION_PATTERNS = [
     # an issue template's field: `**vLLM**: v0.8.5`, `- vLLM version: 0.10.1`
     (lazy(r"(?i)^\W{0,8}vllm(?: version)?\W{0,8}\s{0,4}[:=]\s{0,8}`?v?(?P<v>\d{1,20}\.\d{1,20}[\w.+-]{0,40}?)`?\s*$"),
      "stated"),
+    # a sentence: "I run vllm 0.8.3 on two GPUs", "vLLM v0.10.1.1 crashes"; three parts, so that "vllm 2 GPUs" or a
+    # bare "vllm 0.8" is no version; any other statement found later replaces it
+    (lazy(r"(?i)(?<![\w/.-])vllm\s{1,3}\(?v?(?P<v>\d{1,2}\.\d{1,3}\.\d{1,3}(?:\.\d{1,3})?(?:\.?post\d{1,3}|rc\d{1,3})?)(?![\w.])"),
+     "stated in a sentence"),
 ]
 
 
@@ -38,7 +42,8 @@ class VersionExtractor(ExtractorBase):
         for pattern, source in _VERSION_PATTERNS:
             match = pattern.search(message)
             if match:
-                if self.facts.vllm_version is None or source in _AUTHORITATIVE:
+                if (self.facts.vllm_version is None or source in _AUTHORITATIVE
+                        or (self.facts.version_source == "stated in a sentence" and source != "stated in a sentence")):
                     self.facts.vllm_version = match.group("v").rstrip(".,")
                     self.facts.version_source = source
                 return

@@ -124,7 +124,7 @@ def for_release(fix: Fix, ctx: Context) -> Fix | None:
             fix.title = fix.title.replace(old_text, new_text).replace(key, flag)
         if note:
             notes.append(note)
-        if parse_release(ctx.version) and ctx.arg(flag) is None and _restates_default(flag, new_value, ctx):
+        if parse_release(ctx.version) and ctx.launch is not None and ctx.arg(flag) is None and _restates_default(flag, new_value, ctx):
             continue
         changes[flag] = new_value
     if fix.changes and not changes:
