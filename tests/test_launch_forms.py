@@ -352,3 +352,14 @@ def test_cut_docker_inspect_output_gives_a_note_and_the_diagnosis_stands():
     report = diagnose_text(INSPECT.read_text()[:300] + "\n" + KV_ERROR).report
     assert any("docker inspect output is not JSON as written" in note for note in report["notes"]), report["notes"]
     assert report["diagnoses"][0]["category"] == "kv-cache-too-small-for-max-len"
+
+
+def test_a_launch_quoted_as_markdown_inline_code_is_read_and_fixed():
+    """Tickets and issues quote the command in backticks after a label: `Command: \\`vllm serve …\\``."""
+    text = ("Command: `vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2`\n"
+            "RuntimeError: please ensure that world_size (2) is less than than max local gpu count (1)\n")
+    report = diagnose_text(text).report
+    assert report["facts"]["launch"]["command"] == "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2"
+    assert report["diagnoses"][0]["fixes"][0]["command"].endswith("--tensor-parallel-size 1")
+    # a code span that is no launch, and a launch-looking word inside prose code, are not launches
+    assert diagnose_text("Run `pip install vllm` first\n" + text.splitlines()[1]).report["facts"]["launch"] is None

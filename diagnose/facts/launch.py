@@ -13,6 +13,8 @@ from .record import MAX_LAUNCH_CANDIDATES, LaunchCandidate
 
 
 MAX_REMEMBERED_NON_LAUNCHES = 256
+# one span of Markdown inline code (single backticks, not a ``` fence), as a ticket or an issue quotes a command
+_INLINE_CODE = lazy(r"(?<!`)`(?P<code>[^`\n]{8,4000})`(?!`)")
 
 
 class LaunchExtractor(ExtractorBase):
@@ -34,6 +36,8 @@ class LaunchExtractor(ExtractorBase):
 
         if len(self.facts.launches) >= MAX_LAUNCH_CANDIDATES or not looks_like_launch(message):
             return
+        if "`" in message and (code := _INLINE_CODE.search(message)) and looks_like_launch(code.group("code")):
+            message = code.group("code")  # Markdown's inline code: "Command: `vllm serve m -tp 2`", a chat's paste
         if CALL.search(message) and "vllm serve" not in message:
             text = _balanced_call(message, following)
         elif message.strip() == "containers:":

@@ -45,7 +45,7 @@ _DOCKER_VALUE_OPTS = {
     "--stop-signal", "--stop-timeout", "--health-cmd", "--dns", "--cidfile",
 }
 _LAUNCH_HINT = lazy(
-    r"(?:^|[\s/])vllm\s+serve\b|-m\s+vllm\.entrypoints\.|\b(?:docker|podman|nerdctl)\s+run\b|\b(?:LLM|EngineArgs|AsyncEngineArgs|LLMConfig)\s*\(|^\s*ExecStart="
+    r"(?:^|[\s/`])vllm\s+serve\b|-m\s+vllm\.entrypoints\.|\b(?:docker|podman|nerdctl)\s+run\b|\b(?:LLM|EngineArgs|AsyncEngineArgs|LLMConfig)\s*\(|^\s*ExecStart="
     r"|^\s*containers:\s*$"
 )
 
