@@ -156,3 +156,18 @@ def test_explain_says_why_each_fix_is_there_or_not():
     assert any("condition does not hold" in entry["outcome"] for entry in plan)
     plain = diagnose_text((OPERATOR / "weights-72b-one-gpu-with-cotenants.log").read_text()).report
     assert "plan" not in plain["diagnoses"][0]
+
+
+def test_a_smaller_tp_says_whether_the_weights_fit_the_gpus_the_paste_names():
+    """A layout beyond the GPUs there are: the TP that fits them comes with the weights' arithmetic on the card the
+    paste names (an L4 is 22 GiB; 72B in bf16 over two of them cannot fit), never a bare "predicted to start"."""
+    refusal = "ValueError: The number of required GPUs exceeds the total number of available GPUs in the placement group.\n"
+    launch = "vllm serve Qwen/Qwen2.5-72B-Instruct --tensor-parallel-size 4"
+    small = fixes_of(diagnose_text("Qwen2.5-72B fails on 2x L4\n" + refusal, launch=launch).report, "tp-exceeds-gpus")[0]
+    assert small["changes"] == {"--tensor-parallel-size": "2"}
+    assert small["predicted"]["starts"] is False and "do not fit a 22.2 GiB NVIDIA L4" in small["why"]
+    large = fixes_of(diagnose_text("Qwen2.5-72B fails on 2x H200\n" + refusal, launch=launch).report, "tp-exceeds-gpus")[0]
+    assert large["predicted"]["starts"] is None and "fit a 139.8 GiB NVIDIA H200" in large["why"]
+    # a family name that does not fix the size (A100: 40 or 80 GB) gives no arithmetic
+    bare = fixes_of(diagnose_text("Qwen2.5-72B fails on 2x A100\n" + refusal, launch=launch).report, "tp-exceeds-gpus")[0]
+    assert "GiB" not in bare["why"] and "whether the weights fit" in bare["not_evaluable"]

@@ -117,6 +117,14 @@ def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
                  or plausible_int(ctx.gpu_count(), 1, MAX_PARALLEL))
     requested = (plausible_int(ctx.captures.get("tp"), 1, MAX_PARALLEL)
                  or plausible_int(ctx.captures.get("world_size"), 1, MAX_PARALLEL) or ctx.tp())
+    if not available and requested > 1 and ctx.pp() == 1:
+        return Fix(title="Stay within the GPUs this node has: --tensor-parallel-size ≤ their number",
+                   changes={"--tensor-parallel-size": "<GPUs on this node>"}, step_command="nvidia-smi -L",
+                   why=f"{requested} GPUs were requested and vLLM could not place them; the log does not say how many "
+                       "it sees. `nvidia-smi -L` (inside the container, if vLLM runs in one) lists them; the size must "
+                       "also divide the model's attention heads.",
+                   cost="throughput", cost_note="fewer GPUs: less memory for weights and KV cache", will_start=None,
+                   not_evaluable="the number of GPUs is not in the log")
     if not available or available >= requested:
         return None
     pp = ctx.pp()
@@ -125,11 +133,34 @@ def tp_within_gpus(ctx: Context, params: dict) -> Fix | None:
     if heads:
         target = divisors(heads, target)[0] if target >= 1 else 1
     flag, value = ("--pipeline-parallel-size", str(max(1, available // max(ctx.tp(), 1)))) if pp > 1 else ("--tensor-parallel-size", str(target))
+    fit, fit_note = _weights_fit(ctx, target * pp if pp > 1 else target)
+    plural = "s" if available != 1 else ""
     return Fix(title=f"Stay within the {available} visible GPU(s): {flag} {value}", changes={flag: value},
-               why=f"{requested} GPUs were requested but only {available} are visible to this process.",
-               cost="throughput", cost_note="fewer GPUs: less memory for weights and KV cache", will_start=None,
-               not_evaluable=f"whether the weights fit {available} GPU{'s' if available != 1 else ''}"
-                             + ("" if ctx.model else ": the model's size is unknown"))
+               why=f"{requested} GPUs were requested but only {available} are visible to this process." + fit_note,
+               cost="throughput", cost_note="fewer GPUs: less memory for weights and KV cache",
+               will_start=False if fit is False else None,
+               not_evaluable=None if fit is False else (
+                   f"whether the KV cache fits beside the weights on {available} GPU{plural}" if fit else
+                   f"whether the weights fit {available} GPU{plural}" + ("" if ctx.model else ": the model's size is unknown")))
+
+
+def _weights_fit(ctx: Context, gpus: int) -> tuple[bool | None, str]:
+    """Whether the model's weights, spread over `gpus`, fit one GPU of the log's size (with the reserve an empty GPU
+    keeps), and the sentence that says so; (None, "") when the model's size or the GPU's is unknown."""
+    from ..gpu.table import named_total_gib
+    from ..model import memory
+    from .feasibility import EMPTY_GPU_RESERVE_GIB, MAX_USABLE_SHARE
+
+    total, card = ctx.gpu_total_gib(), "GPU"
+    if total is None and (name := next((g.name for g in ctx.gpus if g.name), None)):
+        total, card = named_total_gib(name), name  # the log names the card, not its size: the card's size
+    per_gpu = memory.weights_gib(ctx.model, gpus, ctx.arg("--dtype")) if ctx.model else None
+    if per_gpu is None or not total:
+        return None, ""
+    fits = per_gpu <= total * MAX_USABLE_SHARE - EMPTY_GPU_RESERVE_GIB
+    return fits, (f" The weights, about {per_gpu:.1f} GiB per GPU over {gpus} ({ctx.model.source}), "
+                  + (f"fit a {total:.1f} GiB {card}." if fits else f"do not fit a {total:.1f} GiB {card}: more GPUs are "
+                     "needed (another node, with the Ray executor) or a smaller or quantized model."))
 
 
 @strategy("ray-executor")
