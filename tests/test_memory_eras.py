@@ -84,10 +84,23 @@ def test_the_bar_after_the_fix_moves_the_kv_cache_by_the_budget_it_adds(diagnose
     fix = report["diagnoses"][0]["fixes"][0]
     assert after["gpu_memory_utilization"] == float(fix["changes"]["--gpu-memory-utilization"])
     assert after["kv_cache_gib"] == fix["predicted"]["kv_cache_gib"]
-    lines = memory_bars(report["facts"]["memory"], report["facts"]["gpus"], width=50)
+    lines = memory_bars(report["facts"]["memory"], report["facts"]["gpus"], width=50, report=report)
     assert lines[0].startswith("GPU memory, 79.2 GiB") and "KV cache short by 0.95 GiB" in lines[2]
-    assert lines[3].startswith("After fix 1 (predicted), 79.2 GiB (budget 34.8 GiB at 0.44)")
+    assert fix["predicted"]["starts"] is True
+    assert lines[3].startswith("After fix 1 (predicted to start), 79.2 GiB (budget 34.8 GiB at 0.44)")
     assert "K KV cache 18.1 GiB" in lines[5]
+
+
+def test_the_bar_after_a_fix_is_no_prediction_where_the_fix_is_none(diagnose_text):
+    """The arithmetic moves the figures; only the fix's own prediction makes the bar a prediction (review 2)."""
+    report = diagnose_text(read("profiling-results-negative-kv-0.6.4.log"))
+    memory, gpus = report["facts"]["memory"], report["facts"]["gpus"]
+    report["diagnoses"][0]["fixes"][0]["predicted"]["starts"] = None
+    assert memory_bars(memory, gpus, report=report)[3].startswith(
+        "After fix 1 (the figures it moves; whether it starts is not evaluable)")
+    report["diagnoses"][0]["fixes"][0]["predicted"]["starts"] = False
+    assert "not enough on its own" in memory_bars(memory, gpus, report=report)[3]
+    assert "not evaluable" in memory_bars(memory, gpus)[3]  # no report: no prediction claimed
 
 
 def test_a_fix_that_moves_no_figure_has_no_bar_after_it():

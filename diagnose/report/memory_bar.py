@@ -25,13 +25,29 @@ SEGMENTS = [  # (facts.memory key, letter, label)
 ]
 
 
-def memory_bars(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 60) -> list[str]:
-    """The bar of the log's figures and, when the report has them, the same bar after the rank-1 fix (predicted)."""
+AFTER_TITLES = {True: "After fix 1 (predicted to start)",
+                False: "After fix 1 (the figures it moves; not enough on its own)",
+                None: "After fix 1 (the figures it moves; whether it starts is not evaluable)"}
+
+
+def memory_bars(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 60,
+                report: dict[str, Any] | None = None) -> list[str]:
+    """The bar of the log's figures and, when the report has them, the same bar after the rank-1 fix, titled with
+    what the report predicts of that fix: the arithmetic moves figures, it is a prediction only where the fix is."""
     lines = memory_bar(memory, gpus, width)
     after = memory.get("after_fix")
     if isinstance(after, dict):
-        lines += memory_bar(after, gpus, width, title="After fix 1 (predicted)")
+        lines += memory_bar(after, gpus, width, title=AFTER_TITLES[_top_fix_starts(report)])
     return lines
+
+
+def _top_fix_starts(report: dict[str, Any] | None) -> bool | None:
+    """What the report predicts of its rank-1 fix: True, False, or None (not evaluable, or no report)."""
+    try:
+        starts = report["diagnoses"][0]["fixes"][0]["predicted"]["starts"] if report else None
+    except (KeyError, IndexError, TypeError):
+        return None
+    return starts if isinstance(starts, bool) else None
 
 
 def memory_bar(memory: dict[str, Any], gpus: list[dict[str, Any]], width: int = 60, title: str = "GPU memory") -> list[str]:

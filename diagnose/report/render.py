@@ -73,7 +73,7 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
             out += [f"- {md_prose(fix['title'])}: {md_prose(fix['why'])}" for fix in short] + [""]
         if index == 0 and len(diagnoses) > 1:
             out.append("---\n")
-    out.append(_facts_markdown(facts))
+    out.append(_facts_markdown(facts, report))
     if report["unexplained"]:
         lines = "\n".join(f"{u['line']:>6}: {u['text']}" for u in report["unexplained"])
         out.append(f"**Error lines no rule explains**\n\n{md_block(lines)}")
@@ -107,9 +107,9 @@ def _fact_rows(facts: dict[str, Any], markdown: bool) -> list[str]:
     return rows
 
 
-def _facts_markdown(facts: dict[str, Any]) -> str:
+def _facts_markdown(facts: dict[str, Any], report: dict[str, Any]) -> str:
     rows = [f"- {row}" for row in _fact_rows(facts, markdown=True)]
-    bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [])
+    bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [], report=report)
     if bar:
         rows.append("\n" + md_block("\n".join(bar)))
     return ("**Facts**\n\n" + "\n".join(rows) + "\n") if rows else ""
@@ -234,7 +234,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True, printer
                 printer.say_command(launch, 4, "dim")
                 continue
             say(f"  {line}", "dim")
-    bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [], width=50) if report["diagnoses"] else []
+    bar = memory_bars(facts.get("memory") or {}, facts.get("gpus") or [], width=50, report=report) if report["diagnoses"] else []
     for index, line in enumerate(bar):
         say(("\n" if index % 3 == 0 else "") + f"  {line}", "bold" if index % 3 == 0 else None, hang=3)
     if report["unexplained"]:
