@@ -171,3 +171,15 @@ def test_a_smaller_tp_says_whether_the_weights_fit_the_gpus_the_paste_names():
     # a family name that does not fix the size (A100: 40 or 80 GB) gives no arithmetic
     bare = fixes_of(diagnose_text("Qwen2.5-72B fails on 2x A100\n" + refusal, launch=launch).report, "tp-exceeds-gpus")[0]
     assert "GiB" not in bare["why"] and "whether the weights fit" in bare["not_evaluable"]
+
+
+def test_the_cpu_backend_sentence_is_said_only_of_the_cpu_backend():
+    """Review 2: "On the CPU backend the same flag is a share of node RAM" was said of CUDA errors."""
+    gpu = ("ValueError: Free memory on device (10.21/79.19 GiB) on startup is less than desired GPU memory utilization "
+           "(0.92, 72.85 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.\n")
+    cpu = ("ValueError: Available memory on node 0 (8.12/9.46 GiB) on startup is less than desired CPU memory "
+           "utilization (0.92, 8.71 GiB).\n")
+    on_gpu, on_cpu = (diagnose_text(text).report["diagnoses"][0] for text in (gpu, cpu))
+    assert on_gpu["rule"] == on_cpu["rule"] == "free-memory-below-utilization"
+    assert "CPU" not in on_gpu["why"] and "share of node 0's RAM" in on_cpu["why"]
+    assert not on_gpu["title"].startswith("Other processes")  # what holds the memory is not in this log
