@@ -4,6 +4,7 @@ finding is about a terminal."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import select
@@ -12,7 +13,10 @@ import sys
 import time
 
 import pytest
+from click.testing import CliRunner
 
+from diagnose.cli.main import main
+from diagnose.report.markdown_text import md_prose, md_text
 from diagnose.util.screen_guard import GuardedStream
 
 pty = pytest.importorskip("pty")
@@ -95,6 +99,31 @@ def test_the_guard_keeps_styles_and_drops_every_other_sequence():
 def test_the_guard_refuses_bytes_as_a_text_stream_does():
     with pytest.raises(TypeError):
         GuardedStream(io.StringIO()).write(b"")  # type: ignore[arg-type]
+
+
+# T2 and M1: `check --format md` from a model folder and config.json
+def test_check_markdown_is_sanitised_and_escaped(tmp_path):
+    evil = "\x1b]0;T\x07\x9b2J\u202e<img src=x onerror=alert(1)>[l](javascript:x)"
+    model = tmp_path / "mdl"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM" + evil], "model_type": "llama", "hidden_size": 4096,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
+        "vocab_size": 128256, "max_position_embeddings": 8192, "quantization_config": {"quant_method": "awq" + evil}}))
+    result = CliRunner().invoke(main, ["check", "--gpu", "H100", "--format", "md", "--launch",
+                                       f"vllm serve {model} --max-model-len 100000 --quantization gptq"])
+    assert "onerror" in result.output
+    assert _UNSAFE.search(result.output) is None
+    assert "<img" not in result.output.replace("\\<img", "")
+    assert "](javascript" not in result.output.replace("\\](javascript", "")
+
+
+# M2: bare URLs are no autolinks
+def test_bare_urls_are_no_autolinks_in_markdown_fields():
+    for escaped in (md_text("help https://evil.example/reset www.evil.example"),
+                    md_prose("see https://evil.example/reset or www.evil.example")):
+        assert "https://" not in escaped and "www.evil" not in escaped
+        assert "https\\://evil.example/reset" in escaped and "www\\.evil.example" in escaped
 
 
 # S3: error messages quote argv words and file names: redacted
