@@ -135,3 +135,25 @@ def test_error_messages_are_redacted(args):
     assert done.returncode in (2, 3)
     assert "hf_AbCd" not in done.stdout + done.stderr
     assert "[REDACTED]" in done.stderr
+
+
+# S1, S2: token shapes and secret names the tables missed
+@pytest.mark.parametrize("text", [
+    "token glrt-Zq8vW3xR7tY2uP5sabcdEFGH12", "gldt-Zq8vW3xR7tY2uP5sabcdEFGH12",
+    "xapp-1-A0123456789-1234567890123-Zq8vW3xR7tY2uP5sabcdef0123", "api_org_Zq8vW3xR7tY2uP5sabcdEFGHijklMNOP",
+    "refresh 1//0gZq8vW3xR7tY2uP5sabcdEFGHijklMNOPqrstUVWX-yz_0123", "PGPASSWORD=qZq8vW3xR7tY2uP5s9 psql",
+    "SSHPASS=qZq8vW3xR7tY2uP5s9 sshpass -e ssh host", "HF_TOKEN_PROD=pZq8vW3xR7tY2uP5s9",
+    "OPENAI_API_KEY_2=pZq8vW3xR7tY2uP5s9", "kubectl create secret generic s --from-literal=hf=qZq8vW3xR7tY2uP5s9",
+    "https://b.s3.amazonaws.com/o?AWSAccessKeyId=AKIAIOSFODNN7EXAMPLE&Expires=1&Signature=qZq8vW3xR7tY2uP5s9%3D",
+"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0Zq8vW3xR7tY2uP5s\n.abc123def456"])
+def test_new_secret_forms_are_masked(text):
+    from diagnose.util.redact import redact
+
+    assert "Zq8vW3xR7tY2uP5s" not in redact(text)
+
+
+@pytest.mark.parametrize("text", ["VLLM_MULTI_STREAM_GEMM_TOKEN_THRESHOLD=1024", "MAX_NUM_STOP_TOKEN_IDS=16"])
+def test_token_counts_stay(text):
+    from diagnose.util.redact import redact
+
+    assert redact(text) == text
