@@ -76,7 +76,10 @@ def label_gpus(text: str | None, numbers: dict) -> dict:
         return {"other": True}
     if " + " in text:  # two kinds of GPU: one snapshot cannot say them, the KV bytes per token still compare
         return {"mixed": True}
-    count = re.match(r"\s*(\d+)\s*(?:x|×|\*)\s*", text) or re.search(r"\b(\d+)\s+(?:x\s+)?(?:\d+GB\s+)?GPUs?\b", text)
+    # "N nodes x M GPUs": the launch's own node shows M (what a snapshot there would list)
+    nodes = re.search(r"\b\d+\s*nodes?\s*(?:x|×|\*|of)\s*(\d+)\b", text)
+    count = nodes or re.match(r"\s*(\d+)\s*(?:x|×|\*)\s*", text) or re.search(
+        r"\b(\d+)\s+(?:x\s+)?(?:\d+GB\s+)?GPUs?\b", text)
     if count:
         out["count"] = int(count.group(1))
     entry = lookup_gpu(text)
