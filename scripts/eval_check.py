@@ -108,7 +108,10 @@ def label_launch(text) -> tuple[str | None, bool]:
     whole = True
     if not re.search(r"\bLLM\s*\(", text):
         cut = re.split(r"\s\((?=[a-z])|\s(?:with|next to|plus|and then)\s|\s?(?:\.\.\.|…)", text, maxsplit=1)
-        whole, text = len(cut) == 1, cut[0]
+        # prose that names the quoted command as the failing run ("(failing run = this command without …)") cuts
+        # nothing from it
+        as_quoted = len(cut) > 1 and re.match(r"\s*failing run\s*=\s*this command\b", cut[1]) is not None
+        whole, text = len(cut) == 1 or as_quoted, cut[0]
     parsed = parse_launch(text)
     if parsed is None or not parsed.model:
         return None, False
