@@ -31,6 +31,7 @@ def machine(tmp_path):
     folder("/srv/sentencepiece", "config.json", "tokenizer.model", "model.safetensors")
     folder("/srv/tok-only", "tokenizer_config.json", "vocab.json", "merges.txt")
     folder("/work/rel", "config.json")
+    folder("/srv/pipeline", "model_index.json", "tokenizer", "transformer")
     return FolderHost(ModelFiles(root=tmp_path, environ={}, cwd="/work"))
 
 
@@ -87,3 +88,9 @@ def test_near_misses_a_tokenizer_somewhere_or_none_needed(machine, launch):
 def test_a_tokenizer_elsewhere_that_is_not_here_is_not_judged(machine):
     assert outcomes("vllm serve /srv/no-tokenizer --tokenizer meta-llama/Llama-3.1-8B", machine)[1] == (
         "tokenizer", "skipped", None)
+
+
+def test_a_diffusion_pipeline_or_a_config_given_elsewhere_is_not_faulted(machine):
+    assert outcomes("vllm serve /srv/pipeline --omni", machine) == [("model-files", "skipped", None)]
+    assert outcomes("vllm serve /srv/no-config --hf-config-path Qwen/Qwen2.5-7B-Instruct", machine) == [
+        ("model-files", "pass", None), ("tokenizer", "pass", None)]

@@ -41,6 +41,11 @@ def folder_findings(target) -> list[Finding]:
     names = None if relative and not target.gpu.here else files.folder_names(launch.model)
     if names is None:
         return [skipped("model-files", f"{launch.model} is no folder here (a hub id, or a path on another machine)")]
+    if "model_index.json" in names:  # a diffusers pipeline (vLLM-Omni): its parts sit in subfolders
+        return [skipped("model-files", f"{launch.model} is a diffusion pipeline folder (model_index.json)")]
+    if launch.get("--hf-config-path"):
+        return [passed("model-files", f"the config is read from --hf-config-path {launch.get('--hf-config-path')}"),
+                *_tokenizer(target, files, names)]
     if not any(name in names for name in _CONFIG_FILES):
         return [Finding("model-files", "fail", f"{launch.model} holds no config.json", category="hf-auth-or-missing-model",
                         rule="model-path-missing-config", captures={"path": launch.model},
