@@ -56,6 +56,10 @@ TINY_LLAMA = {"architectures": ["LlamaForCausalLM"], "hidden_size": 256, "interm
               "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 64, "max_position_embeddings": 512,
               "vocab_size": 1024, "torch_dtype": "float32"}
 TINY_FOLDERS = ("srv/models/tiny-llama", "srv/models/no-tokenizer-model")
+# What else those folders held, per the labels: tiny-llama its tokenizer (it served), no-tokenizer-model none, and
+# no-config-model no config.json.
+TOKENIZER_FILES = {"srv/models/tiny-llama": ("tokenizer.json", "tokenizer_config.json")}
+NO_CONFIG_FOLDERS = ("srv/models/no-config-model",)
 NOT_A_GPU = re.compile(r"(?i)ascend|npu|tpu|xpu|gaudi|hpu|apple|metal|intel arc|\bnone\b|cpu[- ]only|cpu variant|cpu docker")
 CPU_LABEL = re.compile(r"(?i)\bnone\b.*cpu|cpu[- ]only|cpu docker|cpu variant|cpu platform")
 SIZE_KEYS = ("total_gpu_gib", "gpu_total_gib", "total_gib", "gpu_memory_gib")
@@ -72,7 +76,10 @@ def label_gpus(text: str | None, numbers: dict) -> dict:
         return {"other": True}
     if " + " in text:  # two kinds of GPU: one snapshot cannot say them, the KV bytes per token still compare
         return {"mixed": True}
-    count = re.match(r"\s*(\d+)\s*(?:x|×|\*)\s*", text) or re.search(r"\b(\d+)\s+(?:x\s+)?(?:\d+GB\s+)?GPUs?\b", text)
+    # "N nodes x M GPUs": the launch's own node shows M (what a snapshot there would list)
+    nodes = re.search(r"\b\d+\s*nodes?\s*(?:x|×|\*|of)\s*(\d+)\b", text)
+    count = nodes or re.match(r"\s*(\d+)\s*(?:x|×|\*)\s*", text) or re.search(
+        r"\b(\d+)\s+(?:x\s+)?(?:\d+GB\s+)?GPUs?\b", text)
     if count:
         out["count"] = int(count.group(1))
     entry = lookup_gpu(text)
@@ -101,7 +108,10 @@ def label_launch(text) -> tuple[str | None, bool]:
     whole = True
     if not re.search(r"\bLLM\s*\(", text):
         cut = re.split(r"\s\((?=[a-z])|\s(?:with|next to|plus|and then)\s|\s?(?:\.\.\.|…)", text, maxsplit=1)
-        whole, text = len(cut) == 1, cut[0]
+        # prose that names the quoted command as the failing run ("(failing run = this command without …)") cuts
+        # nothing from it
+        as_quoted = len(cut) > 1 and re.match(r"\s*failing run\s*=\s*this command\b", cut[1]) is not None
+        whole, text = len(cut) == 1 or as_quoted, cut[0]
     parsed = parse_launch(text)
     if parsed is None or not parsed.model:
         return None, False
@@ -196,7 +206,13 @@ def corpus_machine(root: Path) -> CorpusMachine:
     for folder in TINY_FOLDERS:
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / "config.json").write_text(json.dumps(TINY_LLAMA))
-    return CorpusMachine(ModelFiles(root=root, environ={}, cwd="/"))
+        for name in TOKENIZER_FILES.get(folder, ()):
+            (root / folder / name).write_text("{}")
+    for folder in NO_CONFIG_FOLDERS:
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        (root / folder / "model.safetensors").write_text("")
+    # the runs' working directories are not known: a relative model name is no folder this machine shows
+    return CorpusMachine(ModelFiles(root=root, environ={}, cwd="/unknown-working-directory"))
 
 
 MACHINE: list[CorpusMachine] = []

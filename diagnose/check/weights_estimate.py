@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from ..fixes.feasibility import EMPTY_GPU_RESERVE_GIB, MAX_USABLE_SHARE, layout, weights_verdict
 from ..foresight.assumptions import assumptions
 from ..model import memory
+from .mxfp4_weights import mxfp4_weights
 
 
 @dataclass
@@ -48,6 +49,8 @@ def weights_figure(target, total_gib: float | None) -> WeightsFigure | None:
         method, width = (model.quantization or "").lower(), (model.weight_bits or 16, model.weight_bits or 16)
     if width is None:
         return figure if verdict.weights_gib is not None else None
+    if method == "mxfp4" and _mxfp4(figure, target, table):
+        return figure
     apart = method in table["embeddings_unquantized"] and memory.embedding_params_b(model) is not None
     if online or stored is not None or apart:
         gpus = layout(ctx)
@@ -68,6 +71,24 @@ def weights_figure(target, total_gib: float | None) -> WeightsFigure | None:
     figure.share_covers = ("for the scales and zero points of a quantized checkpoint" if apart else
                            "for the 16-bit embeddings, head and scales of a quantized checkpoint")
     return figure
+
+
+def _mxfp4(figure: WeightsFigure, target, table: dict) -> bool:
+    """The MXFP4 experts' layout as vLLM allocates it (`mxfp4_weights`), where the model and the GPU give it."""
+    from ..foresight.hardware import capability
+    from ..foresight.parallel import size
+
+    tp, pp = size(target.launch, "--tensor-parallel-size"), size(target.launch, "--pipeline-parallel-size")
+    found = mxfp4_weights(target.model, tp, pp, capability(target))
+    if found is None:
+        return False
+    figure.gib = figure.widest_gib = found.gib
+    total = target.context().gpu_total_gib()
+    figure.fits_empty_gpu = None if not total else found.gib <= total * MAX_USABLE_SHARE - EMPTY_GPU_RESERVE_GIB
+    figure.basis = (f"MXFP4 experts (intermediate size {found.intermediate:,}, padded for the {found.backend} MoE "
+                    "backend), the embeddings, head and attention at 16 bits")
+    figure.share, figure.share_covers = table["weights_share"]["mxfp4_layout"], "for the kernels' weight layouts"
+    return True
 
 
 def stored_bits(target) -> dict | None:

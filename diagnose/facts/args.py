@@ -17,7 +17,7 @@ _NON_DEFAULT = lazy(r"non-default args:\s*(?P<body>\{.*)$")
 _NAMESPACE = lazy(r"args:\s*Namespace\((?P<body>.*)$")
 _ENGINE_CONFIG = lazy(r"LLM engine.{0,200}?with config:\s*(?P<body>.*)$")
 _PAIR = lazy(r"(?<!\w)(?P<key>\w{1,64})=(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[^,()]{1,1024})")
-_DICT_PAIR = lazy(r"'(?P<key>\w{1,64})':\s*(?P<value>'[^']{0,1024}'|\"[^\"]{0,1024}\"|\[[^\]]{0,1024}\]|[-\w.]{1,1024})")
+_DICT_PAIR = lazy(r"'(?P<key>\w{1,64})':\s*(?P<value>.{1,4096})$", re.S)
 
 
 # literals that only tell what is still unknown: once the fact is known, a line holding nothing else is not needed
@@ -119,7 +119,37 @@ def _parse_dict(body: str) -> dict[str, Any]:
             return value
     except Exception:  # any text: unhashable keys (TypeError), deep nesting, huge numbers
         pass
-    return {m.group("key"): _python_literal(m.group("value")) for m in _DICT_PAIR.finditer(body)}
+    pairs = (_DICT_PAIR.match(piece) for piece in _top_level(body.strip()))
+    return {m.group("key"): _python_literal(m.group("value")) for m in pairs if m is not None}
+
+
+_OPEN, _CLOSE = "{[(", "}])"
+
+
+def _top_level(body: str) -> list[str]:
+    """The dict's own `'key': value` pieces, split at its top-level commas: a nested dict's or a config object's
+    pairs (`'speculative_config': {'method': …}`, `AttentionConfig(backend=None, …)`) stay inside their value.
+
+    >>> _top_level("{'a': {'t': 1.0, 'p': 2}, 'b': X(c=1, d=2), 'e': 'x, y'}")
+    ["'a': {'t': 1.0, 'p': 2}", "'b': X(c=1, d=2)", "'e': 'x, y'"]
+    """
+    if body.startswith("{"):
+        body = body[1:-1] if body.endswith("}") else body[1:]
+    pieces, depth, quote, start = [], 0, "", 0
+    for i, char in enumerate(body):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in _OPEN:
+            depth += 1
+        elif char in _CLOSE:
+            depth = max(depth - 1, 0)
+        elif char == "," and depth == 0:
+            pieces.append(body[start:i].strip())
+            start = i + 1
+    pieces.append(body[start:].strip())
+    return [piece for piece in pieces if piece]
 
 
 def _literal(text: str) -> Any:

@@ -45,7 +45,7 @@ class Target:
     def context(self) -> Context:
         """The launch as the diagnosis would see it, with no log: facts from the launch and the GPU facts only."""
         facts = Facts(vllm_version=self.version, version_source=self.release.source, platform=self.platform,
-                      gpu_count_hint=self.gpu.count if not self.gpu.gpus else None)
+                      gpu_count_hint=self.gpu.count if not any(g.name for g in self.gpu.gpus) else None)
         return Context(facts=facts, scan=ScanResult(), launch=self.launch, launch_source="the launch checked",
                        model=self.model, gpus=list(self.gpu.gpus), processes=list(self.gpu.processes),
                        gpu_source=self.gpu.source, host=self.host)

@@ -44,6 +44,22 @@ class ModelFiles:
         except (OSError, ValueError):  # a working directory removed under us, a name no file system takes
             return None
 
+    def folder_names(self, model: str) -> frozenset[str] | None:
+        """The names in the local folder `model` points at, or None where it is no folder on the machine (a hub
+        id, a file, a path that is not there).
+
+        >>> import tempfile; machine = Path(tempfile.mkdtemp())
+        >>> (machine / "m").mkdir(); _ = (machine / "m" / "model.safetensors").write_text("")
+        >>> sorted(ModelFiles(root=machine, environ={}, cwd="/").folder_names("/m")), ModelFiles(root=machine).folder_names("/x")
+        (['model.safetensors'], None)
+        """
+        try:
+            folder = self._expand_home(model)
+            path = self._on_machine(folder) if folder else None
+            return frozenset(p.name for p in path.iterdir()) if path is not None and path.is_dir() else None
+        except (OSError, ValueError):
+            return None
+
     def _from_folder(self, model: str) -> tuple[dict, str] | None:
         folder = self._expand_home(model)
         if folder is None:

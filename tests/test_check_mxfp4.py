@@ -1,0 +1,51 @@
+"""vdiag check: MXFP4 (gpt-oss) weights counted as vLLM's MoE method allocates them, per backend."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from diagnose.check.estimate import picture
+from diagnose.check.mxfp4_weights import mxfp4_weights
+from diagnose.check.target import target_for
+from diagnose.context.host import SealedHost
+from diagnose.foresight.gpus import gpus_from_table
+from diagnose.model.info import ModelInfo
+
+OSS_120B = ModelInfo("openai/gpt-oss-120b", "test", params_b=116.83, layers=36, hidden_size=2880, vocab_size=201088,
+                     attention_heads=64, kv_heads=8, head_dim=64, experts=128, quantization="mxfp4")
+
+
+def test_the_experts_intermediate_size_comes_from_the_parameter_count():
+    assert mxfp4_weights(OSS_120B, 1, 1, 9.0).intermediate == 2880
+
+
+def test_hopper_holds_the_scales_twice_and_lands_near_vllms_logged_figure():
+    hopper = mxfp4_weights(OSS_120B, 1, 1, 9.0)
+    assert hopper.backend == "Triton kernels"
+    assert abs(hopper.gib - 65.97) / 65.97 < 0.03  # vLLM 0.10.1 on an H100: "Model loading took 65.9651 GiB"
+    assert hopper.gib > 54.4 * 1.15  # above 4 bits over every parameter, and the old +15 % share
+
+
+def test_marlin_and_flashinfer_pad_the_layers():
+    hopper, marlin, flashinfer = (mxfp4_weights(OSS_120B, 1, 1, cc).gib for cc in (9.0, 8.0, 10.0))
+    assert flashinfer > marlin > hopper  # H 2880 -> 3072 on both; I -> 2944 (Marlin), 3072 (FlashInfer)
+
+
+def test_tensor_and_pipeline_parallel_split_the_weights():
+    one, tp2, pp2 = mxfp4_weights(OSS_120B, 1, 1, 9.0), mxfp4_weights(OSS_120B, 2, 1, 9.0), mxfp4_weights(OSS_120B, 1, 2, 9.0)
+    assert one.gib / 2 < tp2.gib < one.gib / 2 + 1.0  # I/2 = 1,440 pads to 1,472 on the Triton kernels
+    assert abs(pp2.gib - one.gib / 2) < 0.01
+
+
+def test_near_misses_not_mxfp4_or_a_figure_missing():
+    assert mxfp4_weights(replace(OSS_120B, quantization="fp8"), 1, 1, 9.0) is None
+    assert mxfp4_weights(OSS_120B, 1, 1, None) is None
+    assert mxfp4_weights(replace(OSS_120B, experts=None), 1, 1, 9.0) is None
+
+
+def test_the_check_uses_it_for_the_catalogued_gpt_oss():
+    t = target_for("vllm serve openai/gpt-oss-120b", gpus_from_table("H100", 1), "0.10.1", host=SealedHost())
+    weights = picture(t).weights_gib
+    assert weights.low <= 65.97 <= weights.high and abs(weights.central - 64.18) < 0.05
+    ampere = target_for("vllm serve openai/gpt-oss-20b", gpus_from_table("A100", 1), "0.10.1", host=SealedHost())
+    assert picture(ampere).weights_gib.central > 13.0  # 20.91 B params: not the 9.7 GiB of 4 bits everywhere
