@@ -10,6 +10,7 @@ diagnosis at a low confidence that says the error line was not seen.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
@@ -17,7 +18,7 @@ from functools import lru_cache
 from ..context.context import Context
 from ..facts.traceback_frames import FramesExtractor
 from ..facts.phases import phase_order
-from ..ingest.lineformat import below_error_level
+from ..ingest.lineformat import below_error_level, message_of
 from ..knowledge.rules import Rule
 from ..scan.hits import Match
 from ..util.lazy_pattern import lazy
@@ -27,6 +28,7 @@ from .excerpts import rule_for
 TRACEBACK_GAP_LINES = 8  # frames further apart than this belong to different tracebacks
 STAGE_CONFIDENCES = (0.45, 0.3, 0.25)  # the step's categories, in order; a cut paste is never more certain
 _FRAME = lazy(r'File "(?P<path>[^"]{1,400})", line \d+, in (?P<function>[\w<>.]+)')
+_CALL = lazy(r"([A-Za-z_]\w*)\s*\(")
 
 
 @dataclass
@@ -54,17 +56,30 @@ def stages() -> tuple[dict, ...]:
 
 
 def _stage_of(path: str, rel: str | None, function: str, fallback: bool = False) -> dict | None:
-    """The step a frame names; `fallback` stages (the model's layers) only on the second pass."""
+    """The step a frame names; `fallback` stages (the model's layers) only on the second pass. A stage with
+    `only_functions` takes a frame of its files only in those functions (building a layer: its `__init__`); its
+    `python_files` without `python` take any function of those files outside vLLM (a library's step)."""
     for stage in stages():
         if bool(stage.get("fallback")) != fallback or function in stage.get("except_functions", ()):
+            continue
+        if rel is not None and "only_functions" in stage and function not in stage["only_functions"]:
             continue
         if rel is not None and (function in stage.get("functions", ())
                                 or any(fnmatchcase(rel, pattern) for pattern in stage.get("files", ()))):
             return stage
-        if rel is None and function in stage.get("python", ()) and any(
+        if rel is None and ("python" not in stage or function in stage["python"]) and any(
                 fnmatchcase(path, pattern) for pattern in stage.get("python_files", ())):
             return stage
     return None
+
+
+def _called(code: str) -> list[str]:
+    """The functions the code line under a frame calls, innermost (the last named) first: the call in progress.
+
+    >>> _called("self.model_executor.determine_available_memory())")
+    ['determine_available_memory']
+    """
+    return list(reversed(_CALL.findall(code)))
 
 
 def last_traceback(frames: FramesExtractor) -> list[tuple[int, str | None, str]]:
@@ -80,19 +95,41 @@ def last_traceback(frames: FramesExtractor) -> list[tuple[int, str | None, str]]
     return list(reversed(chain))
 
 
-def stopped_in(frames: FramesExtractor) -> Stop | None:
-    """The innermost frame of the last traceback that names a start-up step; a frame of the model's own layers only
-    where no frame names one (a paste cut above `profile_run` or `capture_model`)."""
+def stopped_in(frames: FramesExtractor, code_lines: dict[int, str] | None = None) -> Stop | None:
+    """The innermost frame of the last traceback that names a start-up step (by its function, its file, or the
+    function its code line calls: the call in progress when the paste was cut); a frame of the model's own layers
+    only where no frame names one (a paste cut above `profile_run` or `capture_model`)."""
     chain = list(reversed(last_traceback(frames)))
+    code_lines = code_lines or {}
     for fallback in (False, True):
         for line, rel, text in chain:
             found = _FRAME.search(text)
             if found is None:
                 continue
+            if rel is not None and not fallback:
+                for called in _called(_code_under(line, code_lines)):
+                    stage = _stage_by_function(called)
+                    if stage is not None:
+                        return Stop(stage, line, text, called)
             stage = _stage_of(found.group("path"), rel, found.group("function").rsplit(".", 1)[-1], fallback)
             if stage is not None:
                 return Stop(stage, line, text, found.group("function"))
     return None
+
+
+def _code_under(line: int, code_lines: dict[int, str]) -> str:
+    """The code line Python printed under the frame at `line` (blank lines between skipped), or ""."""
+    for below in (line + 1, line + 2):
+        code = message_of(code_lines.get(below, "")).strip()
+        if code:
+            return "" if code.startswith("File ") else code
+    return ""
+
+
+def _stage_by_function(function: str) -> dict | None:
+    """The non-fallback step whose `functions` name this one (a call in a code line names no file)."""
+    return next((stage for stage in stages() if not stage.get("fallback") and "only_functions" not in stage
+                 and function in stage.get("functions", ())), None)
 
 
 def ranked_categories(stage: dict, paste_text: str) -> list[str]:
@@ -104,15 +141,22 @@ def ranked_categories(stage: dict, paste_text: str) -> list[str]:
     """
     lowered = paste_text.lower()
     hints = stage.get("hints") or {}
-    hinted = [c for c in stage["categories"] if any(word in lowered for word in hints.get(c, ()))]
+    hinted = [c for c in stage["categories"] if any(_hint(word).search(lowered) for word in hints.get(c, ()))]
     return hinted + [c for c in stage["categories"] if c not in hinted]
+
+
+@lru_cache(maxsize=256)
+def _hint(word: str) -> re.Pattern[str]:
+    """A hint word as the start of a word, not inside an identifier: "driver" is not in `driver_worker`."""
+    return re.compile(r"(?<![a-z0-9_])" + re.escape(word) + r"(?!_)")
 
 
 def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error_after: bool, rules: list[Rule],
                     ctx: Context) -> list[Diagnosis]:
     """A diagnosis per category of the step the last traceback stopped in, most likely first."""
-    stop = stopped_in(frames)
-    if stop is None or _survived(stop, dict(lines), ctx):
+    code_lines = dict(lines)
+    stop = stopped_in(frames, code_lines)
+    if stop is None or _survived(stop, code_lines, ctx):
         return []
     if stop.stage.get("fallback") and ctx.phases.reached() is None:
         return []  # the model's layers run while serving too: only a paste that shows a start-up places them in one
@@ -120,8 +164,9 @@ def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error
     if error_after and chain and chain[-1][1] is None:
         return []  # an error line raised outside vLLM (torch, a library): vLLM's frames above it do not explain it
     paste = "\n".join(text for _line, text in lines)
+    ranked = ranked_categories(stop.stage, paste)
     out: list[Diagnosis] = []
-    for category, confidence in zip(ranked_categories(stop.stage, paste), STAGE_CONFIDENCES):
+    for category, confidence in zip(ranked, STAGE_CONFIDENCES):
         rule = rule_for(rules, category, ctx)
         if rule is None:
             continue
