@@ -166,6 +166,21 @@ def test_the_code_line_under_a_frame_names_the_call_in_progress(ruleset):
     assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "cuda-oom-profile-or-warmup"
 
 
+def test_the_message_the_innermost_frame_raises_comes_first(ruleset):
+    """request_memory raises only the free-memory check; the init_device step would rank a driver first."""
+    cut = library_traceback((f"{VLLM}/v1/worker/gpu_worker.py", "init_device",
+                             "self.requested_memory = request_memory(init_snapshot, self.cache_config)"),
+                            (f"{VLLM}/v1/worker/utils.py", "request_memory", "raise ValueError("))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "free-memory-below-utilization"
+
+
+def test_a_launcher_s_assert_is_read_from_its_own_catalogue(ruleset):
+    cut = library_traceback(("/opt/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "__init__",
+                             "assert model_hf_config.max_position_embeddings >= config.prompt_length + "
+                             "config.response_length, \\"))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "max-model-len-exceeds-model"
+
+
 def test_a_hint_word_inside_an_identifier_is_no_hint(ruleset):
     cut = library_traceback((f"{VLLM}/v1/executor/uniproc_executor.py", "_init_executor",
                              "self.driver_worker.init_device()"),
@@ -177,6 +192,8 @@ def test_a_hint_word_inside_an_identifier_is_no_hint(ruleset):
     # a library frame with its error line after it: raised outside vLLM, the frames explain nothing
     library_traceback((f"{SITE}/huggingface_hub/utils/_http.py", "hf_raise_for_status", "response.raise_for_status()"))
     + "requests.exceptions.ConnectionError: Max retries exceeded\n",
+    # a call into vLLM's check from a frame that raises nothing itself, in no step
+    library_traceback((f"{VLLM}/v1/worker/utils.py", "request_memory", "free = torch.cuda.mem_get_info()")),
     # building a layer is in the weights step only in the functions that build it
     library_traceback((f"{VLLM}/model_executor/layers/linear.py", "weight_loader_v2", "param.load_merged_column_weight(")),
     # torch's CUDA module outside its initialisation

@@ -153,18 +153,24 @@ def _hint(word: str) -> re.Pattern[str]:
 
 def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error_after: bool, rules: list[Rule],
                     ctx: Context) -> list[Diagnosis]:
-    """A diagnosis per category of the step the last traceback stopped in, most likely first."""
+    """A diagnosis per category of the step the last traceback stopped in, most likely first; the categories of
+    the messages its innermost frame raises (raising_frame) before the step's others."""
     code_lines = dict(lines)
+    chain = last_traceback(frames)
     stop = stopped_in(frames, code_lines)
+    raised, raising = _raised_at(chain, code_lines, tuple(stop.stage["categories"]) if stop else ())
+    if stop is None and raised:
+        function = _FRAME.search(raising[2]).group("function")  # type: ignore[union-attr]
+        stop = Stop({"step": "the check that raises there", "phase": "start-up", "categories": raised},
+                    raising[0], raising[2], function)
     if stop is None or _survived(stop, code_lines, ctx):
         return []
-    if stop.stage.get("fallback") and ctx.phases.reached() is None:
+    if stop.stage.get("fallback") and ctx.phases.reached() is None and not raised:
         return []  # the model's layers run while serving too: only a paste that shows a start-up places them in one
-    chain = last_traceback(frames)
     if error_after and chain and chain[-1][1] is None:
         return []  # an error line raised outside vLLM (torch, a library): vLLM's frames above it do not explain it
     paste = "\n".join(text for _line, text in lines)
-    ranked = ranked_categories(stop.stage, paste)
+    ranked = raised + [c for c in ranked_categories(stop.stage, paste) if c not in raised]
     out: list[Diagnosis] = []
     for category, confidence in zip(ranked, STAGE_CONFIDENCES):
         rule = rule_for(rules, category, ctx)
@@ -175,6 +181,18 @@ def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error
         out.append(Diagnosis(rule, confidence, [Match(stop.line, stop.frame, {})], captures, focus_line=stop.line,
                              family=True, inferred=True, basis="traceback-step"))
     return out
+
+
+def _raised_at(chain: list[tuple[int, str | None, str]], code_lines: dict[int, str], prefer: tuple[str, ...]
+               ) -> tuple[list[str], tuple[int, str | None, str]]:
+    """The categories of what the innermost frame raises (by the code line under it), and that frame."""
+    if not chain:
+        return [], (0, None, "")
+    from .raising_frame import raised_categories  # the catalogues load only for a cut traceback
+
+    innermost = chain[-1]
+    code = _code_under(innermost[0], code_lines)
+    return raised_categories(innermost[2], innermost[1], code, prefer), innermost
 
 
 def _survived(stop: Stop, raw_lines: dict[int, str], ctx: Context) -> bool:
