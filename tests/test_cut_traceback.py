@@ -213,3 +213,25 @@ def test_a_healthy_start_with_a_library_traceback_it_survived_fires_nothing(log,
                                  (f"{SITE}/torch/cuda/graphs.py", "capture_end", "super().capture_end()"))
     text = "\n".join(lines[:middle] + survived.splitlines() + lines[middle:]) + "\n"
     assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
+
+
+OUTER = library_traceback((f"{VLLM}/v1/engine/core.py", "run_engine_core", "engine_core = EngineCoreProc(*args, **kwargs)"),
+                          (f"{VLLM}/v1/engine/core.py", "__init__", "super().__init__(vllm_config, executor_class)"))
+KV_SIZED = "(EngineCore_DP0 pid=6) INFO 10-31 15:07:49 [gpu_worker.py:298] Available KV cache memory: 1.71 GiB\n"
+WEIGHTS = "(EngineCore_DP0 pid=6) INFO 10-31 15:07:40 [gpu_model_runner.py:1] Starting to load model Qwen/Qwen3-8B...\n"
+
+
+@pytest.mark.parametrize(("progress", "category"), [(KV_SIZED, "kv-cache-too-small-for-max-len"),
+                                                    (WEIGHTS, "cuda-oom-weights")])
+def test_outer_frames_alone_are_placed_by_the_furthest_progress_line(progress, category, ruleset):
+    top = diagnose_text(STARTING + progress + OUTER, rules=ruleset).report["diagnoses"][0]
+    assert top["category"] == category and top["confidence"] < 0.5
+
+
+@pytest.mark.parametrize("text", [
+    OUTER,                                   # no progress line: the step is unknown
+    STARTING + OUTER,                        # only the arguments were read: every step is still ahead
+    KV_SIZED + library_traceback((f"{SITE}/requests/models.py", "raise_for_status", "raise HTTPError(msg)")),
+])
+def test_outer_frames_without_a_telling_progress_line_claim_nothing(text, ruleset):
+    assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []

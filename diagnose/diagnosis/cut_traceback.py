@@ -159,6 +159,8 @@ def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error
     chain = last_traceback(frames)
     stop = stopped_in(frames, code_lines)
     raised, raising = _raised_at(chain, code_lines, tuple(stop.stage["categories"]) if stop else ())
+    if stop is None and not raised:
+        stop = _stop_by_progress(chain, ctx)
     if stop is None and raised:
         function = _FRAME.search(raising[2]).group("function")  # type: ignore[union-attr]
         stop = Stop({"step": "the check that raises there", "phase": "start-up", "categories": raised},
@@ -181,6 +183,17 @@ def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error
         out.append(Diagnosis(rule, confidence, [Match(stop.line, stop.frame, {})], captures, focus_line=stop.line,
                              family=True, inferred=True, basis="traceback-step"))
     return out
+
+
+def _stop_by_progress(chain: list[tuple[int, str | None, str]], ctx: Context) -> Stop | None:
+    """The step a vLLM traceback whose frames name none was in, by the furthest phase its start-up reached."""
+    reached = ctx.phases.reached()
+    ours = [frame for frame in chain if frame[1] is not None]
+    stage = next((s for s in stages() if reached in s.get("after_phases", ())), None) if reached else None
+    if stage is None or not ours:
+        return None
+    found = _FRAME.search(ours[-1][2])
+    return Stop(stage, ours[-1][0], ours[-1][2], found.group("function") if found else "?")
 
 
 def _raised_at(chain: list[tuple[int, str | None, str]], code_lines: dict[int, str], prefer: tuple[str, ...]
