@@ -235,3 +235,16 @@ def test_outer_frames_alone_are_placed_by_the_furthest_progress_line(progress, c
 ])
 def test_outer_frames_without_a_telling_progress_line_claim_nothing(text, ruleset):
     assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
+
+
+def test_a_library_s_code_line_calling_a_library_step_names_it(ruleset):
+    cut = library_traceback((f"{VLLM}/transformers_utils/config.py", "get_config", "config = AutoConfig.from_pretrained("),
+                            (f"{SITE}/transformers/models/auto/configuration_auto.py", "from_pretrained",
+                             "trust_remote_code = resolve_trust_remote_code("))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "trust-remote-code"
+
+
+def test_a_library_s_code_line_is_not_read_for_vllm_s_own_function_names(ruleset):
+    """`load_model` names vLLM's weights step only where vLLM's code calls it."""
+    cut = library_traceback((f"{SITE}/some_plugin/runner.py", "start", "self.load_model(path)"))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"] == []

@@ -48,7 +48,7 @@ def stages() -> tuple[dict, ...]:
     entries = tuple(load_yaml("startup_frames.yaml")["stages"])
     for entry in entries:  # a malformed table is a bug in vdiag's data: fail loudly, not with a wrong answer
         lists = [entry.get(key, []) for key in ("functions", "files", "python", "python_files", "categories",
-                                                 "except_functions")]
+                                                 "except_functions", "only_functions", "calls", "after_phases")]
         lists += list((entry.get("hints") or {}).values())
         if not all(isinstance(item, str) for values in lists for item in values):
             raise ValueError(f"startup_frames.yaml: stage {entry.get('step')!r} has a non-text entry")
@@ -106,9 +106,9 @@ def stopped_in(frames: FramesExtractor, code_lines: dict[int, str] | None = None
             found = _FRAME.search(text)
             if found is None:
                 continue
-            if rel is not None and not fallback:
+            if not fallback:
                 for called in _called(_code_under(line, code_lines)):
-                    stage = _stage_by_function(called)
+                    stage = _stage_by_function(called, rel is not None)
                     if stage is not None:
                         return Stop(stage, line, text, called)
             stage = _stage_of(found.group("path"), rel, found.group("function").rsplit(".", 1)[-1], fallback)
@@ -126,10 +126,12 @@ def _code_under(line: int, code_lines: dict[int, str]) -> str:
     return ""
 
 
-def _stage_by_function(function: str) -> dict | None:
-    """The non-fallback step whose `functions` name this one (a call in a code line names no file)."""
+def _stage_by_function(function: str, in_vllm: bool) -> dict | None:
+    """The non-fallback step whose `calls` (or, called from vLLM's code, `functions`) name this one: a call in a
+    code line names no file."""
     return next((stage for stage in stages() if not stage.get("fallback") and "only_functions" not in stage
-                 and function in stage.get("functions", ())), None)
+                 and (function in stage.get("calls", ()) or in_vllm and function in stage.get("functions", ()))),
+                None)
 
 
 def ranked_categories(stage: dict, paste_text: str) -> list[str]:
