@@ -3,8 +3,10 @@
 Pastes often end inside a traceback (the chat message, the screenshot or the search result stopped there), or end
 in an error no rule, catalogue piece or raising file placed. The traceback's frames still say which start-up step
 vLLM was in (`profile_run`, `load_model`, `capture_model`, …: `data/startup_frames.yaml`, read from vLLM's source),
-and each step has the failures that stop in it. The innermost frame that names a step decides; words elsewhere in
-the paste (a title saying "out of memory") move one of the step's categories first. Each category becomes a
+and each step has the failures that stop in it. The innermost frame that names a step decides (by its function,
+its file, a library's file, or the call its code line makes); words elsewhere in the paste (a title saying "out of
+memory") move one of the step's categories first, and the messages the innermost frame raises (raising_frame) lead.
+With only the engine's outer frames left, the furthest progress line names the step. Each category becomes a
 diagnosis at a low confidence that says the error line was not seen.
 """
 
