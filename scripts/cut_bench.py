@@ -6,7 +6,10 @@ a reader would have had if the chat message or screenshot had stopped one line e
 frame line before that exception (the code line under it kept). The log's own label is the answer. It reports top-1
 and top-3 on the cut logs beside the whole logs, per folder (develop on some folders, measure on others).
 
-    scripts/cut_bench.py ../shared/corpus/memory ../shared/corpus/wave2 … [--half dev|held] [-v]
+    scripts/cut_bench.py ../shared/corpus/memory ../shared/corpus/wave2 … [--half dev|held] [--frames-up N] [-v]
+
+`--frames-up N` cuts N frames further out (the paste stopped higher in the traceback): a measure of the frame
+reasoning on shapes it was not developed on.
 """
 
 from __future__ import annotations
@@ -30,17 +33,23 @@ _FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in ')
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b")
 
 
-def cut_before_error(text: str) -> str | None:
-    """The text up to the last traceback frame (and its code line) before the last exception line that follows one."""
+def cut_before_error(text: str, frames_up: int = 0) -> str | None:
+    """The text up to the last traceback frame (and its code line) before the last exception line that follows one;
+    with `frames_up`, up to that many frames further out (a paste cut higher in its traceback)."""
     lines = text.splitlines()
     messages = [message_of(line) for line in lines]
-    last_frame = None
+    frames: list[int] = []
     cut_at = None
     for index, message in enumerate(messages):
-        if _FRAME.match(message):
-            last_frame = index
-        elif last_frame is not None and _EXCEPTION.match(message.strip()) and index - last_frame <= 4:
-            cut_at = last_frame + 2
+        if message.strip().startswith("Traceback (most recent call last)"):
+            frames = []  # frames further out belong to another traceback
+        elif _FRAME.match(message):
+            frames.append(index)
+        elif frames and _EXCEPTION.match(message.strip()) and index - frames[-1] <= 4:
+            if len(frames) <= frames_up:
+                cut_at = None
+                continue
+            cut_at = frames[-1 - frames_up] + 2
     if cut_at is None:
         return None
     return "\n".join(lines[:cut_at]) + "\n"
@@ -50,6 +59,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dirs", nargs="+", type=Path)
     parser.add_argument("--half", choices=["dev", "held"])
+    parser.add_argument("--frames-up", type=int, default=0, help="cut this many frames further out (default 0)")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     rules = load_rules()
@@ -63,7 +73,7 @@ def main() -> int:
             if label == "none":
                 continue
             text = log.read_text(encoding="utf-8", errors="replace")
-            cut = cut_before_error(text)
+            cut = cut_before_error(text, args.frames_up)
             if cut is None:
                 continue
             whole = [d["category"] for d in diagnose_text(text, rules=rules).report["diagnoses"]]

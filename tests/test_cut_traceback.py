@@ -5,6 +5,8 @@ import pytest
 from diagnose.api import diagnose_text
 from diagnose.diagnosis.cut_traceback import stages
 
+from .conftest import ROOT
+
 VLLM = "/usr/local/lib/python3.12/dist-packages/vllm"
 HEAD = "(EngineCore_DP0 pid=7) ERROR 11-02 10:00:00 [core.py:708] "
 
@@ -117,3 +119,132 @@ def test_building_the_layers_is_not_a_forward_pass(ruleset):
     building = traceback(("model_executor/layers/linear.py", "__init__"), ("model_executor/layers/linear.py", "create_weights"))
     assert all(d.get("basis") != "traceback-step" or "forward pass" not in d["why"]
                for d in diagnose_text(STARTING + building, rules=ruleset).report["diagnoses"])
+
+
+def library_traceback(*frames: tuple[str, str, str]) -> str:
+    """A cut traceback of (path, function, code line) frames, the paths as written."""
+    lines = ["Traceback (most recent call last):"]
+    for path, function, code in frames:
+        lines += [f'  File "{path}", line 10, in {function}', f"    {code}"]
+    return "\n".join(lines) + "\n"
+
+
+SITE = "/usr/local/lib/python3.12/site-packages"
+
+
+@pytest.mark.parametrize(("frames", "category"), [
+    # the Hub client's request failed: a token, a gated repo, a wrong name
+    ([(f"{SITE}/huggingface_hub/utils/_http.py", "hf_raise_for_status", "response.raise_for_status()"),
+      (f"{SITE}/requests/models.py", "raise_for_status", "raise HTTPError(http_error_msg, response=self)")],
+     "hf-auth-or-missing-model"),
+    # transformers refuses to run the repository's code
+    ([(f"{VLLM}/transformers_utils/config.py", "get_config", "config = AutoConfig.from_pretrained("),
+      (f"{SITE}/transformers/dynamic_module_utils.py", "resolve_trust_remote_code", "raise ValueError(")],
+     "trust-remote-code"),
+    # torch's CUDA graph capture
+    ([(f"{SITE}/torch/cuda/graphs.py", "capture_end", "super().capture_end()")], "cuda-oom-cudagraph"),
+    # the installed package has no metadata
+    ([(f"{VLLM}/entrypoints/cli/main.py", "main", 'version=importlib.metadata.version("vllm"),'),
+      ("/usr/lib/python3.11/importlib/metadata/__init__.py", "from_name", "raise PackageNotFoundError(name)")],
+     "broken-install"),
+    # the API server binding its port
+    ([(f"{VLLM}/entrypoints/openai/api_server.py", "create_server_socket", "sock.bind(addr)")], "port-in-use"),
+    # a layer being built allocates its weights
+    ([(f"{VLLM}/model_executor/models/llama.py", "__init__", "self.qkv_proj = QKVParallelLinear("),
+      (f"{VLLM}/model_executor/layers/linear.py", "__init__", "self.weight = Parameter(torch.empty(")],
+     "cuda-oom-weights"),
+])
+def test_a_library_or_building_frame_names_the_step_a_cut_traceback_stopped_in(frames, category, ruleset):
+    top = diagnose_text(library_traceback(*frames), rules=ruleset).report["diagnoses"][0]
+    assert top["category"] == category
+    assert top["confidence"] < 0.5 and "error line itself is not in the paste" in top["why"]
+
+
+def test_the_code_line_under_a_frame_names_the_call_in_progress(ruleset):
+    cut = library_traceback((f"{VLLM}/v1/engine/core.py", "_initialize_kv_caches",
+                             "available_gpu_memory = self.model_executor.determine_available_memory()"))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "cuda-oom-profile-or-warmup"
+
+
+def test_the_message_the_innermost_frame_raises_comes_first(ruleset):
+    """request_memory raises only the free-memory check; the init_device step would rank a driver first."""
+    cut = library_traceback((f"{VLLM}/v1/worker/gpu_worker.py", "init_device",
+                             "self.requested_memory = request_memory(init_snapshot, self.cache_config)"),
+                            (f"{VLLM}/v1/worker/utils.py", "request_memory", "raise ValueError("))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "free-memory-below-utilization"
+
+
+def test_a_launcher_s_assert_is_read_from_its_own_catalogue(ruleset):
+    cut = library_traceback(("/opt/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "__init__",
+                             "assert model_hf_config.max_position_embeddings >= config.prompt_length + "
+                             "config.response_length, \\"))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "max-model-len-exceeds-model"
+
+
+def test_a_hint_word_inside_an_identifier_is_no_hint(ruleset):
+    cut = library_traceback((f"{VLLM}/v1/executor/uniproc_executor.py", "_init_executor",
+                             "self.driver_worker.init_device()"),
+                            (f"{VLLM}/v1/worker/gpu_worker.py", "init_device", "torch.cuda.set_device(self.device)"))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "free-memory-below-utilization"
+
+
+@pytest.mark.parametrize("text", [
+    # a library frame with its error line after it: raised outside vLLM, the frames explain nothing
+    library_traceback((f"{SITE}/huggingface_hub/utils/_http.py", "hf_raise_for_status", "response.raise_for_status()"))
+    + "requests.exceptions.ConnectionError: Max retries exceeded\n",
+    # a call into vLLM's check from a frame that raises nothing itself, in no step
+    library_traceback((f"{VLLM}/v1/worker/utils.py", "request_memory", "free = torch.cuda.mem_get_info()")),
+    # building a layer is in the weights step only in the functions that build it
+    library_traceback((f"{VLLM}/model_executor/layers/linear.py", "weight_loader_v2", "param.load_merged_column_weight(")),
+    # torch's CUDA module outside its initialisation
+    library_traceback((f"{SITE}/torch/cuda/__init__.py", "synchronize", "return torch._C._cuda_synchronize()")),
+])
+def test_near_misses_of_library_building_and_raising_frames_claim_nothing(text, ruleset):
+    assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
+
+
+@pytest.mark.parametrize("log", sorted((ROOT / "tests" / "fixtures" / "corpus" / "healthy").glob("*.log")),
+                         ids=lambda p: p.stem)
+def test_a_healthy_start_with_a_library_traceback_it_survived_fires_nothing(log, ruleset):
+    lines = log.read_text(errors="replace").splitlines()
+    middle = len(lines) // 2
+    survived = library_traceback((f"{SITE}/huggingface_hub/utils/_http.py", "hf_raise_for_status",
+                                  "response.raise_for_status()"),
+                                 (f"{SITE}/torch/cuda/graphs.py", "capture_end", "super().capture_end()"))
+    text = "\n".join(lines[:middle] + survived.splitlines() + lines[middle:]) + "\n"
+    assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
+
+
+OUTER = library_traceback((f"{VLLM}/v1/engine/core.py", "run_engine_core", "engine_core = EngineCoreProc(*args, **kwargs)"),
+                          (f"{VLLM}/v1/engine/core.py", "__init__", "super().__init__(vllm_config, executor_class)"))
+KV_SIZED = "(EngineCore_DP0 pid=6) INFO 10-31 15:07:49 [gpu_worker.py:298] Available KV cache memory: 1.71 GiB\n"
+WEIGHTS = "(EngineCore_DP0 pid=6) INFO 10-31 15:07:40 [gpu_model_runner.py:1] Starting to load model Qwen/Qwen3-8B...\n"
+
+
+@pytest.mark.parametrize(("progress", "category"), [(KV_SIZED, "kv-cache-too-small-for-max-len"),
+                                                    (WEIGHTS, "cuda-oom-weights")])
+def test_outer_frames_alone_are_placed_by_the_furthest_progress_line(progress, category, ruleset):
+    top = diagnose_text(STARTING + progress + OUTER, rules=ruleset).report["diagnoses"][0]
+    assert top["category"] == category and top["confidence"] < 0.5
+
+
+@pytest.mark.parametrize("text", [
+    OUTER,                                   # no progress line: the step is unknown
+    STARTING + OUTER,                        # only the arguments were read: every step is still ahead
+    KV_SIZED + library_traceback((f"{SITE}/requests/models.py", "raise_for_status", "raise HTTPError(msg)")),
+])
+def test_outer_frames_without_a_telling_progress_line_claim_nothing(text, ruleset):
+    assert diagnose_text(text, rules=ruleset).report["diagnoses"] == []
+
+
+def test_a_library_s_code_line_calling_a_library_step_names_it(ruleset):
+    cut = library_traceback((f"{VLLM}/transformers_utils/config.py", "get_config", "config = AutoConfig.from_pretrained("),
+                            (f"{SITE}/transformers/models/auto/configuration_auto.py", "from_pretrained",
+                             "trust_remote_code = resolve_trust_remote_code("))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "trust-remote-code"
+
+
+def test_a_library_s_code_line_is_not_read_for_vllm_s_own_function_names(ruleset):
+    """`load_model` names vLLM's weights step only where vLLM's code calls it."""
+    cut = library_traceback((f"{SITE}/some_plugin/runner.py", "start", "self.load_model(path)"))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"] == []

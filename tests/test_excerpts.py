@@ -117,3 +117,31 @@ def test_headerless_info_and_warning_lines_of_real_logs_are_not_read_as_failures
         if report["diagnoses"] and "template" in report["diagnoses"][0]["captures"]:  # placed by a piece
             fired.append((report["diagnoses"][0]["category"], message[:120]))
     assert len(fired) <= 0.01 * len(messages), fired[:10]
+
+
+def _texts(text: str) -> list[str]:
+    return [t for _line, t, _error in candidate_texts(list(enumerate(text.splitlines(), start=1)))]
+
+
+def test_a_library_s_code_under_its_frame_is_not_read_as_a_message():
+    """transformers' `raise AttributeError(f"... has no attribute {key}")` shares words with a vLLM message."""
+    text = ('  File "/venv/lib/python3.11/site-packages/transformers/tokenization_utils_base.py", line 1293, in '
+            '__getattr__\n    raise AttributeError(f"{self.__class__.__name__} has no attribute {key}")\n')
+    assert not any("has no attribute" in t for t in _texts(text))
+
+
+def test_vllm_s_own_code_and_an_exception_line_after_a_library_frame_are_read():
+    vllm_code = ('  File "/venv/lib/python3.11/site-packages/vllm/v1/worker/utils.py", line 413, in request_memory\n'
+                 '    raise ValueError(f"Free memory on device {device} on startup is less than desired")\n')
+    assert any("Free memory on device" in t for t in _texts(vllm_code))
+    no_code = ('  File "uvloop/loop.pyx", line 1515, in uvloop.loop.Loop.run_until_complete\n'
+               "OSError: [Errno 98] Address already in use\n")
+    assert any(t.startswith("OSError: [Errno 98]") for t in _texts(no_code))
+
+
+def test_a_launch_command_is_not_read_as_a_message_but_a_message_naming_flags_is():
+    command = ("vllm serve mistralai/Devstral-Small-2505 --tokenizer_mode mistral --config_format mistral "
+               "--tool-call-parser mistral --enable-auto-tool-choice --tensor-parallel-size 2")
+    assert _texts(command) == []
+    message = "Error: --enable-auto-tool-choice requires --tool-call-parser to be set"
+    assert _texts(message) == [message]

@@ -36,7 +36,13 @@ SHARE_OF_TEMPLATE = 0.3  # and this share of the template's fixed words, up to L
 LONG_RUN_WORDS = 8
 _EXCEPTION = lazy(r"(?:^|[\s:(])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b|^(?:ERROR|CRITICAL|FATAL)\b")
 _ERROR_HEADER = lazy(r"(?:^|[\s)\]|])(?:ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d|\[\s*(?:ERROR|CRITICAL)\s*\]")
-_FRAME = lazy(r'^\s*File "[^"]+", line \d+')
+_FRAME = lazy(r'^\s*File "(?P<path>[^"]+)", line \d+')
+_VLLM_FILE = lazy(r"/vllm/[\w/.-]+\.py$")
+# an exception line (`ValueError: …`) as Python prints it after a frame with no code line
+_RAISED = lazy(r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Iteration)\b(?::|\(|$)")
+_MARKS = lazy(r"^[\s~^]+$")  # the carets Python puts under the code of a frame
+# a command line: three flags in a row, at most one value between two (a message names flags among words)
+_COMMAND = lazy(r"(?:^|\s)--?[a-zA-Z][\w-]*(?:[ =]\S+)?\s+--[a-zA-Z][\w-]*(?:[ =]\S+)?\s+--[a-zA-Z][\w-]*")
 # Python's warnings (`DeprecationWarning: …`, `warnings.warn(`): whatever they say, the program went on
 _PYTHON_WARNING = lazy(r"\b[A-Z]\w*Warning: |^\s*warnings\.warn\(")
 
@@ -62,11 +68,22 @@ def candidate_texts(lines: list[tuple[int, str]]) -> list[tuple[int, str, bool]]
     [(2, 'ValueError: Cannot provide'), (2, 'ValueError: Cannot provide a placement group'), (3, 'a placement group')]
     """
     kept: list[tuple[int, str, bool]] = []
+    foreign_code = False  # below a frame of a file outside vLLM: its code is a library's source, not a message
     for line_no, raw in lines:
         if not raw.strip() or below_error_level(raw):
             continue
         message = message_of(raw)
-        if not message or _FRAME.match(message) or _PYTHON_WARNING.search(message) or _is_echo(message):
+        frame = _FRAME.match(message) if message else None
+        if frame is not None:
+            foreign_code = not _VLLM_FILE.search(frame.group("path"))
+            continue
+        if not message or _MARKS.match(message):
+            continue
+        if foreign_code and not _RAISED.match(message):
+            foreign_code = False  # the one code line Python prints under a frame
+            continue
+        foreign_code = False
+        if _PYTHON_WARNING.search(message) or _is_echo(message) or _COMMAND.search(message):
             continue
         kept.append((line_no, message, bool(_EXCEPTION.search(message) or _ERROR_HEADER.search(raw))))
     texts: list[tuple[int, str, bool]] = []
