@@ -22,8 +22,12 @@ ATTACHMENT_SUFFIXES = (".txt", ".log", ".md")
 MAX_EMAIL_BYTES = 64 << 20  # the most of an .eml read; the parser takes a message cut short as it is
 MAX_HEADER_CHARS = 8192  # of a header's raw value parsed: a real one is a line or a few, never a document
 MAX_NESTED_PARTS = 64  # multipart and message/* parts read; Python's e-mail parser recurses once per nesting level
+# boundary lines read: the parser's time and memory grow with the parts (200,000 siblings took a minute and 212 MB);
+# a ticket has a few, and a line of a log at column 0 starting with "--" counts too, hence the room
+MAX_BOUNDARY_LINES = 4096
 # A part's Content-Type that holds other parts, its header possibly folded over several lines.
 _CONTAINER_PART = lazy(rb"^content-type:(?:[ \t]|\r?\n[ \t])*(?:multipart|message)/", re.IGNORECASE | re.MULTILINE)
+_BOUNDARY_LINE = lazy(rb"^--[^\s-]", re.MULTILINE)
 _REPLY_PREFIX = lazy(r"^\s*(?:(?:re|fwd?|aw|wg|antw|sv|vs|tr)\s*(?:\[\d+\])?\s*[:：]|(?:回复|答复|转发)\s*[:：])\s*",
                      re.IGNORECASE)
 # Where the quoted history of a reply begins, in the mail clients' own wordings (English, German, Chinese).
@@ -84,6 +88,9 @@ def read_eml(path: str) -> tuple[str | None, str, list[str]]:
     if nested:
         notes.append(f"the e-mail nests more than {MAX_NESTED_PARTS} multipart parts: the parts from the "
                      f"{MAX_NESTED_PARTS + 1}th on were not read")
+    data, many = _within_boundaries(data)
+    if many:
+        notes.append(f"the e-mail has more than {MAX_BOUNDARY_LINES} part boundaries: the parts after them were not read")
     try:
         message = email.message_from_bytes(data, policy=_POLICY)
         parts = _texts(message)
@@ -105,6 +112,20 @@ def _within_nesting(data: bytes) -> tuple[bytes, bool]:
     for found in _CONTAINER_PART.finditer(data):
         count += 1
         if count > MAX_NESTED_PARTS:
+            return data[:found.start()], True
+    return data, False
+
+
+def _within_boundaries(data: bytes) -> tuple[bytes, bool]:
+    """The raw message up to its (MAX_BOUNDARY_LINES + 1)th line that starts with "--", and whether it was cut.
+
+    >>> _within_boundaries(b"--a\\nx\\n" * (MAX_BOUNDARY_LINES + 2))[0].count(b"--a"), _within_boundaries(b"--a\\n")[1]
+    (4096, False)
+    """
+    count = 0
+    for found in _BOUNDARY_LINE.finditer(data):
+        count += 1
+        if count > MAX_BOUNDARY_LINES:
             return data[:found.start()], True
     return data, False
 
