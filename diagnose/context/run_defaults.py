@@ -27,3 +27,25 @@ def default_max_num_seqs(ctx: Context) -> tuple[int | None, str]:
         return None, "not set; V1's default depends on the GPU, which the log does not show"
     on = f"a {total:g} GiB {name or 'GPU'}" if total else (name or "this platform")
     return value, f"{value}: the V1 default on {on}, {unset}"
+
+
+def profile_seqs_said(ctx: Context) -> str | None:
+    """The max_num_seqs this run profiled with and how that is known ("512, as the launch sets it", "256: the V0
+    default, …"), or None where the log does not show it (no launch read, or V1's default on a GPU not shown)."""
+    if (given := ctx.arg("--max-num-seqs")) is not None:
+        return f"{given}, as the launch sets it"
+    value, how = default_max_num_seqs(ctx)
+    return how if value is not None and ctx.launch is not None else None
+
+
+def run_slots(ctx: Context) -> dict[str, object]:
+    """Prose slots present only where the run shows the fact, so that fill_prose drops a sentence elsewhere:
+    single_tp (the run's TP is 1, stated or default), profile_seqs, node_ip (the Ray node the errors came from)."""
+    slots: dict[str, object] = {}
+    if ctx.tp() == 1:
+        slots["single_tp"] = 1
+    if seqs := profile_seqs_said(ctx):
+        slots["profile_seqs"] = seqs
+    if ctx.facts.error_node_ips:
+        slots["node_ip"] = ctx.facts.error_node_ips[0]
+    return slots

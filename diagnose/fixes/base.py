@@ -281,30 +281,16 @@ def _kv_memory_levers(ctx: Context) -> str:
 _PROSE_STAND_INS = {"model": "the model", "version": "this vLLM"}  # what prose says where the fact is unknown
 
 
-def _profile_seqs(ctx: Context) -> str | None:
-    """The max_num_seqs this run profiled with and how that is known ("512, as the launch sets it", "256: the V0
-    default, …"), or None where the log does not show it (V1's default depends on the GPU)."""
-    from ..context.run_defaults import default_max_num_seqs
-
-    if (given := ctx.arg("--max-num-seqs")) is not None:
-        return f"{given}, as the launch sets it"
-    value, how = default_max_num_seqs(ctx)
-    return how if value is not None and ctx.launch is not None else None
-
-
 def _fact_values(ctx: Context) -> dict[str, Any]:
+    from ..context.run_defaults import run_slots
+
     values: dict[str, Any] = {"model": ctx.model_name() or _PROSE_STAND_INS["model"], "tp": ctx.tp(),
                               "version": ctx.version or _PROSE_STAND_INS["version"]}
     if ctx.max_model_len():
         values["max_model_len"] = ctx.max_model_len()
     values["max_len_origin"] = _max_len_origin(ctx)
     values["kv_memory_levers"] = _kv_memory_levers(ctx)
-    if ctx.tp() == 1:
-        values["single_tp"] = 1  # a sentence about TP 1 is said only of a run with TP 1 (stated or default)
-    if seqs := _profile_seqs(ctx):
-        values["profile_seqs"] = seqs
-    if ctx.facts.error_node_ips:
-        values["node_ip"] = ctx.facts.error_node_ips[0]
+    values.update(run_slots(ctx))
     image = (ctx.launch.image if ctx.launch is not None else None) or ctx.facts.container_image
     if image:
         from ..launch.shell_words import quote_text
