@@ -185,8 +185,8 @@ def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
     return Fix(
         title=f"Give vLLM more of the GPU and a shorter context: --gpu-memory-utilization {util} --max-model-len {value}",
         changes={"--gpu-memory-utilization": f"{util}", "--max-model-len": str(value)},
-        why=(f"The weights and profiling peak leave {kv_now} GiB for the KV cache at utilization {ctx.utilization_text()}; "
-             f"{util} adds headroom and {value:,} tokens bounds what one request needs."),
+        why=(f"The weights and profiling peak leave {'too little' if kv_now is None else f'{kv_now} GiB'} for the KV cache "
+             f"at utilization {ctx.utilization_text()}; {util} adds headroom and {value:,} tokens bounds one request."),
         cost="context", cost_note=f"longest request shortened from {current_len:,} to {value:,} tokens",
         will_start=True if evaluable else None, predicted={"max_model_len": value, "gpu_memory_utilization": util},
         not_evaluable=None if evaluable else "GPU size or KV bytes per token unknown: the context cap is a starting point, not computed",
