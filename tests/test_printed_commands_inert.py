@@ -73,17 +73,17 @@ WITHHELD = {  # a launch that is never printed as a command
 }
 SHOWN = {  # hostile text that is data: printed, quoted
     "single-quoted-subst": ("log", f"vllm serve m --served-model-name '{SUBST}' --max-model-len 262144"),
-    "env-value": ("log", f"VLLM_HOST_IP='{SUBST}' vllm serve m --max-model-len 262144"),
-    "docker-env-value": ("log", f"docker run --gpus all -e VLLM_HOST_IP='{SUBST}' vllm/vllm-openai:v0.9.2 m "
+    "env-value": ("log", f"NCCL_DEBUG='{SUBST}' vllm serve m --max-model-len 262144"),
+    "docker-env-value": ("log", f"docker run --gpus all -e NCCL_DEBUG='{SUBST}' vllm/vllm-openai:v0.9.2 m "
                                 "--max-model-len 262144"),
     "vllm-echo": ("log", "INFO 07-01 10:00:00 [api_server.py:1001] non-default args: {'model_tag': 'm', "
                          f"'served_model_name': ['{SUBST}'], 'max_model_len': 262144}}"),
     "pod-spec": ("launch", "containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  args: [m, "
                            f"--served-model-name, '{SUBST}', --chat-template, \"a'`{P}`'b\", --max-model-len, '262144']"
-                           f"\n  env:\n  - {{name: VLLM_HOST_IP, value: '{SUBST}'}}"),
-    "unit-environment": ("launch", f"# /etc/systemd/system/vllm.service\n[Service]\nEnvironment=\"VLLM_HOST_IP={SUBST}\"\n"
+                           f"\n  env:\n  - {{name: NCCL_DEBUG, value: '{SUBST}'}}"),
+    "unit-environment": ("launch", f"# /etc/systemd/system/vllm.service\n[Service]\nEnvironment=\"NCCL_DEBUG={SUBST}\"\n"
                                    "ExecStart=/opt/vllm/bin/vllm serve m --max-model-len 262144"),
-    "python": ("launch", f'import os\nos.environ["VLLM_HOST_IP"] = "{SUBST}"\n'
+    "python": ("launch", f'import os\nos.environ["NCCL_DEBUG"] = "{SUBST}"\n'
                       f'llm = LLM(model="m", max_model_len=262144, served_model_name="{SUBST}")'),
 }
 FAKE_PROGRAM = '#!/bin/bash\nprintf "%s\\0" "$@" > "$ARGV_DIR/${0##*/}"\nexit "${FAKE_RC:-0}"\n'
@@ -194,11 +194,11 @@ def test_hostile_text_that_is_data_is_printed_quoted_and_reaches_the_program_as_
         if launch.frame == "kubernetes":
             container = yaml.safe_load(command)
             assert container["args"] == intended_words(fixed)[len(fixed.env):]  # the image runs `vllm serve`
-            assert {"name": "VLLM_HOST_IP", "value": SUBST} in container["env"]
+            assert {"name": "NCCL_DEBUG", "value": SUBST} in container["env"]
         elif launch.frame == "systemd":
             lines = command.splitlines()
             assert shlex.split(lines[-1].removeprefix("ExecStart=")) == intended_words(fixed)[len(fixed.env):]
-            assert f"VLLM_HOST_IP={SUBST}" in [shlex.split(line.removeprefix("Environment="))[0]
+            assert f"NCCL_DEBUG={SUBST}" in [shlex.split(line.removeprefix("Environment="))[0]
                                                for line in lines if line.startswith("Environment=")]
         elif launch.form == "llm-python":
             tree = ast.parse(command)
@@ -250,7 +250,7 @@ def test_every_rule_command_fills_its_values_outside_quotes(ruleset):
 
 def test_the_hook_journals_the_printed_command_whole_or_not_at_all(diagnose_text):
     """HK9: VDIAG_COMMAND is what the report prints, lines and spaces kept; a command cut to fit is none."""
-    unit = ("# /etc/systemd/system/vllm.service\n[Service]\nEnvironment=\"VLLM_HOST_IP=a  b\"\n"
+    unit = ("# /etc/systemd/system/vllm.service\n[Service]\nEnvironment=\"NCCL_DEBUG=a  b\"\n"
             "ExecStart=/opt/vllm/bin/vllm serve m --served-model-name 'a  b' --max-model-len 262144")
     for name, journaled in (("a  b", True), ("x" * 5000, False)):
         report = diagnose_text(KV_ERROR, launch=unit.replace("'a  b'", f"'{name}'"))

@@ -22,6 +22,10 @@ from .redaction_forms import FORMS, NEAR_MISSES, log_for
 
 # One real-looking secret per shape in diagnose/data/secrets.yaml (a shape without a sample fails the test below).
 SHAPE_SAMPLES = [
+    "glrt-Zq8vW3xR7tY2uP5sabcdEFGH12", "GR1348941Zq8vW3xR7tY2uP5sabcd", "xapp-1-A0123456789-Zq8vW3xR7tY2uP5s",
+    "xoxe.xoxp-1-Zq8vW3xR7tY2uP5sabcdef", "api_org_Zq8vW3xR7tY2uP5sabcdEFGHijkl",
+    "1//0gZq8vW3xR7tY2uP5sabcdEFGHijklMNOPqrstUV", "?Signature=Zq8vW3xR7tY2uP5s",
+    "--from-literal=hf=Zq8vW3xR7tY2uP5s",
     "hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654", "sk-ant-api03-QwErTyUiOpAsDfGhJkLzXcVbNm1234",
     "sk-proj-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "sk-svcacct-Ab12Cd34Ef56Gh78Ij90Kl", "sk-Ab12Cd34Ef56Gh78Ij90Kl12",
     "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCD", "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789",

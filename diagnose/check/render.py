@@ -127,16 +127,20 @@ def _dry_run_lines(run: dict[str, Any]) -> list[tuple[str, str | None, int | Non
 
 
 def to_markdown(report: dict[str, Any]) -> str:
-    """The same content as the text, as Markdown (commands in code blocks)."""
+    """The same content as the text, as Markdown (commands in code blocks). The report's strings come from the
+    launch, the model's config.json and the GPU facts: sanitised, and escaped as Markdown prose (code spans kept)."""
+    from ..report.markdown_text import md_block, md_prose
+    from ..util.sanitise import sanitise_tree
+
     lines = []
-    for text, _style, hang in text_lines(report):
+    for text, _style, hang in text_lines(sanitise_tree(report)):
         stripped = text.strip()
         if stripped.startswith("$ "):
-            lines.append(f"```\n{stripped[2:]}\n```")
+            lines.append(md_block(stripped[2:]))
         elif text.startswith("\n"):
-            lines.append(f"\n**{stripped}**")
+            lines.append(f"\n**{md_prose(stripped)}**")
         else:
-            lines.append(("- " if text.startswith("  ") and hang != 2 else "") + stripped)
+            lines.append(("- " if text.startswith("  ") and hang != 2 else "") + md_prose(stripped))
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -11,13 +11,15 @@ import click
 
 from ..util.errors import ExitCode, VdiagError
 from ..util.sanitise import sanitise
+from ..util.screen_guard import drawing_stderr
+from .visible import visible
 
 FORMATS = click.Choice(["text", "json", "md"])
 OWNS_PROCESS = [False]  # set by the vdiag process's own entry point (cli.main.process_main), never by a caller of `main`
 
 
 def fail(error: VdiagError) -> None:
-    message = f"vdiag: {sanitise(str(error))}"  # a message can quote a file name, a ticket id, a line
+    message = f"vdiag: {visible(str(error))}"  # a message can quote a file name, a ticket id, a line
     if sys.stderr.isatty():  # wrapped to the terminal under its first word, not broken mid-word by it
         from ..report.terminal import Printer
 
@@ -64,12 +66,12 @@ def run_guarded(fn, *args, **kwargs):
     except OSError as error:  # a read that failed mid-way (EIO), a report that cannot be written (/dev/full, a bad -o path)
         _silence_stdout()
         where = f"{error.filename}: " if error.filename else ""
-        click.echo(sanitise(f"vdiag: {where}{error.strerror or error}"), err=True)
+        click.echo(visible(f"vdiag: {where}{error.strerror or error}"), err=True)
         sys.exit(int(ExitCode.INPUT_ERROR))
     except Exception as error:  # a bug in vdiag: say so without a traceback unless asked
         if os.environ.get("VDIAG_DEBUG"):
             raise
-        click.echo(sanitise(f"vdiag: internal error: {type(error).__name__}: {error} (set VDIAG_DEBUG=1 for a traceback)"),
+        click.echo(visible(f"vdiag: internal error: {type(error).__name__}: {error} (set VDIAG_DEBUG=1 for a traceback)"),
                    err=True)
         sys.exit(int(ExitCode.INTERNAL))
 
@@ -169,7 +171,7 @@ def progress_for(files: tuple[str, ...], clock=None):
     # a pipe's total is unknown: a spinner and the bytes read, not a bar that looks full (newcomer re-run F15)
     columns = ((SpinnerColumn(), "[progress.description]{task.description}", _bytes_read_column()) if piped else
                ("[progress.description]{task.description}", BarColumn(), DownloadColumn()))
-    bar = Progress(*columns, _speed_column(), transient=True, console=Console(stderr=True))
+    bar = Progress(*columns, _speed_column(), transient=True, console=Console(file=drawing_stderr()))
     state = {"read": 0, "task": None, "since": clock()}
 
     def advance(count: int) -> None:
@@ -199,7 +201,7 @@ def counting(label: str, total: int):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     bar = Progress(f"[progress.description]{sanitise(label)}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                   transient=True, console=Console(stderr=True), redirect_stdout=False, redirect_stderr=False)
+                   transient=True, console=Console(file=drawing_stderr()), redirect_stdout=False, redirect_stderr=False)
     task, held = bar.add_task(label, total=total), []
     shared = sys.stdout.isatty()
 

@@ -11,6 +11,7 @@ import click
 from ..hook.run import (DEFAULT_KEEP_REPORTS, DEFAULT_MAX_AGE_DAYS, DEFAULT_TIMEOUT_S, HookSettings, journal_socket,
                         run_hook, send_timeout_s)
 from ..util.errors import ExitCode
+from .visible import visible
 
 
 def _by_hand() -> bool:
@@ -27,7 +28,7 @@ class _ZeroUnderSystemd(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as error:
-            click.echo(f"vdiag hook: {error.format_message().rstrip('.')}; nothing done")
+            click.echo(visible(f"vdiag hook: {error.format_message().rstrip('.')}; nothing done"))
             ctx.exit(int(ExitCode.USAGE) if _by_hand() else 0)
 
 
@@ -87,7 +88,7 @@ def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_da
         elif sys.stdout.isatty():
             click.echo(result.message)
     except BaseException as error:  # noqa: BLE001  under systemd the hook must exit 0 whatever happens, interrupts included
-        click.echo(f"vdiag hook: internal error: {type(error).__name__}: {error}"[:500])
+        click.echo(visible(f"vdiag hook: internal error: {type(error).__name__}: {error}"[:500]))
         code = 130 if isinstance(error, KeyboardInterrupt) else ExitCode.INTERNAL
     sys.exit(int(code) if _by_hand() else 0)
 

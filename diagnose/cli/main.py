@@ -16,6 +16,7 @@ from ..util.errors import ExitCode, VdiagError
 from ..util.version import __version__
 from .common import (FORMATS, OWNS_PROCESS, emit_incidents, leave, options_from, progress_for, run_guarded, sources_from,
                      use_colour)
+from .visible import visible_click_errors
 
 LAZY_COMMANDS = {
     "rules": ("diagnose.cli.rules", "rules"),
@@ -38,6 +39,14 @@ class DefaultGroup(click.Group):
                 _refuse_a_misspelled_command(args[0], sorted(known))
             args = ["diagnose", *args]
         return super().parse_args(ctx, args)
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        with visible_click_errors():  # a usage error of the group or its own parse_args quotes argv words
+            return super().make_context(info_name, args, parent, **extra)
+
+    def invoke(self, ctx: click.Context):
+        with visible_click_errors():  # and those of every subcommand
+            return super().invoke(ctx)
 
     def shell_complete(self, ctx: click.Context, incomplete: str):
         """The first word completes to a subcommand, to the default command's options (`vdiag --<TAB>`: the help
@@ -199,5 +208,8 @@ def snapshot(fmt):
 def process_main() -> None:
     """The `vdiag` process (its console script, `python -m diagnose`): `main`, and a diagnosis may end the process
     without the interpreter's teardown (`common.leave`). Tests and other callers call `main` and get `SystemExit`."""
+    from ..util.screen_guard import guard_process_streams
+
     OWNS_PROCESS[0] = True
+    guard_process_streams()  # whatever a site forgets, no write reaches the terminal unsanitised
     main()

@@ -29,10 +29,12 @@ class _LazyProgress:
             if time.monotonic() - self._started < PROGRESS_AFTER_S:
                 return
             from rich.console import Console
+
+            from ..util.screen_guard import drawing_stderr
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 
             self._bar = Progress("triage", BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                                 console=Console(stderr=True), transient=True)
+                                 console=Console(file=drawing_stderr()), transient=True)
             self._bar.start()
             self._task = self._bar.add_task("triage", total=total)
         self._bar.update(self._task, completed=done)

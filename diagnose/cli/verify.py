@@ -98,9 +98,10 @@ def _require_consent(assume_yes: bool) -> None:
 def _run_and_render(outcome, options, fmt: str, assume_yes: bool, launch_text: str | None,
                     report: dict | None = None) -> ExitCode:
     from ..report.terminal import Printer
+    from ..util.screen_guard import drawing_stderr
     from ..verify.loop import verify as run_verify
 
-    progress = _Progress(Printer(stderr=True))
+    progress = _Progress(Printer(drawing_stderr()))  # its status line redraws itself: the cursor moves it may make
     yes_to_all = [assume_yes]
 
     def confirm(number: int, attempt) -> bool:

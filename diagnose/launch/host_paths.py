@@ -10,6 +10,9 @@ itself (binding all of /home, or a user's whole home), `under` entries the folde
 >>> [host_path_protected(p, rules) for p in ["/", "/home/me", "/home/me/.cache/huggingface", "/etc/x/y",
 ...                                           "/home/me/.ssh/id_rsa", "~", "~/.ssh", "~/models", "a/../../b"]]
 [True, True, False, True, True, True, True, False, True]
+>>> [host_path_protected(p, rules) for p in ["~/..", "$HOME/../..", "${HOME}/x/../../etc", "~root", "~nobody/..",
+...                                           "~+/m", "~/models/../.ssh", "~/m/../models"]]
+[True, True, True, True, True, True, True, False]
 """
 
 from __future__ import annotations
@@ -53,17 +56,35 @@ def _under(path: str, pattern: str) -> bool:
 
 
 def normal_form(source: str) -> str:
-    """The path as docker reads it: `$HOME` as `~`, repeated and trailing slashes dropped, `.` and `..` resolved."""
+    """The path as docker reads it: `$HOME` as `~`, repeated and trailing slashes dropped, `.` and `..` resolved
+    (under `~` too: `~/a/../b` is `~/b`, `~/..` stays, and climbs out of the home).
+
+    >>> normal_form("$HOME/models/../.ssh/"), normal_form("~/.."), normal_form("//etc/./x/..")
+    ('~/.ssh', '~/..', '/etc')
+    """
     path = _HOME.sub("~", source)
     if path.startswith("/"):
         path = posixpath.normpath(re.sub("/+", "/", path))
+    elif path == "~" or path.startswith("~/"):
+        rest = posixpath.normpath(path[2:]) if path[2:].strip("/") else "."
+        path = "~" if rest == "." else f"~/{rest}"
     return path.rstrip("/") or "/"
+
+
+def _shell_expanded_elsewhere(path: str) -> bool:
+    """A path the shell expands to a folder the text does not show: `~user`, `~+` (the current folder), `~-`,
+    `~N`, or `~/..` climbing out of the home (`~/..` is the folder of all homes, `~/../..` is `/`)."""
+    if not path.startswith("~"):
+        return False
+    return not (path == "~" or path.startswith("~/")) or path == "~/.." or path.startswith("~/../")
 
 
 def host_path_protected(source: str, host_paths: dict[str, list[str]]) -> bool:
     """Whether the path is one never to bind, or a relative path that climbs out of the folder it starts in; a
     symlink on this host is bound as what it points to (`/srv/link -> /`), so that is checked too."""
     path = normal_form(source)
+    if _shell_expanded_elsewhere(path):
+        return True
     if not path.startswith(("/", "~")):
         return ".." in path.split("/")
     forms = {path, os.path.realpath(path)} if path.startswith("/") else {path}

@@ -87,7 +87,7 @@ def not_shown_reason(launch: Launch, fixed: Launch | None = None) -> str | None:
     if bad := next((v for v in _values(fixed) if _CONTROL.search(v)), None):
         return f"a value holds a line break or control character ({bad[:40]!r})"
     if fixed.frame != "kubernetes":  # a container's env: and command are the image's, not the operator's host
-        if reason := _host_env_reason(fixed) or _foreign_program(fixed):
+        if reason := _host_env_reason(fixed) or _input_env_reason(launch) or _foreign_program(fixed):
             return reason
     if launch.form == "docker" and (reason := _docker_escape(launch)):
         return reason
@@ -141,6 +141,19 @@ def _host_env_reason(launch: Launch) -> str | None:
         if reason := _loader_reason(name):
             return reason
     return None
+
+
+def _input_env_reason(launch: Launch) -> str | None:
+    """A variable the input sets on the host that verify's allowlist does not pass (verify_policy.yaml `env.allow`):
+    the same allowlist decides what verify runs and what a printed command keeps. `CC`, `CXX`, `NVCC_PREPEND_FLAGS`,
+    `TRITON_PTXAS_PATH`, `CUDA_HOME`, `TMPDIR` make vLLM's compilers run or load code, and no list of such names is
+    ever complete. A variable vdiag's own fix sets is judged by `loader_env` (its name is vdiag's)."""
+    allowed = load_yaml("verify_policy.yaml")["env"]["allow"]
+    name = next((k for k, _v in launch.env if k not in allowed), None)
+    if name is None:
+        return None
+    return (f"the launch sets {name}, which is not a variable verify passes (diagnose/data/verify_policy.yaml "
+            "env.allow lists the ones that load no code)")
 
 
 def _loader_reason(name: str, where: str = "") -> str | None:

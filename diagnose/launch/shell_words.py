@@ -147,11 +147,15 @@ def shell_syntax(token: Token) -> str | None:
 
 
 def is_inert(raw: str) -> bool:
-    """Whether bash, given `raw` pasted as one word, reads literal text and bare `$NAME`/`${NAME}` only: no
-    substitution, glob, brace or history expansion, operator or comment. Such a word is printed as the user wrote it.
+    """Whether bash, given `raw` pasted as one word, reads literal text and bare `$NAME`/`${NAME}` in double quotes
+    only: no substitution, glob, brace or history expansion, operator or comment. Such a word is printed as the user
+    wrote it. An unquoted `$NAME` is not inert: its value is split into words (`x${IFS}--tool-parser-plugin${IFS}f.py`
+    passes a flag no policy saw), so such a word is quoted again, in double quotes, as one word.
 
     >>> [is_inert(w) for w in ('--max_model_len=4096', '"${HOME}"/.cache', "'a b;c'", '"{{ x }}"', '$(id)', '*.json', '"a!"')]
     [True, True, True, True, False, False, False]
+    >>> is_inert("x${IFS}--trust-remote-code"), shell_word("x${IFS}--trust-remote-code", "x${IFS}--trust-remote-code")
+    (False, '"x${IFS}--trust-remote-code"')
     """
     from ..util.redact import MASK
 
@@ -170,8 +174,6 @@ def is_inert(raw: str) -> bool:
             i = _inert_double_quoted_end(text, i + 1)
             if i < 0:
                 return False
-        elif ch == "$" and (name := _BARE_NAME.match(text, i)):
-            i = name.end()
         elif ch == "\\" and i + 1 < n and text[i + 1] != "\n":
             i += 2
         else:

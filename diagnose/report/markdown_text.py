@@ -12,8 +12,11 @@ name or a log line is input and must not become one. Each field goes through the
 
 `table=True` also escapes `|`, which a table cell reads as its end even inside a code span.
 
+In both `md_text` and `md_prose` a bare URL (`https://…`, `www.…`) is no autolink either (GitHub makes one of it):
+its `:` before `//` and the `.` after `www` are escaped, which renders the same text.
+
 >>> md_text("[Reset your token](https://evil.example) <img src=x onerror=alert(1)>")
-'\\\\[Reset your token\\\\](https://evil.example) \\\\<img src=x onerror=alert(1)\\\\>'
+'\\\\[Reset your token\\\\](https\\\\://evil.example) \\\\<img src=x onerror=alert(1)\\\\>'
 >>> md_code("--served-model-name `x`")
 '`` --served-model-name `x` ``'
 >>> print(md_block("a\\n```\\nb", "bash"))
@@ -28,8 +31,8 @@ from __future__ import annotations
 
 from ..util.lazy_pattern import lazy
 
-_TEXT_SPECIAL = lazy(r"[\\`*_\[\]<>&|~]")
-_PROSE_SPECIAL = lazy(r"[\\<>\[\]`*]|_+")
+_TEXT_SPECIAL = lazy(r"[\\`*_\[\]<>&|~]|:(?=//)|(?<=\b[Ww][Ww][Ww])\.")
+_PROSE_SPECIAL = lazy(r"[\\<>\[\]`*]|_+|:(?=//)|(?<=\b[Ww][Ww][Ww])\.")
 _LINE_END = lazy(r"[\r\n]+")  # no \s* around it: a run of blanks before no line end would be retried at each blank
 _BACKTICKS = lazy(r"`+")
 

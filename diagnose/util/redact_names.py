@@ -49,7 +49,9 @@ class SecretTable:
 
     endings: tuple[str, ...]
     parts: frozenset[str]
+    substrings: tuple[str, ...]
     env_endings: frozenset[str]
+    env_qualifiers: frozenset[str]
     not_secret: frozenset[str]
     flags: frozenset[str]
     shapes: tuple[tuple[LazyPattern, bool], ...]  # each shape, and whether it masks only its `secret…` groups
@@ -67,7 +69,8 @@ def secret_table() -> SecretTable:
     shapes = tuple((lazy(p), "(?P<secret" in p) for p in data["shapes"])
     literals = [required_literals(p) for p in data["shapes"]]
     found = [x for held in literals if held for x in held]
-    return SecretTable(tuple(data["name_endings"]), frozenset(data["name_parts"]), frozenset(data["env_endings"]),
+    return SecretTable(tuple(data["name_endings"]), frozenset(data["name_parts"]), tuple(data["name_substrings"]),
+                       frozenset(data["env_endings"]), frozenset(data["env_qualifiers"]),
                        frozenset(data["not_secret"]), flags, shapes,
                        tuple(shape for shape, held in zip(shapes, literals) if held is None),
                        literal_search(found) if found else None,
@@ -105,9 +108,13 @@ def _is_secret_name(name: str) -> bool:
     if bare.startswith("--") and _abbreviates_a_secret_flag(normal, table.flags):
         return True
     parts = normal.split("_")
-    if table.parts.intersection(parts):
+    if table.parts.intersection(parts) or any(word in normal for word in table.substrings):
         return True
-    return bool(_ENV_NAME.fullmatch(bare.lstrip("-"))) and parts[-1].upper() in table.env_endings
+    if not _ENV_NAME.fullmatch(bare.lstrip("-")):
+        return False
+    if len(parts) > 1 and (parts[-1].isdigit() or parts[-1].upper() in table.env_qualifiers):  # HF_TOKEN_PROD
+        return _is_secret_name(bare.lstrip("-").rsplit("_", 1)[0])
+    return parts[-1].upper() in table.env_endings
 
 
 def _abbreviates_a_secret_flag(normal: str, flags: frozenset[str]) -> bool:

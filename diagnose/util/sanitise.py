@@ -75,6 +75,24 @@ def sanitise(text: str) -> str:
     return _LONE.sub("", _SEQUENCES.sub("", text))
 
 
+def sanitise_keeping(text: str, kept) -> str:
+    """`sanitise`, but what the compiled pattern `kept` matches stays as it is (a terminal writer's own styles).
+
+    >>> import re
+    >>> sanitise_keeping("\\x1b[1mok\\x1b[0m \\x1b]0;t\\x07\\u202eend", re.compile(r"\\x1b\\[[0-9;]*m"))
+    '\\x1b[1mok\\x1b[0m end'
+    """
+    if not _LONE.search(text):
+        return text
+    out, done = [], 0
+    for match in kept.finditer(text):
+        out.append(sanitise(text[done:match.start()]))
+        out.append(match.group(0))
+        done = match.end()
+    out.append(sanitise(text[done:]))
+    return "".join(out)
+
+
 def sanitise_bytes(block: bytes) -> bytes:
     """`sanitise` on UTF-8 bytes (a block of log lines), without decoding the usual block.
 
