@@ -222,11 +222,11 @@ def test_a_pod_spec_value_a_shell_would_expand_is_single_quoted():
 ORDINARY = [  # (launch, fix, the command printed): the user's own spelling and quoting, every flag kept
     ('vllm serve Qwen/Qwen3-8B --max_model_len=32768 --download-dir $HOME/.cache/hf --served-model-name "${NAME}" '
      "--enforce-eager", {"--max-model-len": "8192"},
-     'vllm serve Qwen/Qwen3-8B --max_model_len=8192 --download-dir $HOME/.cache/hf --served-model-name "${NAME}" '
+     'vllm serve Qwen/Qwen3-8B --max_model_len=8192 --download-dir "$HOME/.cache/hf" --served-model-name "${NAME}" '
      "--enforce-eager"),
-    ("CUDA_VISIBLE_DEVICES=0,1 HF_HOME=/srv/hf python3 -m vllm.entrypoints.openai.api_server --model m "
+    ("CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=INFO python3 -m vllm.entrypoints.openai.api_server --model m "
      "--hf-overrides '{\"rope_scaling\": {\"factor\": 4}}' --chat-template \"{{ x }}\" -tp 2", {"--tensor-parallel-size": "1"},
-     "CUDA_VISIBLE_DEVICES=0,1 HF_HOME=/srv/hf python3 -m vllm.entrypoints.openai.api_server --model m "
+     "CUDA_VISIBLE_DEVICES=0,1 NCCL_DEBUG=INFO python3 -m vllm.entrypoints.openai.api_server --model m "
      "--hf-overrides '{\"rope_scaling\": {\"factor\": 4}}' --chat-template \"{{ x }}\" -tp 1"),
     ("export CUDA_VISIBLE_DEVICES=3; vllm serve m --max-model-len 32768", {"--max-model-len": "8192"},
      "CUDA_VISIBLE_DEVICES=3 vllm serve m --max-model-len 8192"),
@@ -234,7 +234,7 @@ ORDINARY = [  # (launch, fix, the command printed): the user's own spelling and 
      "-e HF_TOKEN=$HF_TOKEN -p 8000:8000 --ipc=host vllm/vllm-openai:v0.9.2 --model m --max-model-len 32768",
      {"--max-model-len": "8192", "docker:--shm-size": "16g"},
      "docker run --runtime nvidia --gpus '\"device=0,1\"' -v ~/.cache/huggingface:/root/.cache/huggingface "
-     "-e HF_TOKEN=$HF_TOKEN -p 8000:8000 --ipc=host --shm-size 16g vllm/vllm-openai:v0.9.2 --model m --max-model-len 8192"),
+     "-e \"HF_TOKEN=$HF_TOKEN\" -p 8000:8000 --ipc=host --shm-size 16g vllm/vllm-openai:v0.9.2 --model m --max-model-len 8192"),
     ("/opt/venv/bin/vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.95", {"--gpu-memory-utilization": "0.9"},
      "/opt/venv/bin/vllm serve m --max-model-len 32768 --gpu-memory-utilization 0.9"),
     ("ExecStart=/opt/vllm/bin/python -m vllm.entrypoints.openai.api_server --model m --max-model-len 32768",
@@ -243,7 +243,7 @@ ORDINARY = [  # (launch, fix, the command printed): the user's own spelling and 
      "ExecStart=/opt/vllm/bin/python -m vllm.entrypoints.openai.api_server --model m --max-model-len 8192"),
     ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4 --api-key $VLLM_API_KEY --host 0.0.0.0",
      {"--max-num-seqs": "64"},
-     "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4 --api-key $VLLM_API_KEY --host 0.0.0.0 --max-num-seqs 64"),
+     "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4 --api-key \"$VLLM_API_KEY\" --host 0.0.0.0 --max-num-seqs 64"),
     ("$ VLLM_USE_V1=0 vllm serve m --max-num-seqs=256 --kv-cache-dtype fp8_e5m2", {"--max-num-seqs": "128"},
      "VLLM_USE_V1=0 vllm serve m --max-num-seqs=128 --kv-cache-dtype fp8_e5m2"),
     ("containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  args: [Qwen/Qwen3-8B, --max-model-len, '32768']\n"
@@ -267,6 +267,10 @@ def test_ordinary_launches_print_in_the_users_own_form_with_every_flag(text, cha
     ("vllm serve m --chat-template <(curl x)", "shell syntax (a process substitution)"),
     ("LD_PRELOAD=/x/evil.so vllm serve m", "sets LD_PRELOAD, which makes the dynamic loader load"),
     ("PATH=/x/evilbin:$PATH vllm serve m", "sets PATH, which chooses which programs run"),
+    ("HF_HOME=/srv/hf vllm serve m", "sets HF_HOME, which is not a variable verify passes"),
+    # a variable read as the launch's own arguments is judged by them, and only when bash splits it the same way
+    ("export A='-tp 2 --tool-parser-plugin /x/e.py'; vllm serve m $A", "passes --tool-parser-plugin"),
+    ("export A='--served-model-name \"a --trust-remote-code b\"'; vllm serve m $A", "holds quotes, backslashes"),
     ("/x/evilbin/vllm serve m", "runs `/x/evilbin/vllm`, a program it chose"),
     ("/tmp/venv/bin/vllm serve m", "runs `/tmp/venv/bin/vllm`, a program it chose"),
     ("docker run --privileged vllm/vllm-openai:latest m", "docker with --privileged"),

@@ -37,6 +37,7 @@ _CONTROL = lazy("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\ufe
 _NAMED_VOLUME = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _WORD = lazy(r"[A-Za-z_][A-Za-z0-9_]*")  # the names in a dotted spelling or a JSON value, where a key is one
 _SHORT_VALUE_OPTIONS = set("vepuwmlh")  # docker's one-letter options that take a value (`-v/:/host` is `-v /:/host`)
+_SPLIT_UNLIKE_WORDS = lazy(r"['\"\\*?\[]")  # what bash's splitting of an unquoted $NAME reads unlike a tokenizer
 
 
 @dataclass(frozen=True)
@@ -147,9 +148,15 @@ def _input_env_reason(launch: Launch) -> str | None:
     """A variable the input sets on the host that verify's allowlist does not pass (verify_policy.yaml `env.allow`):
     the same allowlist decides what verify runs and what a printed command keeps. `CC`, `CXX`, `NVCC_PREPEND_FLAGS`,
     `TRITON_PTXAS_PATH`, `CUDA_HOME`, `TMPDIR` make vLLM's compilers run or load code, and no list of such names is
-    ever complete. A variable vdiag's own fix sets is judged by `loader_env` (its name is vdiag's)."""
+    ever complete. A variable vdiag's own fix sets is judged by `loader_env` (its name is vdiag's). A variable whose
+    value the launch reads as its own arguments (`VLLM_ARGS="-tp 2"`, then `vllm serve M $VLLM_ARGS`) is judged by
+    those arguments, as the flag rules judge any other."""
     allowed = load_yaml("verify_policy.yaml")["env"]["allow"]
-    name = next((k for k, _v in launch.env if k not in allowed), None)
+    feeding = {a.via_env for a in launch.args} | {launch.model_via_env}  # words read as flags, judged as flags
+    if split := next((k for k, v in launch.env if k in feeding and _SPLIT_UNLIKE_WORDS.search(v)), None):
+        return (f"the launch's arguments come from ${split}, whose value holds quotes, backslashes or wildcards: "
+                "the shell splits it on spaces alone, so its words are not the ones read here")
+    name = next((k for k, _v in launch.env if k not in allowed and k not in feeding), None)
     if name is None:
         return None
     return (f"the launch sets {name}, which is not a variable verify passes (diagnose/data/verify_policy.yaml "
