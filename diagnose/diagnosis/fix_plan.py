@@ -72,7 +72,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
         entry["title"] = fix.title
         candidates.append(fix)
     check_cpu_kv_gate(candidates, ctx)
-    covered = {key for fix in candidates for key in fix.changes}
+    covered = {key for fix in candidates for key in (*fix.changes, *fix.mentions)}  # a rule's fix decided these
     covered |= {f"env:{name}" for fix in candidates for name in re.findall(r"\b([A-Z][A-Z0-9_]{2,})=", fix.step_command or "")}
     said = [m.text for m in diagnosis.evidence] + ctx.advice.near([m.line for m in diagnosis.evidence])
     advised = []

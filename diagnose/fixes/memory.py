@@ -159,40 +159,6 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
     )
 
 
-@strategy("more-budget-shorter-context")
-def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
-    """Both levers at once when the KV budget is negative and the context is long (the default of long-context models)."""
-    figures = ctx.facts.memory
-    current_len = ctx.max_model_len()
-    if not current_len:
-        return None
-    total = ctx.gpu_total_gib()
-    util = memory.floor2(min(0.95, (ctx.gpu_free_gib() / total) if total and ctx.gpu_free_gib() else 0.95))
-    if util <= 0:
-        return None
-    per_token = _kv_per_token(ctx)
-    kv_now = figures.get("kv_cache_gib")
-    value, evaluable = None, False
-    if total and kv_now is not None and per_token:
-        kv_after = kv_now + (util - ctx.utilization()) * total
-        tokens = memory.tokens_for(kv_after, per_token, ctx.version)
-        if tokens > 0:
-            value, evaluable = memory.round_down_len(min(tokens, current_len)), True
-    if value is None:
-        value = max(8192, min(32768, current_len // 4))
-    if value >= current_len and util <= ctx.utilization():
-        return None
-    return Fix(
-        title=f"Give vLLM more of the GPU and a shorter context: --gpu-memory-utilization {util} --max-model-len {value}",
-        changes={"--gpu-memory-utilization": f"{util}", "--max-model-len": str(value)},
-        why=(f"The weights and profiling peak leave {'too little' if kv_now is None else f'{kv_now} GiB'} for the KV cache "
-             f"at utilization {ctx.utilization_text()}; {util} adds headroom and {value:,} tokens bounds one request."),
-        cost="context", cost_note=f"longest request shortened from {current_len:,} to {value:,} tokens",
-        will_start=True if evaluable else None, predicted={"max_model_len": value, "gpu_memory_utilization": util},
-        not_evaluable=None if evaluable else "GPU size or KV bytes per token unknown: the context cap is a starting point, not computed",
-    )
-
-
 @strategy("cpu-kvcache-space")
 def cpu_kvcache_space(ctx: Context, params: dict) -> Fix | None:
     """VLLM_CPU_KVCACHE_SPACE at 60 % of the free RAM the CPU backend's message gives."""

@@ -73,6 +73,8 @@ def _setting_value(launch: Launch, setting: str) -> str | None:
 
 
 def _feature_on(launch: Launch | None, entry: dict) -> bool:
+    if entry.get("on_unless"):  # on by default (0.5's RPC socket), off only where the launch gives the switch
+        return launch is None or launch.get(entry["on_unless"]) is None
     for flag, marker in (entry.get("used_when") or {}).items():
         value = launch.get(flag) if launch is not None else None
         if value is None:
