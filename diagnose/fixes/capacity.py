@@ -186,8 +186,8 @@ def lower_utilization(ctx: Context, params: dict) -> Fix | None:
         # the allocation that failed, less what was free, is the headroom missing outside the budget (plus 1 %)
         value = memory.floor2(current - (tried - free) / total - 0.01)
         why = (f"The failed allocation asked {size_text(tried)} with {size_text(free)} free: {size_text(tried - free)} "
-               f"more headroom is {_share((tried - free) / total)} of the {total:.2f} GiB card, so {value} instead of "
-               f"{ctx.utilization_text()}.")
+               f"more headroom is {_share((tried - free) / total)} of the {total:.2f} GiB card; with a 1 % margin, "
+               f"{value} instead of {ctx.utilization_text()}.")
     else:
         value = memory.floor2(current - float(params.get("by", 0.05)))
     if value <= 0.3:

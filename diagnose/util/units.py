@@ -75,12 +75,13 @@ def plausible_float(text, lo: float, hi: float) -> float | None:
 
 
 def size_gib(text: str | None, default_unit: str = "gib") -> float | None:
-    """A size as printed ("14.99 GiB", "193.25 MiB", "16933256392 bytes") in GiB, rounded to 3 places.
+    """A size as printed ("14.99 GiB", "193.25 MiB", "16933256392 bytes") in GiB, rounded to 3 places (6 below
+    10 MiB, so "448.00 KiB is free" is not read as nothing free).
 
     vLLM and PyTorch compute "GB"/"MB" with powers of two, so both spellings
     are read as binary units.
-    >>> size_gib("193.25 MiB"), size_gib("16933256392 bytes"), size_gib("2", "mib")
-    (0.189, 15.77, 0.002)
+    >>> size_gib("193.25 MiB"), size_gib("16933256392 bytes"), size_gib("2", "mib"), size_gib("448.00 KiB")
+    (0.189, 15.77, 0.001953, 0.000427)
     """
     if text is None:
         return None
@@ -98,7 +99,9 @@ def _size_gib(text: str, default_unit: str) -> float | None:
         return None
     unit = (match.group("unit") or default_unit).lower()
     gib = number * _FACTOR_GIB.get(unit, 1.0)
-    return round(gib, 3) if abs(gib) <= MAX_PLAUSIBLE_GIB else None
+    if abs(gib) > MAX_PLAUSIBLE_GIB:
+        return None
+    return round(gib, 3) if abs(gib) >= 0.01 else round(gib, 6)
 
 
 def gib_to_bytes(gib: float) -> int:
