@@ -293,3 +293,4 @@ def _served(ctx: Context) -> bool:
 from . import memory_predicates  # noqa: F401  (registers the predicates on memory figures)
 from . import layout_predicates  # noqa: F401  (registers the predicates on parallel layouts)
 from . import nccl_predicates  # noqa: F401  (registers the predicates on NCCL's transports)
+from . import model_predicates  # noqa: F401  (registers the predicates on the model value quoted back)
