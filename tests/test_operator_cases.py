@@ -282,3 +282,22 @@ def test_a_tp_size_bounded_by_the_devices_says_what_bounds_it():
     log = (ALL / "corpus" / "reproduced" / "cpu-tp3-heads-not-divisible.log").read_text()
     why = diagnose_text(log).report["diagnoses"][0]["fixes"][0]["why"]
     assert why.endswith("1 is the only size, as the log shows one worker.")
+
+
+def test_a_gguf_file_named_inside_a_hub_repo_is_downloaded_and_passed_as_a_local_path():
+    """vLLM's own message says GGUF must be a local path (operator review 3: the message names the fix)."""
+    fix = top(report_for("gguf-file-inside-a-hub-repo-0.10.0.log"))["fixes"][0]
+    assert fix["command"].startswith("huggingface-cli download bartowski/Llama-3.2-3B-Instruct-GGUF "
+                                     "Llama-3.2-3B-Instruct-Q4_K_M.gguf --local-dir ./models")
+    assert "--model ./models/Llama-3.2-3B-Instruct-Q4_K_M.gguf --tokenizer" in fix["command"]
+    assert not any("ls -la" in (f.get("command") or "") for f in every_fix(report_for(
+        "gguf-file-inside-a-hub-repo-0.10.0.log")))
+
+
+def test_the_older_quantization_wording_reads_the_checkpoints_method_from_the_message():
+    """0.4-era vLLM wrote `quantization argument` without backticks: the method the checkpoint declares is still
+    read, so the fix says which it is and that dropping the flag starts (not 'whether … is not in the log')."""
+    fix = top(report_for("quantization-mismatch-old-wording-0.4.0.log"))["fixes"][0]
+    assert fix["changes"] == {"--quantization": None}
+    assert "declares marlin" in fix["why"] and fix["predicted"].get("starts") is True
+    assert fix["command"] == "python -m vllm.entrypoints.openai.api_server --model TheBloke/Mixtral-8x7B-GPTQ"
