@@ -18,7 +18,7 @@ def test_the_columns_the_header_names_fill_each_gpu():
             "index, name, compute_cap, memory.total [MiB], memory.used [MiB]\n"
             "0, NVIDIA A10, 8.6, 23028 MiB, 1 MiB\n"
             "1, NVIDIA A10, 8.6, 23028 MiB, 20480 MiB\n")
-    assert gpus_of(text) == [(0, "NVIDIA A10", "8.6", 22.488, 0.001), (1, "NVIDIA A10", "8.6", 22.488, 20.0)]
+    assert gpus_of(text) == [(0, "NVIDIA A10", "8.6", 22.488, 0.000977), (1, "NVIDIA A10", "8.6", 22.488, 20.0)]
 
 
 def test_a_header_with_a_field_nvidia_smi_does_not_print_is_not_read():
