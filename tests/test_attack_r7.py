@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from diagnose.hook import state as hook_state
 from diagnose.hook.run import HookSettings, run_hook
+from diagnose.triage import mail
 
 INVOCATION = "7d" * 16
 
@@ -44,3 +47,30 @@ def test_a_report_in_the_fallback_folder_is_found_where_tmpdir_says(tmp_path, mo
     assert "already diagnosed" not in _hook_message(tmp_path)  # the sealed TMPDIR: the planted report unseen
     monkeypatch.setenv("TMPDIR", str(elsewhere))
     assert f"invocation {INVOCATION} already diagnosed: {planted}" in _hook_message(tmp_path)
+
+
+@pytest.mark.parametrize("boundary", ["b", "-b", " b", "--"])
+def test_an_e_mail_of_200k_sibling_parts_is_read_to_a_bound_however_its_boundary_is_spelt(tmp_path, boundary):
+    """Campaign r6b, B1: 200,000 sibling parts took a minute. The boundary-line count that bounded them missed a
+    boundary starting with `-` or a space (`---b`, `-- b`: 118 s and 161 s); the parser now counts the parts it
+    makes. The first part is read, the parts past the bound are not, and the note says so."""
+    siblings = f"--{boundary}\nContent-Type: text/plain\n\nx\n" * 200_000
+    path = tmp_path / "wide.eml"
+    path.write_text(f'Subject: t\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary="{boundary}"\n\n'
+                    f"--{boundary}\nContent-Type: text/plain\n\nRuntimeError: CUDA error: out of memory\n"
+                    f"{siblings}--{boundary}--\n")
+    _subject, text, notes = mail.read_eml(str(path))
+    assert "CUDA error: out of memory" in text
+    read = text.count("x")
+    assert mail.MAX_PARTS // 2 < read < 2 * mail.MAX_PARTS  # the siblings are parts, and only the first ones read
+    assert notes == [f"the e-mail has more than {mail.MAX_PARTS} parts: the parts from the {mail.MAX_PARTS + 1}th "
+                     "on were not read, so this answer may be partial"]
+
+
+def test_an_e_mail_of_a_few_parts_is_read_whole_without_a_note(tmp_path):
+    parts = "".join(f"--b\nContent-Type: text/plain\n\npart {n}\n" for n in range(20))
+    path = tmp_path / "few.eml"
+    path.write_text(f"Subject: t\nMIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n{parts}--b--\n")
+    _subject, text, notes = mail.read_eml(str(path))
+    assert [line for line in text.splitlines() if line.startswith("part ")] == [f"part {n}" for n in range(20)]
+    assert notes == []
