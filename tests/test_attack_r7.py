@@ -74,3 +74,21 @@ def test_an_e_mail_of_a_few_parts_is_read_whole_without_a_note(tmp_path):
     _subject, text, notes = mail.read_eml(str(path))
     assert [line for line in text.splitlines() if line.startswith("part ")] == [f"part {n}" for n in range(20)]
     assert notes == []
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("cb?next=https%3A%2F%2Fh%2Fv1%3Fapi_key%3DZq8vW3xR7%26n%3D1", "cb?next=https%3A%2F%2Fh%2Fv1%3Fapi_key%3D[REDACTED]%26n%3D1"),
+    ("state=hf_token%3dZq8vW3xR7%20next", "state=hf_token%3d[REDACTED]%20next"),
+    ("u=b%253Ftoken%253DZq8vW3xR7%2526x%253D1", "u=b%253Ftoken%253D[REDACTED]%2526x%253D1"),
+    ("export TOKEN_HF=Zq8vW3xR7", "export TOKEN_HF=[REDACTED]"),
+    ("KEY_NGC=Zq8vW3xR7 API_KEY_OPENAI_PROD=Zq8vW3xR7", "KEY_NGC=[REDACTED] API_KEY_OPENAI_PROD=[REDACTED]"),
+    # placeholders and what only looks like a secret stay
+    ("cb?api_key%3D%24VLLM_API_KEY", "cb?api_key%3D%24VLLM_API_KEY"), ("q=max_tokens%3D16", "q=max_tokens%3D16"),
+    ("TOKEN_LIMIT=4096 TOKEN_FILE=/run/t", "TOKEN_LIMIT=4096 TOKEN_FILE=/run/t"),
+])
+def test_url_encoded_pairs_and_a_secret_word_before_the_provider_are_masked(text, shown):
+    """Campaign r6b, S2 left over: `api_key%3D…` inside another URL, and `TOKEN_HF=` (HF_TOKEN's words reversed)."""
+    from diagnose.util.redact import redact
+
+    assert redact(text) == shown
+    assert redact(text, screen=False) == shown
