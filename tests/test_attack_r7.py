@@ -92,3 +92,50 @@ def test_url_encoded_pairs_and_a_secret_word_before_the_provider_are_masked(text
 
     assert redact(text) == shown
     assert redact(text, screen=False) == shown
+
+
+KV_TOO_SMALL = ("ValueError: The model's max seq len (4096) is larger than the maximum number of tokens that can be "
+                "stored in KV cache (2048). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when "
+                "initializing the engine.\n")
+
+
+def _verify_images() -> list[str]:
+    from diagnose.util.datafiles import load_yaml
+
+    return load_yaml("verify_docker.yaml")["images"]
+
+
+@pytest.mark.parametrize("image", ["evil/img", "localhost:5000/vllm/vllm-openai", "vllm/vllm-openai-evil:latest",
+                                   "vllm:latest", "ee2917e260bb", "docker.io/evil/vllm-openai", "rocm/vllm.evil"])
+def test_a_docker_command_with_an_image_verify_refuses_is_not_printed_but_its_change_is(diagnose_text, image):
+    """Campaign r6a, F5: `docker run --gpus all evil/img …` was printed to paste, though verify runs only the images
+    of verify_docker.yaml (the image's entry point is code the input chose). The same list decides both now."""
+    report = diagnose_text(KV_TOO_SMALL, launch=f"docker run --gpus all {image} --model m --max-model-len 4096")
+    assert report["facts"]["launch"]["command"] is None
+    assert image in report["facts"]["launch"]["command_not_shown"]
+    fixes = [fix for d in report["diagnoses"] for fix in d["fixes"] if fix["changes"]]  # those a command would carry
+    assert fixes and all(fix["command"] is None for fix in fixes)
+    assert all(f"the launch runs the image `{image}`" in fix["command_not_shown"] for fix in fixes)
+    assert any(fix["changes"].get("--max-model-len") == "2048" for fix in fixes), "the fix is still given as a change"
+
+
+@pytest.mark.parametrize("image", ["vllm/vllm-openai:v0.8.5", "vllm/vllm-openai@sha256:" + "a" * 64,
+                                   *_verify_images(), *(f"{known}:latest" for known in _verify_images())])
+def test_a_docker_command_with_a_vllm_image_is_still_printed(diagnose_text, image):
+    report = diagnose_text(KV_TOO_SMALL, launch=f"docker run --gpus all {image} --model m --max-model-len 4096")
+    assert report["facts"]["launch"]["command"] == f"docker run --gpus all {image} --model m --max-model-len 4096"
+    commands = [fix.get("command") for d in report["diagnoses"] for fix in d["fixes"] if fix["changes"]]
+    assert commands and all(command and f" {image} " in command for command in commands)
+
+
+def test_verify_and_printing_read_the_images_alike():
+    from diagnose.launch.images import known_image
+    from diagnose.verify.docker import plain_image
+    from diagnose.verify.policy import LaunchRefused
+
+    for image in ["vllm/vllm-openai:v0.8.5", "'rocm/vllm:latest'", "evil/img", "vllm:latest", ""]:
+        try:
+            verified = bool(plain_image(image))
+        except LaunchRefused:
+            verified = False
+        assert verified == known_image(image), image
