@@ -32,20 +32,22 @@ TEST_SETTINGS = {
 
 
 def sealed_environ(environ: Mapping[str, str], machine: Path) -> dict[str, str]:
-    """The environment a test runs in: the runner's, less what is scrubbed, with HOME and the XDG and Hugging Face
-    folders inside `machine`, an empty folder standing for a fresh machine."""
+    """The environment a test runs in: the runner's, less what is scrubbed, with HOME, the XDG and Hugging Face
+    folders and TMPDIR inside `machine`, an empty folder standing for a fresh machine."""
     home = machine / "home"
     kept = {k: v for k, v in environ.items()
             if k in RUNNER_SWITCHES or not (k in SCRUBBED_NAMES or k.startswith(SCRUBBED_PREFIXES))}
     return {**kept, **TEST_SETTINGS, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
             "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local" / "share"),
-            "XDG_STATE_HOME": str(home / ".local" / "state"), "HF_HOME": str(home / ".cache" / "huggingface")}
+            "XDG_STATE_HOME": str(home / ".local" / "state"), "HF_HOME": str(home / ".cache" / "huggingface"),
+            "TMPDIR": str(machine / "tmp")}  # the hook's fallback state folder, $TMPDIR/vdiag-$UID, is the machine's
 
 
 def _empty_machine(parent: str | None = None) -> Path:
     machine = Path(tempfile.mkdtemp(prefix="machine-", dir=parent))
     (machine / "home").mkdir()
     (machine / "work").mkdir()
+    (machine / "tmp").mkdir(mode=0o700)
     return machine
 
 

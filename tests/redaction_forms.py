@@ -120,6 +120,13 @@ FORMS = [
     ("vllm-namespace-api-key", "text", f"args: Namespace(model='{MODEL}', api_key=['NsListKey456'], port=8000)", ["NsListKey456"]),
     ("hf-token-short-piece-wrap", "text", "token hf_Ab3dE\nfGhIjKlMnOpQrStUvWxYz0123456 rejected",
      ["hf_Ab3dE", "Ab3dE", "fGhIjKlMnOpQrStUvWxYz0123456"]),
+    # campaign r6b, left over: a pair URL-encoded inside another URL, a secret word before the provider's name
+    ("url-encoded-api-key", "text", "redirect to https://app.example/login?next=https%3A%2F%2Fapi.example%2Fv1%3F"
+     "api_key%3DEncApiKeyVal77%26n%3D1", ["EncApiKeyVal77"]),
+    ("url-encoded-token", "text", "GET /cb?state=access_token%3DEncTokenVal88%26x%3D1 failed", ["EncTokenVal88"]),
+    ("url-encoded-twice", "text", "https://a.example/r?u=https%253A%252F%252Fb%252Fc%253Ftoken%253DEncTwiceVal5", ["EncTwiceVal5"]),
+    ("env-token-before-provider", "env", "TOKEN_HF=ProvLastTokenV9", ["ProvLastTokenV9"]),
+    ("env-key-before-provider", "env", "API_KEY_OPENAI=ProvLastKeyV10", ["ProvLastKeyV10"]),
 ]
 FORM_IDS = [form[0] for form in FORMS]
 
@@ -138,6 +145,7 @@ NEAR_MISSES = [
     "--kv-cache-dtype fp8_e4m3", "kv_cache_dtype='auto'", "worker exited on sig 15", "terminated (sig=SIGTERM)",
     "signature: (self, x)", "pip install hf_transfer", "HF_HUB_ENABLE_HF_TRANSFER=1", "from huggingface_hub import hf_hub_download",
     'password authentication failed for user "vllm"', "Please log in with `huggingface-cli login`",
+    "TOKEN_LIMIT=4096", "KEY_FILE=/etc/vllm/tls.key", "GET /v1/models?page%3D2%26max_tokens%3D16",
     "wandb: Currently logged in as: team (use `wandb login --relogin` to force relogin)", "docker login registry.example.com",
     "docker run -p 8000:8000 --gpus all vllm/vllm-openai:latest", "curl -X POST http://localhost:8000/v1/completions",
     "curl -s http://localhost:8000/v1/models -H 'Content-Type: application/json'", "cookies are disabled",

@@ -336,6 +336,8 @@ def test_emails_are_masked_everywhere_unless_a_caller_opts_out():
     "https://:" + "/" * 65527, "Ab1" * 21845, "-----BEGIN RSA PRIVATE KEY-----" + "A" * 65505, "hf_" + "a1" * 32766,
     "Cookie: " + "a=;" * 21842, "curl" + " -u" * 21844, ":1:" * 21845, "a:1:b:c:" * 8192, "- name: HF_TOKEN\n" * 3855,
     "name: x, value: " * 4096, "machine h login u password " * 2427, "wandb login" + " --a" * 16381, "api_key=" + "[" * 65528,
+    "api_key%3D" * 6553, "%3Fapi_key" * 6553, "%253Ftoken" * 6553, "token%3D%2" * 6553, "%3D" * 21845,
+    "a" * 60 + "%3Da" * 16369,
 ])
 def test_a_hostile_64k_line_stays_linear(hostile):
     """Bounded quantifiers: a 64 KB line costs about as much as 16 KB of the same text times four, not sixteen.

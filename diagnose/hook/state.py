@@ -39,9 +39,9 @@ def state_dir_candidates(requested: str | None, env: Mapping[str, str], trigger:
     """Where reports may be written, in order of preference, and where an earlier report of the same run may be.
 
     The first of: `--state-dir`, `$STATE_DIRECTORY` (vdiag@.service's StateDirectory=), /var/lib/vdiag; then
-    `$XDG_STATE_HOME/vdiag` and a private `/tmp/vdiag-$UID`. Under `ExecStopPost=`, `$STATE_DIRECTORY` is the
-    watched service's own (vllm.service's StateDirectory=), not vdiag's, so it is not used. Without `--state-dir`,
-    earlier reports are looked for in /var/lib/vdiag too, where the other wiring writes.
+    `$XDG_STATE_HOME/vdiag` and a private `$TMPDIR/vdiag-$UID` (/tmp without TMPDIR). Under `ExecStopPost=`,
+    `$STATE_DIRECTORY` is the watched service's own (vllm.service's StateDirectory=), not vdiag's, so it is not
+    used. Without `--state-dir`, earlier reports are looked for in /var/lib/vdiag too, where the other wiring writes.
     """
     own_state = (env.get("STATE_DIRECTORY") or "").split(":")[0]
     if trigger is not None and trigger.origin == "ExecStopPost":
@@ -63,7 +63,10 @@ def _unique(paths: list[Path]) -> list[Path]:
 
 
 def private_tmp_dir() -> Path:
-    return Path("/tmp") / f"vdiag-{os.getuid()}"
+    """`$TMPDIR/vdiag-$UID` (an absolute TMPDIR, else /tmp): this user's temporary folder, as every tool's; used
+    only when nobody else can change it or a folder above it (`_state_dir_problem`, `find_diagnosed`)."""
+    base = os.environ.get("TMPDIR") or ""
+    return Path(base if os.path.isabs(base) else "/tmp") / f"vdiag-{os.getuid()}"
 
 
 def choose_state_dir(candidates: list[Path]) -> tuple[Path, str | None]:

@@ -5,7 +5,7 @@ prints, often as root. Every word the input gave is quoted (`shell_words.shell_w
 as a command at all when pasting it would do more than start vLLM: shell syntax in its line (`;`, `|`, `$(…)`,
 backticks, a `#` comment), other commands around it in a `sh -c` string, a variable that makes the loader, the shell or Python load code (print_policy.yaml
 `loader_env`), a program the input chose rather than the operator's vllm, python or docker (`programs`), docker out
-of its sandbox (verify's own lines: verify_docker.yaml), or a value its frame (a unit, a pod spec, Python)
+of its sandbox or running an image verify would not run (verify's own lines: verify_docker.yaml), or a value its frame (a unit, a pod spec, Python)
 cannot quote the way the shell reads it. The report then says why and gives the fix as a `change:` line.
 
 >>> from diagnose.launch.parse import parse_launch
@@ -26,6 +26,7 @@ from typing import Any, Iterator
 from ..util.datafiles import load_yaml
 from ..util.lazy_pattern import lazy
 from .host_paths import host_path_protected
+from .images import image_word, known_image
 from .launch import Launch
 from .render import apply_changes, render
 from .shell_words import word_value
@@ -92,6 +93,9 @@ def not_shown_reason(launch: Launch, fixed: Launch | None = None) -> str | None:
             return reason
     if launch.form == "docker" and (reason := _docker_escape(launch)):
         return reason
+    if fixed.form == "docker" and not known_image(fixed.image):  # its entry point is code the input chose
+        return (f"the launch runs the image `{image_word(fixed.image)[:80] or '?'}`, not one of the vLLM images "
+                "verify runs (diagnose/data/verify_docker.yaml images)")
     return _code_flag_reason(fixed) or _frame_reason(fixed)
 
 

@@ -11,6 +11,8 @@
 from __future__ import annotations
 
 import email
+import email.message
+import email.feedparser
 import email.policy
 import re
 
@@ -22,12 +24,12 @@ ATTACHMENT_SUFFIXES = (".txt", ".log", ".md")
 MAX_EMAIL_BYTES = 64 << 20  # the most of an .eml read; the parser takes a message cut short as it is
 MAX_HEADER_CHARS = 8192  # of a header's raw value parsed: a real one is a line or a few, never a document
 MAX_NESTED_PARTS = 64  # multipart and message/* parts read; Python's e-mail parser recurses once per nesting level
-# boundary lines read: the parser's time and memory grow with the parts (200,000 siblings took a minute and 212 MB);
-# a ticket has a few, and a line of a log at column 0 starting with "--" counts too, hence the room
-MAX_BOUNDARY_LINES = 4096
+# parts the parser makes (the message itself included): its time and memory grow with them (200,000 siblings took a
+# minute and 212 MB), whatever the boundary is spelt; a ticket has a few
+MAX_PARTS = 1024
+_FEED_BYTES = 4096  # fed to the parser at a time: it stops within one such piece past MAX_PARTS (a part takes 4 bytes)
 # A part's Content-Type that holds other parts, its header possibly folded over several lines.
 _CONTAINER_PART = lazy(rb"^content-type:(?:[ \t]|\r?\n[ \t])*(?:multipart|message)/", re.IGNORECASE | re.MULTILINE)
-_BOUNDARY_LINE = lazy(rb"^--[^\s-]", re.MULTILINE)
 _REPLY_PREFIX = lazy(r"^\s*(?:(?:re|fwd?|aw|wg|antw|sv|vs|tr)\s*(?:\[\d+\])?\s*[:：]|(?:回复|答复|转发)\s*[:：])\s*",
                      re.IGNORECASE)
 # Where the quoted history of a reply begins, in the mail clients' own wordings (English, German, Chinese).
@@ -74,7 +76,8 @@ def latest_message(body: str) -> str:
 
 def read_eml(path: str) -> tuple[str | None, str, list[str]]:
     """An e-mail's clean subject and its text: each text/plain part's newest message, plus attached .log/.txt files;
-    and notes on what was left unread (past MAX_EMAIL_BYTES, or parts nested deeper than MAX_NESTED_PARTS)."""
+    and notes on what was left unread (past MAX_EMAIL_BYTES, parts nested deeper than MAX_NESTED_PARTS, or past
+    MAX_PARTS parts)."""
     try:
         with open_regular(path, "e-mail file") as handle:
             data = handle.read(MAX_EMAIL_BYTES + 1)
@@ -88,14 +91,13 @@ def read_eml(path: str) -> tuple[str | None, str, list[str]]:
     if nested:
         notes.append(f"the e-mail nests more than {MAX_NESTED_PARTS} multipart parts: the parts from the "
                      f"{MAX_NESTED_PARTS + 1}th on were not read")
-    data, many = _within_boundaries(data)
-    if many:
-        notes.append(f"the e-mail has more than {MAX_BOUNDARY_LINES} part boundaries: the parts after them were not read")
     try:
-        message = email.message_from_bytes(data, policy=_POLICY)
+        message, many = _parsed_within_parts(data)
         parts = _texts(message)
     except RecursionError:  # nesting the count above did not see (it reads only the raw headers)
         raise InputError(f"{path}: the e-mail is nested too deeply to read") from None
+    if many:
+        notes.append(f"the e-mail has more than {MAX_PARTS} parts: the parts from the {MAX_PARTS + 1}th on were not read")
     if not parts:
         raise InputError(f"{path}: the e-mail has no text/plain part to diagnose")
     return clean_subject(message.get("subject")), "\n".join(parts), [f"{note}, so this answer may be partial" for note in notes]
@@ -116,18 +118,29 @@ def _within_nesting(data: bytes) -> tuple[bytes, bool]:
     return data, False
 
 
-def _within_boundaries(data: bytes) -> tuple[bytes, bool]:
-    """The raw message up to its (MAX_BOUNDARY_LINES + 1)th line that starts with "--", and whether it was cut.
+def _parsed_within_parts(data: bytes) -> tuple[email.message.Message, bool]:
+    """The message parsed up to its MAX_PARTS-th part (within one fed piece), and whether parts were left unread.
 
-    >>> _within_boundaries(b"--a\\nx\\n" * (MAX_BOUNDARY_LINES + 2))[0].count(b"--a"), _within_boundaries(b"--a\\n")[1]
-    (4096, False)
+    The parser itself counts the parts, so every spelling of a boundary (`--b`, `---b`, `-- b`) counts alike.
+
+    >>> wide = b"Content-Type: multipart/mixed; boundary=-b\\n\\n" + b"---b\\n\\nx\\n" * (MAX_PARTS * 3)
+    >>> message, cut = _parsed_within_parts(wide)
+    >>> cut, MAX_PARTS <= len(message.get_payload()) <= MAX_PARTS + _FEED_BYTES // 4
+    (True, True)
     """
-    count = 0
-    for found in _BOUNDARY_LINE.finditer(data):
-        count += 1
-        if count > MAX_BOUNDARY_LINES:
-            return data[:found.start()], True
-    return data, False
+    made = [0]
+
+    def counted(policy=_POLICY):
+        made[0] += 1
+        return email.message.EmailMessage(policy=policy)
+
+    parser = email.feedparser.BytesFeedParser(counted, policy=_POLICY)
+    made[0] = 0  # the parser calls the factory once to learn its signature
+    for start in range(0, len(data), _FEED_BYTES):
+        if made[0] > MAX_PARTS:
+            return parser.close(), True
+        parser.feed(data[start:start + _FEED_BYTES])
+    return parser.close(), made[0] > MAX_PARTS
 
 
 def _texts(message) -> list[str]:

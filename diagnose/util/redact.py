@@ -28,7 +28,8 @@ from dataclasses import replace
 from typing import Any
 
 from .lazy_pattern import lazy
-from .redact_names import MASK, is_placeholder, is_secret_name, mask_keyed_values, mask_name_value_pairs, secret_table
+from .redact_names import (MASK, is_placeholder, is_secret_name, mask_encoded_values, mask_keyed_values,
+                           mask_name_value_pairs, secret_table)
 
 EMAIL_MASK = "[EMAIL]"
 
@@ -64,6 +65,8 @@ def redact(text: str, emails: bool = True, screen: bool = True, encoded: bool = 
     lower = text.lower()  # the names are ASCII, and no other letter matches `(?i)bearer`
     if not screen or table.name_words is None or table.name_words.search(lower):
         masked = mask_keyed_values(text)
+        if not screen or "%3d" in lower or "%253d" in lower:  # `api_key%3D…`, a pair URL-encoded in a URL
+            masked = mask_encoded_values(masked)
         if not screen or ("value" in lower and "name" in lower):
             masked = mask_name_value_pairs(masked)
         if masked is not text:

@@ -35,6 +35,11 @@ _NAME_VALUE = lazy(
     r"(?<![\w\-])(?P<nq>[\"']?)name(?P=nq)[ \t]{0,3}[:=][ \t]{0,3}(?P<q>[\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_.\-]{0,127})"
     r"(?P=q)[ \t]{0,16},?[ \t]{0,16}(?:\n[ \t]{0,64})?(?P<vq>[\"']?)value(?P=vq)[ \t]{0,3}[:=][ \t]{0,3}"
 )
+# `api_key%3D…` (`%253D` encoded twice): a pair URL-encoded inside another URL's parameter (a redirect, a state),
+# its name after a separator or an encoded character (`%3Fapi_key`, `%26token`); the value up to an encoded
+# separator, quote, space or comma
+_ENCODED_KEY_SEP = lazy(r"(?:(?<=%[0-9A-Fa-f]{2})|(?<=%25[0-9A-Fa-f]{2})|(?<![\w.\-%]))(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})%(?:25)?3[Dd]")
+_ENCODED_VALUE = lazy(r"(?:[^\s%\"'`&<>|#]|%(?!(?:25)?(?:2[0236Cc]|3[Bb]))[0-9A-Fa-f]{2}){1,1024}")
 # Inside a quoted word, what says it is more than one value: a line break, a flag, another NAME= assignment.
 _MORE_IN_WORD = lazy(r"\n|\s(?:-|[A-Za-z_][A-Za-z0-9_]*=)")
 _PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
@@ -51,7 +56,7 @@ class SecretTable:
     parts: frozenset[str]
     substrings: tuple[str, ...]
     env_endings: frozenset[str]
-    env_qualifiers: frozenset[str]
+    env_qualifiers: frozenset[str]  # and env_providers: a last part that leaves the secret name before it
     not_secret: frozenset[str]
     flags: frozenset[str]
     shapes: tuple[tuple[LazyPattern, bool], ...]  # each shape, and whether it masks only its `secret…` groups
@@ -70,7 +75,7 @@ def secret_table() -> SecretTable:
     literals = [required_literals(p) for p in data["shapes"]]
     found = [x for held in literals if held for x in held]
     return SecretTable(tuple(data["name_endings"]), frozenset(data["name_parts"]), tuple(data["name_substrings"]),
-                       frozenset(data["env_endings"]), frozenset(data["env_qualifiers"]),
+                       frozenset(data["env_endings"]), frozenset(data["env_qualifiers"] + data["env_providers"]),
                        frozenset(data["not_secret"]), flags, shapes,
                        tuple(shape for shape, held in zip(shapes, literals) if held is None),
                        literal_search(found) if found else None,
@@ -112,7 +117,7 @@ def _is_secret_name(name: str) -> bool:
         return True
     if not _ENV_NAME.fullmatch(bare.lstrip("-")):
         return False
-    if len(parts) > 1 and (parts[-1].isdigit() or parts[-1].upper() in table.env_qualifiers):  # HF_TOKEN_PROD
+    if len(parts) > 1 and (parts[-1].isdigit() or parts[-1].upper() in table.env_qualifiers):  # HF_TOKEN_PROD, TOKEN_HF
         return _is_secret_name(bare.lstrip("-").rsplit("_", 1)[0])
     return parts[-1].upper() in table.env_endings
 
@@ -162,6 +167,26 @@ def mask_name_value_pairs(text: str) -> str:
     for match in _NAME_VALUE.finditer(text):
         if match.start() >= done and is_secret_name(match.group("name")):
             done = _mask_value_at(text, match.end(), done, out)
+    return "".join(out) + text[done:] if out else text
+
+
+def mask_encoded_values(text: str) -> str:
+    """`…%3Fapi_key%3DVALUE%26…`: the value of a URL-encoded pair masked when its name is a secret's.
+
+    >>> mask_encoded_values("next=https%3A%2F%2Fh%2Fcb%3Fapi_key%3DZq8vW3xR%26n%3D1 token%253D%2524HF_TOKEN")
+    'next=https%3A%2F%2Fh%2Fcb%3Fapi_key%3D[REDACTED]%26n%3D1 token%253D%2524HF_TOKEN'
+    """
+    from urllib.parse import unquote
+
+    out: list[str] = []
+    done = 0
+    for match in _ENCODED_KEY_SEP.finditer(text):
+        if match.start() < done or not is_secret_name(match.group("key")):
+            continue
+        value = _ENCODED_VALUE.match(text, match.end())
+        if value is not None and not is_placeholder(unquote(unquote(value.group(0)))):
+            out += [text[done:value.start()], MASK]
+            done = value.end()
     return "".join(out) + text[done:] if out else text
 
 

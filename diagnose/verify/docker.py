@@ -25,6 +25,7 @@ from fnmatch import fnmatchcase
 from typing import Iterable
 
 from ..launch.host_paths import host_path_protected
+from ..launch.images import image_word, known_image, known_images
 from ..launch.launch import Arg, Launch
 from ..util.lazy_pattern import lazy
 from .environment import env_note, env_verdict
@@ -34,7 +35,6 @@ from .values import NotData, vet
 _VOLUME_NAME = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]+")
 _DEVICE = lazy(r"(/dev/[A-Za-z0-9_./-]+)(?::/dev/[A-Za-z0-9_./-]+)?(?::[rwm]{1,3})?")
 _ENV_NAME = lazy(r"[A-Za-z_][A-Za-z0-9_]*")
-_TAG = lazy(r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[0-9a-f]{64})?")
 _PROGRAM_DIRS = ("/bin/", "/sbin/", "/usr/bin/", "/usr/sbin/", "/usr/local/bin/", "/usr/local/sbin/")
 
 
@@ -232,13 +232,13 @@ def _check_target(flag: str, target: str) -> None:
 
 
 def plain_image(image: str | None) -> str:
-    """The image as docker is given it: a known vLLM repository and an optional tag or digest; else LaunchRefused."""
-    image = (image or "").strip().strip("'\"")
-    known = docker_policy()["images"]
-    if not any(image.startswith(r) and _TAG.fullmatch(image[len(r):]) for r in known):
-        raise LaunchRefused(f"refusing to verify: the image `{image or '?'}` is not a known vLLM image "
-                            f"({', '.join(known)})")
-    return image
+    """The image as docker is given it: a known vLLM repository and an optional tag or digest (launch.images, the
+    reading printed commands use too); else LaunchRefused."""
+    word = image_word(image)
+    if not known_image(word):
+        raise LaunchRefused(f"refusing to verify: the image `{word or '?'}` is not a known vLLM image "
+                            f"({', '.join(known_images())})")
+    return word
 
 
 def _check_after_image(launch: Launch) -> None:
