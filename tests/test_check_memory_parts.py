@@ -104,9 +104,10 @@ def test_v1s_default_max_num_seqs_before_0_8_5_is_that_releases_own():
 
 
 def test_a_kv_shortfall_the_sampler_peak_causes_is_fixed_by_fewer_sequences():
-    # gpt-oss-120b on an 80 GB H100 at 0.10.1's defaults: 1,024 dummy requests' sampler peak (5.37 GiB) leaves
-    # about 2.8 GiB of KV, short of one 131,072-token sequence (4.5 GiB); 256 requests (1.34 GiB) leave 6.8 GiB.
-    found = run_checks(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.10.1"))
+    # gpt-oss-120b on an 80 GB H100 at 0.12.0's defaults (the Triton kernels' 64.18 GiB): 1,024 dummy requests'
+    # sampler peak (5.37 GiB) leaves about 1.1 GiB of KV, short of one 131,072-token sequence (4.5 GiB); 256
+    # requests (1.34 GiB) leave 5.2 GiB.
+    found = run_checks(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.12.0"))
     kv = next(f for f in found.failures if f.check == "kv-cache")
     fewer = next(r for r in kv.remedies if "--max-num-seqs" in r.changes)
     assert kv.category == "kv-cache-too-small-for-max-len" and fewer.changes == {"--max-num-seqs": "256"}
