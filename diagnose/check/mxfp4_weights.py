@@ -10,8 +10,9 @@ backend `get_mxfp4_backend` picks by compute capability (flashinfer being instal
 - 9.x, the Triton kernels (`_swizzle_mxfp4`): I to 64; the swizzled values replace the loaded ones, the scales are
   swizzled into copies beside the loaded scale parameters (never deleted), so held twice, and the biases turn
   float32. Only with torch 2.8 (`Mxfp4MoEMethod._should_use_marlin`, 0.10.1: `not is_torch_equal_or_newer("2.8.0")`
-  → Marlin), i.e. from vLLM 0.10.2, the first release built on it; before, and wherever `VLLM_MXFP4_USE_MARLIN=1`,
-  Hopper runs Marlin (`marlin=True`);
+  → Marlin), from vLLM 0.10.2, and the `triton_kernels` package, which the wheel ships from 0.12.0 only
+  (`vllm/third_party/triton_kernels`); before, and wherever `VLLM_MXFP4_USE_MARLIN=1`, Hopper runs Marlin
+  (`marlin=True`);
 - 10.x, FlashInfer: I and H to multiples of 256.
 
 The intermediate size is not in the catalogue: it is what the parameter count leaves to the experts (each 3·I·H
