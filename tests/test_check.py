@@ -194,12 +194,12 @@ def test_weights_that_do_not_fit_the_gpu_are_predicted_with_a_fix_that_fits():
 
 
 def test_a_context_the_kv_cache_cannot_hold_is_predicted_with_the_length_that_fits():
-    found = finding("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.75",
+    found = finding("vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len 32768 --gpu-memory-utilization 0.8",
                     "kv-cache", gpu="L4")
     assert found.outcome == "fail" and found.category == "kv-cache-too-small-for-max-len"
     cap = next(r for r in found.own_fixes() if "--max-model-len" in r.changes)
     fixed = picture(target(f"vllm serve Qwen/Qwen2.5-7B-Instruct --max-model-len {cap.changes['--max-model-len']} "
-                           "--gpu-memory-utilization 0.75", gpu="L4"))
+                           "--gpu-memory-utilization 0.8", gpu="L4"))
     assert fits(fixed) is not False
 
 

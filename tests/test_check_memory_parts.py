@@ -56,15 +56,16 @@ def test_mxfp4_counts_its_experts_apart_from_what_it_leaves_unquantized():
 
 def test_the_v1_sampler_peak_sets_the_reserve_on_a_large_gpu():
     # vllm 0.13.0 gpu_model_runner._dummy_sampler_run: min(max_num_seqs, max_num_batched_tokens) rows; V1's default
-    # max_num_seqs on an 80 GB H100 is 1024 (arg_utils); 1,024 × 201,088 logits × 28 bytes (the PyTorch top-k/top-p
-    # path, topk_topp_sampler.py) = 5.37 GiB, + 0.5 GiB non-torch.
+    # max_num_seqs on an 80 GB H100 is 1024 (arg_utils); 1,024 × 201,088 logits × 38 bytes (the PyTorch top-k/top-p
+    # path's sort, topk_topp_sampler.py: check_assumptions.yaml sampler_bytes_per_logit) = 7.28 GiB, + 0.5 GiB
+    # non-torch.
     pic = picture(target("vllm serve openai/gpt-oss-120b", gpu="H100"))
-    assert pic.reserve_gib.central == pytest.approx(1024 * 201088 * 28 / GIB + 0.5, abs=0.01)
+    assert pic.reserve_gib.central == pytest.approx(1024 * 201088 * 38 / GIB + 0.5, abs=0.01)
 
 
 def test_fewer_batched_tokens_than_sequences_bound_the_sampler_rows():
     pic = picture(target("vllm serve openai/gpt-oss-120b --max-num-batched-tokens 512", gpu="H100"))
-    assert pic.reserve_gib.central == pytest.approx(512 * 201088 * 28 / GIB + 0.5, abs=0.01)
+    assert pic.reserve_gib.central == pytest.approx(512 * 201088 * 38 / GIB + 0.5, abs=0.01)
 
 
 def test_flashinfer_may_sample_up_to_0_11_so_the_low_case_is_its_peak():
@@ -73,7 +74,7 @@ def test_flashinfer_may_sample_up_to_0_11_so_the_low_case_is_its_peak():
     old, new = picture(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.11.0")), picture(
         target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.12.0"))
     assert old.reserve_gib.low == pytest.approx(1024 * 201088 * 10 / GIB + 0.25, abs=0.01)
-    assert new.reserve_gib.low == pytest.approx(1024 * 201088 * 28 / GIB + 0.25, abs=0.01)
+    assert new.reserve_gib.low == pytest.approx(1024 * 201088 * 38 / GIB + 0.25, abs=0.01)
 
 
 def test_no_sampler_peak_where_it_is_not_known_or_not_v1():
@@ -100,16 +101,27 @@ def test_v1s_default_max_num_seqs_before_0_8_5_is_that_releases_own():
     assert v1_max_num_seqs_default("0.8.4", 79.1, "NVIDIA H100 80GB HBM3") == 1024
     assert v1_max_num_seqs_default("0.8.5", 79.2, "NVIDIA A100-SXM4-80GB") == 1024
     pic = picture(target("vllm serve Qwen/Qwen2.5-32B-Instruct -tp 2", gpu="RTX 3090", count=2, version="0.8.1"))
-    assert pic.reserve_gib.central == pytest.approx(1024 * 152064 * 28 / GIB + 0.5, abs=0.01)
+    assert pic.reserve_gib.central == pytest.approx(1024 * 152064 * 38 / GIB + 0.5, abs=0.01)
+
+
+def test_the_sampler_peak_is_the_sort_s_and_leaves_gpt_oss_no_blocks_at_0_10_1s_defaults():
+    # gpt-oss-120b on an 80 GB H100 at 0.10.1's defaults (memory/gh-vllm-23278 logged "Available KV cache memory:
+    # -2.14 GiB"): 0.9 × 79.1 = 71.19 GiB, less Marlin's 65.90 GiB of weights (65.97 logged), less the sort's
+    # 1,024 × 201,088 × 38 bytes (7.28 GiB) + 0.5 GiB non-torch = -2.49 GiB: no block, as the log says.
+    pic = picture(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.10.1"))
+    hand = 0.9 * 79.1 - 65.90 - (1024 * 201088 * 38 / GIB + 0.5)
+    assert pic.kv_gib.central == pytest.approx(hand, abs=0.05) and abs(pic.kv_gib.central - -2.14) < 0.5
+    found = run_checks(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.10.1"))
+    assert [f.category for f in found.failures if f.check == "kv-cache"] == ["kv-cache-no-blocks"]
 
 
 def test_a_kv_shortfall_the_sampler_peak_causes_is_fixed_by_fewer_sequences():
-    # gpt-oss-120b on an 80 GB H100 at 0.10.1's defaults: 1,024 dummy requests' sampler peak (5.37 GiB) leaves
-    # about 2.8 GiB of KV, short of one 131,072-token sequence (4.5 GiB); 256 requests (1.34 GiB) leave 6.8 GiB.
-    found = run_checks(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.10.1"))
+    # 0.12.0 on an H100 (the Triton kernels' 64.18 GiB): 7.78 GiB of sampler reserve leave -0.77 GiB; 256 requests
+    # (1.82 + 0.5 GiB) leave 4.69 GiB, 136,000 tokens, one 131,072-token sequence.
+    found = run_checks(target("vllm serve openai/gpt-oss-120b", gpu="H100", version="0.12.0"))
     kv = next(f for f in found.failures if f.check == "kv-cache")
     fewer = next(r for r in kv.remedies if "--max-num-seqs" in r.changes)
-    assert kv.category == "kv-cache-too-small-for-max-len" and fewer.changes == {"--max-num-seqs": "256"}
+    assert kv.category == "kv-cache-no-blocks" and fewer.changes == {"--max-num-seqs": "256"}
     assert fewer.predicted["kv_tokens"] > 131072
 
 # ---------------------------------------------------------------- the facts they read

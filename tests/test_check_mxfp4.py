@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from diagnose.check.estimate import picture
 from diagnose.check.mxfp4_weights import mxfp4_weights
 from diagnose.check.target import target_for
@@ -44,8 +46,26 @@ def test_near_misses_not_mxfp4_or_a_figure_missing():
 
 
 def test_the_check_uses_it_for_the_catalogued_gpt_oss():
-    t = target_for("vllm serve openai/gpt-oss-120b", gpus_from_table("H100", 1), "0.10.1", host=SealedHost())
+    t = target_for("vllm serve openai/gpt-oss-120b", gpus_from_table("H100", 1), "0.12.0", host=SealedHost())
     weights = picture(t).weights_gib
-    assert weights.low <= 65.97 <= weights.high and abs(weights.central - 64.18) < 0.05
+    assert abs(weights.central - 64.18) < 0.05  # the Triton kernels, torch 2.8, bundled triton_kernels
     ampere = target_for("vllm serve openai/gpt-oss-20b", gpus_from_table("A100", 1), "0.10.1", host=SealedHost())
     assert picture(ampere).weights_gib.central > 13.0  # 20.91 B params: not the 9.7 GiB of 4 bits everywhere
+
+
+def test_hopper_runs_marlin_before_torch_2_8_or_where_the_environment_asks():
+    # Mxfp4MoEMethod._should_use_marlin (0.10.1): Hopper without torch >= 2.8 takes Marlin (I to 2,944, H to 3,072);
+    # 0.10.1 (torch 2.7.1) logged "Model loading took 65.9651 GiB" on an H100 (memory/gh-vllm-23278). 0.10.2-0.11.x
+    # have torch 2.8 but not triton_kernels (no dependency, not in the wheel before 0.12.0): Marlin still.
+    h100 = gpus_from_table("H100", 1)
+    old = picture(target_for("vllm serve openai/gpt-oss-120b", h100, "0.10.1", host=SealedHost())).weights_gib
+    between = picture(target_for("vllm serve openai/gpt-oss-120b", h100, "0.11.0", host=SealedHost()))
+    assert between.weights_gib.central == pytest.approx(old.central, abs=0.01)
+    assert any("only where triton_kernels is installed" in line for line in between.assumed)
+    forced = picture(target_for("VLLM_MXFP4_USE_MARLIN=1 vllm serve openai/gpt-oss-120b", h100, "0.12.0",
+                                host=SealedHost())).weights_gib
+    new = picture(target_for("vllm serve openai/gpt-oss-120b", h100, "0.12.0", host=SealedHost())).weights_gib
+    marlin = mxfp4_weights(OSS_120B, 1, 1, 8.0).gib
+    assert old.central == pytest.approx(marlin, abs=0.01) == forced.central and abs(old.central - 65.97) < 0.1
+    assert new.central == pytest.approx(mxfp4_weights(OSS_120B, 1, 1, 9.0).gib, abs=0.01)
+    assert new.central < old.central

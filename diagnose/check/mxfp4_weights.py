@@ -9,7 +9,10 @@ backend `get_mxfp4_backend` picks by compute capability (flashinfer being instal
 - below 9.0, Marlin: I to a multiple of 128, H of 256;
 - 9.x, the Triton kernels (`_swizzle_mxfp4`): I to 64; the swizzled values replace the loaded ones, the scales are
   swizzled into copies beside the loaded scale parameters (never deleted), so held twice, and the biases turn
-  float32;
+  float32. Only with torch 2.8 (`Mxfp4MoEMethod._should_use_marlin`, 0.10.1: `not is_torch_equal_or_newer("2.8.0")`
+  → Marlin), from vLLM 0.10.2, and the `triton_kernels` package, which the wheel ships from 0.12.0 only
+  (`vllm/third_party/triton_kernels`); before, and wherever `VLLM_MXFP4_USE_MARLIN=1`, Hopper runs Marlin
+  (`marlin=True`);
 - 10.x, FlashInfer: I and H to multiples of 256.
 
 The intermediate size is not in the catalogue: it is what the parameter count leaves to the experts (each 3·I·H
@@ -23,6 +26,9 @@ weights and 2·I + H biases).
 (64.18, 2880, 'Triton kernels')
 >>> round(mxfp4_weights(oss, 1, 1, 8.0).gib, 2), round(mxfp4_weights(oss, 1, 1, 10.0).gib, 2)  # A100, B200: padded
 (65.9, 68.59)
+>>> marlin = mxfp4_weights(oss, 1, 1, 9.0, marlin=True)  # an H100 before 0.10.2: Marlin's padding, 65.97 logged
+>>> round(marlin.gib, 2), marlin.backend
+(65.9, 'Marlin')
 """
 
 from __future__ import annotations
@@ -50,9 +56,11 @@ def _round_up(value: int, multiple: int) -> int:
     return -(-value // multiple) * multiple
 
 
-def mxfp4_weights(model: ModelInfo, tp: int, pp: int, capability: float | None) -> Mxfp4Weights | None:
-    """Weights per GPU (GiB) of an MXFP4 MoE checkpoint on a GPU of `capability`, or None where the model lacks a
-    figure this needs or the capability is unknown."""
+def mxfp4_weights(model: ModelInfo, tp: int, pp: int, capability: float | None,
+                  marlin: bool = False) -> Mxfp4Weights | None:
+    """Weights per GPU (GiB) of an MXFP4 MoE checkpoint on a GPU of `capability` (on Marlin's layout where `marlin`
+    says the release or the environment picks it), or None where the model lacks a figure this needs or the
+    capability is unknown."""
     needed = (model.params_b, model.layers, model.hidden_size, model.attention_heads, model.kv_heads, model.head_dim,
               model.experts, capability)
     embeddings = memory.embedding_params_b(model)
@@ -67,8 +75,8 @@ def mxfp4_weights(model: ModelInfo, tp: int, pp: int, capability: float | None) 
     if expert_params <= 0:
         return None
     intermediate = round((expert_params / (layers * experts) - hidden) / (3 * hidden + 2))  # 3·I·H + 2·I + H biases
-    backend, pad_i, pad_h, scale_copies, bias_bytes = next(v for k, v in sorted(_BACKENDS.items(), reverse=True)
-                                                           if float(capability or 0) >= k)
+    backend, pad_i, pad_h, scale_copies, bias_bytes = _BACKENDS[0.0] if marlin else next(
+        v for k, v in sorted(_BACKENDS.items(), reverse=True) if float(capability or 0) >= k)
     inter, wide = _round_up(max(intermediate // max(tp, 1), 1), pad_i), _round_up(hidden, pad_h)
     values = 3 * inter * wide  # gate_up 2 × I × H, down H × I
     per_expert = values / 2 + values / 32 * scale_copies + (2 * inter + wide) * bias_bytes

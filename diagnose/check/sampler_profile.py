@@ -1,6 +1,7 @@
 """The V1 engine's profile run samples a token for each dummy request over the whole vocabulary, in float32, with
-top-k and top-p on: a peak of logits × bytes per logit that a large vocabulary and V1's 1024 requests on a large
-GPU make the largest part of the activation reserve (`check_assumptions.yaml` `sampler_bytes_per_logit`)."""
+top-k and top-p on: a peak (the sort of the float32 logits, with its scratch) of logits × bytes per logit that a
+large vocabulary and V1's 1024 requests on a large GPU make the largest part of the activation reserve
+(`check_assumptions.yaml` `sampler_bytes_per_logit`)."""
 
 from __future__ import annotations
 
@@ -32,9 +33,9 @@ def sampler_peak(target, total_gib: float | None) -> SamplerPeak | None:
     >>> from diagnose.foresight.gpus import gpus_from_table
     >>> from diagnose.context.host import SealedHost
     >>> t = target_for("vllm serve openai/gpt-oss-120b", gpus_from_table("H100", 1), "0.13.0", host=SealedHost())
-    >>> peak = sampler_peak(t, 79.1)  # 1,024 requests × 201,088 logits × 28 bytes
+    >>> peak = sampler_peak(t, 79.1)  # 1,024 requests × 201,088 logits × 38 bytes (the sort)
     >>> peak.rows, round(peak.central_gib, 2), round(peak.low_gib, 2)
-    (1024, 5.37, 5.37)
+    (1024, 7.29, 7.29)
     """
     model, launch = target.model, target.launch
     if model is None or not model.vocab_size or target.platform == "cpu" or _pooling(launch):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..fixes.feasibility import EMPTY_GPU_RESERVE_GIB, MAX_USABLE_SHARE, layout, weights_verdict
-from ..foresight.assumptions import assumptions
+from ..foresight.assumptions import assumptions, since
 from ..model import memory
 from .mxfp4_weights import mxfp4_weights
 
@@ -79,7 +79,13 @@ def _mxfp4(figure: WeightsFigure, target, table: dict) -> bool:
     from ..foresight.parallel import size
 
     tp, pp = size(target.launch, "--tensor-parallel-size"), size(target.launch, "--pipeline-parallel-size")
-    found = mxfp4_weights(target.model, tp, pp, capability(target))
+    cc = capability(target)
+    forced = target.launch.env_value("VLLM_MXFP4_USE_MARLIN") in ("1", "true", "True")
+    # Hopper's Triton kernels need torch 2.8 and the triton_kernels package, bundled from 0.12: the releases
+    # before run Marlin there (mxfp4_weights' docstring; releases.triton_kernels_bundled_since)
+    hopper = cc is not None and 9.0 <= cc < 10.0
+    marlin = forced or (hopper and since(target.version, "triton_kernels_bundled_since") is False)
+    found = mxfp4_weights(target.model, tp, pp, cc, marlin=marlin)
     if found is None:
         return False
     figure.gib = figure.widest_gib = found.gib
@@ -88,6 +94,8 @@ def _mxfp4(figure: WeightsFigure, target, table: dict) -> bool:
     figure.basis = (f"MXFP4 experts (intermediate size {found.intermediate:,}, padded for the {found.backend} MoE "
                     "backend), the embeddings, head and attention at 16 bits")
     figure.share, figure.share_covers = table["weights_share"]["mxfp4_layout"], "for the kernels' weight layouts"
+    if marlin and not forced and since(target.version, "mxfp4_hopper_triton_since"):
+        figure.basis += "; Marlin on Hopper: this release runs the Triton kernels only where triton_kernels is installed"
     return True
 
 
