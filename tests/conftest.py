@@ -71,6 +71,9 @@ def sealed_machine(monkeypatch, tmp_path_factory) -> Path:
     for name, value in sealed.items():
         monkeypatch.setenv(name, value)
     monkeypatch.chdir(machine / "work")
+    # tempfile caches the folder it chose at first use: in-process temporary files (verify's kept logs) go to the
+    # test's machine too, which pytest's basetemp retention removes, never to the real /tmp
+    monkeypatch.setattr(tempfile, "tempdir", str(machine / "tmp"))
     return machine
 
 
