@@ -154,3 +154,11 @@ def test_a_piece_is_placed_by_the_words_only_its_message_has_not_doubted_for_tho
     assert _top(gpu, ruleset)[0] == "free-memory-below-utilization"
     assert _top(node, ruleset)[0] == "host-ram-oom"
 
+
+def test_an_uncategorised_wording_of_a_message_takes_the_category_of_its_other_wordings():
+    from diagnose.knowledge.message_variants import variant_category
+
+    assert variant_category("The quantization method {self.quantization} is deprecated and will be removed") == \
+        "quantization-mismatch"
+    assert variant_category("No message of vLLM opens with these six words at all") is None
+    assert variant_category("Too short {x}") is None

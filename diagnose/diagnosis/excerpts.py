@@ -163,12 +163,18 @@ def _is_echo(message: str) -> bool:
 
 
 def category_of(match: FragmentMatch) -> str | None:
-    """The template's category, or else that of the errors vLLM raises in its file."""
+    """The template's category, else that of another release's wording of it, else that of the errors vLLM raises
+    in its file."""
+    from ..knowledge.message_variants import variant_category
+
     entry = match.entry
     if entry.get("category"):
         return entry["category"]
     if entry.get("startup") is False:
         return None
+    variant = variant_category(str(entry.get("template", "")))
+    if variant:
+        return variant
     return frame_category(entry["file"]) if isinstance(entry.get("file"), str) else None
 
 
