@@ -5,7 +5,8 @@ in an error no rule, catalogue piece or raising file placed. The traceback's fra
 vLLM was in (`profile_run`, `load_model`, `capture_model`, …: `data/startup_frames.yaml`, read from vLLM's source),
 and each step has the failures that stop in it. The innermost frame that names a step decides (by its function,
 its file, a library's file, or the call its code line makes); words elsewhere in the paste (a title saying "out of
-memory") move one of the step's categories first, and the messages the innermost frame raises (raising_frame) lead.
+memory") move one of the step's categories first, then what the corpus's pastes cut in that step turned out to be
+(knowledge.stage_priors); the messages the innermost frame raises (raising_frame) lead.
 With only the engine's outer frames left, the furthest progress line names the step. Each category becomes a
 diagnosis at a low confidence that says the error line was not seen.
 """
@@ -137,16 +138,19 @@ def _stage_by_function(function: str, in_vllm: bool) -> dict | None:
 
 
 def ranked_categories(stage: dict, paste_text: str) -> list[str]:
-    """The step's categories, those whose hint words the paste holds first (in the step's order otherwise).
+    """The step's categories, those whose hint words the paste holds first, then those the corpus's pastes cut in
+    this step most often turned out to be (knowledge.stage_priors), in the step's order otherwise.
 
-    >>> stage = {"categories": ["a", "b"], "hints": {"b": ["out of memory"]}}
+    >>> stage = {"step": "nowhere", "categories": ["a", "b"], "hints": {"b": ["out of memory"]}}
     >>> ranked_categories(stage, "Title: CUDA Out of Memory at start"), ranked_categories(stage, "x")
     (['b', 'a'], ['a', 'b'])
     """
+    from ..knowledge.stage_priors import ordered_categories
+
     lowered = paste_text.lower()
     hints = stage.get("hints") or {}
     hinted = [c for c in stage["categories"] if any(_hint(word).search(lowered) for word in hints.get(c, ()))]
-    return hinted + [c for c in stage["categories"] if c not in hinted]
+    return ordered_categories(stage, hinted)
 
 
 @lru_cache(maxsize=256)
