@@ -76,3 +76,14 @@ def test_every_learned_step_and_category_is_one_vdiag_knows():
         assert example["step"] in steps
         assert example["category"] in known
 
+
+def test_among_the_rest_the_paste_s_own_wording_orders_a_step_s_categories(learned, monkeypatch, ruleset):
+    import diagnose.knowledge.wording_model as wording
+
+    learned({})
+    model = wording.WordingModel.train([("repository custom code execute remote modelling file", "trust-remote-code"),
+                                        ("repository gated token access denied", "hf-auth-or-missing-model")] * 3)
+    monkeypatch.setattr(wording, "wording_model", lambda: model)
+    said = "ERROR 11-02 10:00:00 [core.py:708] the repository wants custom code from its modelling file to execute\n"
+    assert _categories(CUT, ruleset)[0] == "hf-auth-or-missing-model"  # no wording: the table's order
+    assert _categories(said + CUT, ruleset)[0] == "trust-remote-code"
