@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -27,7 +28,7 @@ import yaml  # noqa: E402
 from diagnose.api import diagnose_text  # noqa: E402
 from diagnose.ingest.lineformat import message_of  # noqa: E402
 from diagnose.knowledge.loader import load_rules  # noqa: E402
-from eval_corpus import half_of  # noqa: E402
+from eval_corpus import half_of, hold_out_stages, hold_out_wording  # noqa: E402
 
 _FRAME = re.compile(r'^\s*File "[^"]+", line \d+, in ')
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b")
@@ -63,7 +64,10 @@ def main() -> int:
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     rules = load_rules()
+    totals: Counter = Counter()
     for directory in args.dirs:
+        hold_out_wording(directory.name)  # what is learned from the corpus, learned without the folder measured
+        hold_out_stages(directory.name)
         n = whole1 = cut1 = cut3 = 0
         for label_path in sorted(directory.glob("*.yaml")):
             log = label_path.with_suffix(".log")
@@ -86,7 +90,11 @@ def main() -> int:
                 print(f"  {directory.name}/{label_path.stem}: want {label}, cut gives {got[:3]}")
         if n:
             print(f"{directory.name}: {n} logs cut before their exception line; whole top-1 {whole1 / n:.0%}, "
-                  f"cut top-1 {cut1 / n:.0%}, cut top-3 {cut3 / n:.0%}")
+                  f"cut top-1 {cut1}/{n} = {cut1 / n:.0%}, cut top-3 {cut3 / n:.0%}")
+        totals.update(n=n, whole1=whole1, cut1=cut1, cut3=cut3)
+    if len(args.dirs) > 1 and totals["n"]:
+        print(f"all: {totals['n']} cut logs; whole top-1 {totals['whole1']}/{totals['n']}, cut top-1 "
+              f"{totals['cut1']}/{totals['n']}, cut top-3 {totals['cut3']}/{totals['n']}")
     return 0
 
 

@@ -57,6 +57,7 @@ def main() -> int:
             args.healthy.append(directory)
             continue
         hold_out_wording(directory.name)
+        hold_out_stages(directory.name)
         for label_path in sorted(directory.glob("*.yaml")):
             log_path = label_path.with_suffix(".log")
             if not log_path.exists() or (args.half and half_of(label_path.stem) != args.half):
@@ -121,6 +122,14 @@ def hold_out_wording(folder: str) -> None:
 
     model = wording.WordingModel.train(wording.training_examples(frozenset({folder})))
     wording.wording_model = lambda: model
+
+
+def hold_out_stages(folder: str) -> None:
+    """The order of a start-up step's categories (knowledge.stage_priors) learned without the folder measured."""
+    import diagnose.knowledge.stage_priors as priors
+
+    counts = priors.stage_counts(frozenset({folder}))
+    priors.learned_counts = lambda: counts
 
 
 def half_of(case_id: str) -> str:

@@ -145,3 +145,20 @@ def test_a_launch_command_is_not_read_as_a_message_but_a_message_naming_flags_is
     assert _texts(command) == []
     message = "Error: --enable-auto-tool-choice requires --tool-call-parser to be set"
     assert _texts(message) == [message]
+
+
+def test_a_piece_is_placed_by_the_words_only_its_message_has_not_doubted_for_those_it_shares(ruleset):
+    """The GPU's free-memory check and the CPU backend's RAM check share most words; each piece names its own."""
+    gpu = "ValueError: Free memory on device (31.44/47.38 GiB) on startup is less than desired GPU memory utilization (0.9"
+    node = "ValueError: Available memory on node 0 (1.2/64.0 GiB) on startup is less than desired CPU memory utilization (0.9"
+    assert _top(gpu, ruleset)[0] == "free-memory-below-utilization"
+    assert _top(node, ruleset)[0] == "host-ram-oom"
+
+
+def test_an_uncategorised_wording_of_a_message_takes_the_category_of_its_other_wordings():
+    from diagnose.knowledge.message_variants import variant_category
+
+    assert variant_category("The quantization method {self.quantization} is deprecated and will be removed") == \
+        "quantization-mismatch"
+    assert variant_category("No message of vLLM opens with these six words at all") is None
+    assert variant_category("Too short {x}") is None

@@ -5,7 +5,9 @@ in an error no rule, catalogue piece or raising file placed. The traceback's fra
 vLLM was in (`profile_run`, `load_model`, `capture_model`, …: `data/startup_frames.yaml`, read from vLLM's source),
 and each step has the failures that stop in it. The innermost frame that names a step decides (by its function,
 its file, a library's file, or the call its code line makes); words elsewhere in the paste (a title saying "out of
-memory") move one of the step's categories first, and the messages the innermost frame raises (raising_frame) lead.
+memory") move one of the step's categories first, then what the corpus's pastes cut in that step turned out to be
+(knowledge.stage_priors), then what the paste's other lines are worded like (the wording model, among the step's
+categories only); the messages the innermost frame raises (raising_frame) lead.
 With only the engine's outer frames left, the furthest progress line names the step. Each category becomes a
 diagnosis at a low confidence that says the error line was not seen.
 """
@@ -136,17 +138,34 @@ def _stage_by_function(function: str, in_vllm: bool) -> dict | None:
                 None)
 
 
-def ranked_categories(stage: dict, paste_text: str) -> list[str]:
-    """The step's categories, those whose hint words the paste holds first (in the step's order otherwise).
+def ranked_categories(stage: dict, paste_text: str, lines: list[tuple[int, str]] | None = None) -> list[str]:
+    """The step's categories, those whose hint words the paste holds first, then those the corpus's pastes cut in
+    this step most often turned out to be (knowledge.stage_priors), then those the paste's message lines are most
+    worded like (knowledge.wording_model, given the lines), in the step's order otherwise.
 
-    >>> stage = {"categories": ["a", "b"], "hints": {"b": ["out of memory"]}}
+    >>> stage = {"step": "nowhere", "categories": ["a", "b"], "hints": {"b": ["out of memory"]}}
     >>> ranked_categories(stage, "Title: CUDA Out of Memory at start"), ranked_categories(stage, "x")
     (['b', 'a'], ['a', 'b'])
     """
+    from ..knowledge.stage_priors import ordered_categories
+
     lowered = paste_text.lower()
     hints = stage.get("hints") or {}
     hinted = [c for c in stage["categories"] if any(_hint(word).search(lowered) for word in hints.get(c, ()))]
-    return hinted + [c for c in stage["categories"] if c not in hinted]
+    return ordered_categories(stage, hinted, _wording_scores(lines) if lines else {})
+
+
+def _wording_scores(lines: list[tuple[int, str]]) -> dict[str, float]:
+    """How like each category the paste's message lines are worded (knowledge.wording_model), or {} when the model
+    knows too few of their words."""
+    from ..knowledge import wording_model as wording
+    from .wording import MIN_KNOWN_FEATURES, paste_document
+
+    document, _failure = paste_document(lines)
+    model = wording.wording_model()
+    if model.known_features(document) < MIN_KNOWN_FEATURES:
+        return {}
+    return dict(model.classify(document))
 
 
 @lru_cache(maxsize=256)
@@ -176,7 +195,7 @@ def stage_diagnoses(frames: FramesExtractor, lines: list[tuple[int, str]], error
     if error_after and chain and chain[-1][1] is None:
         return []  # an error line raised outside vLLM (torch, a library): vLLM's frames above it do not explain it
     paste = "\n".join(text for _line, text in lines)
-    ranked = raised + [c for c in ranked_categories(stop.stage, paste) if c not in raised]
+    ranked = raised + [c for c in ranked_categories(stop.stage, paste, lines) if c not in raised]
     out: list[Diagnosis] = []
     for category, confidence in zip(ranked, STAGE_CONFIDENCES):
         rule = rule_for(rules, category, ctx)

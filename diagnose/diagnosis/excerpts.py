@@ -28,6 +28,7 @@ from .frame_placement import frame_category
 
 JOINED_LINES = 3  # a message split over lines is read over this many consecutive lines
 TIE_SHARE = 0.8  # a template of another category this close to the best makes the piece ambiguous
+DOMINANCE = 2.0  # ... unless what the best alone explains of the piece weighs this many times what the other does
 # (weight, words) a piece must reach: on an error line, and in prose or a title. Set from the catalogue's own cut
 # messages (scripts/fragment_bench.py) against every headerless INFO/WARNING line of the corpus, which must not pass.
 ERROR_LINE_BAR = (15.0, 3)
@@ -112,6 +113,25 @@ def telling(match: FragmentMatch, bar: tuple[float, int]) -> bool:
     return match.weight >= weight_bar and match.matched_words >= wanted
 
 
+def dominated(rival: FragmentMatch, top: FragmentMatch) -> bool:
+    """Whether the word pairs of the piece only the top template holds weigh more than DOMINANCE times those only
+    the rival holds: the rival explains little of the piece the top template does not, so it is no reason to doubt
+    it ("Free memory on device … less than desired GPU memory utilization" shares most pairs with the host-RAM
+    message "Available memory on node … less than desired CPU memory utilization", and few the GPU message lacks).
+
+    >>> top = FragmentMatch({}, 4, 9, 20.0, pairs={("free", "memory"): 5.0, ("less", "than"): 1.0})
+    >>> dominated(FragmentMatch({}, 2, 9, 17.0, pairs={("less", "than"): 1.0}), top)
+    True
+    >>> dominated(FragmentMatch({}, 2, 9, 17.0, pairs={("less", "than"): 1.0, ("cpu", "memory"): 5.0}), top)
+    False
+    >>> dominated(top, top)  # the same pairs in two templates: as likely one as the other
+    False
+    """
+    only_rival = sum(weight for pair, weight in rival.pairs.items() if pair not in top.pairs)
+    only_top = sum(weight for pair, weight in top.pairs.items() if pair not in rival.pairs)
+    return only_top > DOMINANCE * only_rival
+
+
 def names_something(text: str, match: FragmentMatch) -> bool:
     """Whether the words a piece shares with its template include one that is not everyday English
     (data/everyday_words.yaml), on an error line or in prose (a line of prose joined to the error line above it): "server side at the same time" shares only everyday words with "Cannot use prompt
@@ -143,12 +163,18 @@ def _is_echo(message: str) -> bool:
 
 
 def category_of(match: FragmentMatch) -> str | None:
-    """The template's category, or else that of the errors vLLM raises in its file."""
+    """The template's category, else that of another release's wording of it, else that of the errors vLLM raises
+    in its file."""
+    from ..knowledge.message_variants import variant_category
+
     entry = match.entry
     if entry.get("category"):
         return entry["category"]
     if entry.get("startup") is False:
         return None
+    variant = variant_category(str(entry.get("template", "")))
+    if variant:
+        return variant
     return frame_category(entry["file"]) if isinstance(entry.get("file"), str) else None
 
 
@@ -165,7 +191,7 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
             continue
         if not names_something(text, top):
             continue
-        rivals = {category_of(m) for m in matches if m.weight >= TIE_SHARE * top.weight}
+        rivals = {category_of(m) for m in matches if m.weight >= TIE_SHARE * top.weight and not dominated(m, top)}
         category = category_of(top)
         if category is None or len(rivals) > 1:
             continue
@@ -217,4 +243,4 @@ def excerpt_note(diagnosis: Diagnosis) -> str:
             "the whole message.")
 
 
-__all__ = ["Piece", "best_piece", "candidate_texts", "category_of", "excerpt_diagnosis", "excerpt_note", "rule_for"]
+__all__ = ["Piece", "best_piece", "candidate_texts", "category_of", "dominated", "excerpt_diagnosis", "excerpt_note", "rule_for"]

@@ -22,7 +22,7 @@ evidence in two.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
@@ -63,6 +63,8 @@ class FragmentMatch:
     fixed_words: int
     weight: float  # the sum of the rarity of the word pairs found
     peak: float = 0.0  # the rarity of the rarest pair found: a piece of generic phrases has no rare pair
+    pairs: dict[tuple[str, str], float] = field(default_factory=dict)  # the text's word pairs (and rare words)
+    # found in the template, with their rarity
 
     @property
     def share(self) -> float:
@@ -105,16 +107,16 @@ class FragmentIndex:
         covered: dict[int, set[int]] = {}
         weight: dict[int, float] = {}
         peak: dict[int, float] = {}
-        seen: dict[int, set[tuple[str, str]]] = {}
+        seen: dict[int, dict[tuple[str, str], float]] = {}
 
         def count(pair: tuple[str, str], numbers: Sequence[int], positions: tuple[int, ...],
                   rarity: float | None = None) -> None:
             rarity = self._rarity[pair] if rarity is None else rarity
             for number in numbers:
-                pairs = seen.setdefault(number, set())
+                pairs = seen.setdefault(number, {})
                 covered.setdefault(number, set()).update(positions)
                 if pair not in pairs:  # a pair counts once, however often a paste repeats it
-                    pairs.add(pair)
+                    pairs[pair] = rarity
                     weight[number] = weight.get(number, 0.0) + rarity
                     peak[number] = max(peak.get(number, 0.0), rarity)
 
@@ -132,7 +134,8 @@ class FragmentIndex:
                 spanned = (found[at], found[at + gap])
                 if spanned in self._gapped:
                     count(spanned, self._gapped[spanned], (at, at + gap))
-        out = [FragmentMatch(self.entries[n], len(covered[n]), self._fixed_words[n], weight[n], peak[n]) for n in weight]
+        out = [FragmentMatch(self.entries[n], len(covered[n]), self._fixed_words[n], weight[n], peak[n],
+                             seen[n]) for n in weight]
         return sorted(out, key=lambda m: (-m.weight, -m.matched_words, m.entry.get("template", "")))
 
     def best(self, text: str) -> FragmentMatch | None:
