@@ -210,3 +210,24 @@ def test_the_quiet_miner_keeps_the_messages_logged_below_error(tmp_path):
     _sdist(tmp_path, "0.9.2", files())
     templates, versions, failures = build_quiet_messages.quiet_templates(tmp_path)
     assert (templates, versions, failures) == (["Loading weights took {x} seconds"], ["0.9.2"], [])
+
+
+def test_the_shipped_catalogue_has_the_categories_the_rules_table_gives(tmp_path):
+    """An edit of scripts/message_categories.yaml reaches the catalogue only through --recategorise (or a full
+    rebuild): the shipped file is exactly what re-applying the table to it writes."""
+    shipped = ROOT / "diagnose" / "data" / "vllm_messages.json"
+    copy = tmp_path / "vllm_messages.json"
+    copy.write_bytes(shipped.read_bytes())
+    assert build_message_catalogue.main(["--recategorise", "--out", str(copy)]) == 0
+    assert copy.read_bytes() == shipped.read_bytes()
+
+
+def test_recategorising_places_a_platforms_attention_selector_refusal():
+    """A message a platform's get_attn_backend_cls raises is an attention-backend refusal, whatever its words."""
+    rules, fallback = load_category_rules(ROOT / "scripts" / "message_categories.yaml")
+    record = {"template": "Selected backend {b} is not valid for this configuration. Reason: {r}", "kind": "ValueError",
+              "file": "platforms/cuda.py", "function": "CudaPlatformBase.get_attn_backend_cls", "startup": True}
+    assert categorise(record, rules, fallback) == "attention-backend-unsupported"
+    record.update(template="CPU backend only supports V1.", file="platforms/cpu.py",
+                  function="CpuPlatform.get_attn_backend_cls")
+    assert categorise(record, rules, fallback) != "attention-backend-unsupported"
