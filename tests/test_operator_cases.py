@@ -79,6 +79,20 @@ def test_a_long_context_on_0_12_uses_the_flag_0_12_has():
     assert not any("--rope-scaling" in (fix.get("command") or "") for fix in every_fix(report))
 
 
+def test_a_check_silenced_at_the_cost_of_wrong_answers_ranks_after_every_cure():
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 starts the server but positions past the trained context give garbage: the
+    rule's own Why calls it a last resort. It ranks after YaRN, whose outcome only the next (KV) check decides, and
+    YaRN's Why states the length its card's factor gives, not the length asked (review: claims the log supports)."""
+    diagnosis = top(report_for("long-context-workaround-last-0.8.5.log"))
+    assert diagnosis["category"] == "max-model-len-exceeds-model"
+    titles = [fix["title"] for fix in diagnosis["fixes"]]
+    yarn = next(i for i, title in enumerate(titles) if "YaRN" in title)
+    silenced = next(i for i, fix in enumerate(diagnosis["fixes"]) if "env:VLLM_ALLOW_LONG_MAX_MODEL_LEN" in fix["changes"])
+    assert yarn < silenced == len(titles) - 1, titles
+    assert "--rope-scaling" in diagnosis["fixes"][yarn]["command"]  # 0.8.5 still has the flag
+    assert "gives 131,072, which covers the 65,536 asked" in diagnosis["fixes"][yarn]["why"]
+
+
 def test_a_v0_launch_is_not_told_to_set_what_v0_already_uses():
     report = report_for("v0-0.6.3-no-kv-blocks.log")
     assert top(report)["category"] == "kv-cache-no-blocks"

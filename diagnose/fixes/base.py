@@ -11,10 +11,10 @@ from typing import Any, Callable
 from ..context.context import Context
 from ..util.lazy_pattern import lazy
 
-# Cost classes, cheapest first: ranking prefers a fix that starts, then the cheapest. Losing context the user asked
-# for is a functional loss, so it ranks after slower or slightly less accurate serving.
+# Cost classes, cheapest first: ranking prefers a fix that starts, then the cheapest. Losing context is a functional
+# loss, after slower or less accurate serving; "correctness" (it starts, may answer wrongly) is a last resort.
 COST_ORDER = {"none": 0, "config": 1, "memory": 2, "throughput": 3, "quality": 4, "context": 5, "downtime": 6,
-              "hardware": 7, "unknown": 8}
+              "hardware": 7, "unknown": 8, "correctness": 9}
 
 
 @dataclass
