@@ -93,6 +93,21 @@ def test_a_check_silenced_at_the_cost_of_wrong_answers_ranks_after_every_cure():
     assert "gives 131,072, which covers the 65,536 asked" in diagnosis["fixes"][yarn]["why"]
 
 
+def test_a_weights_oom_on_0_4_0_offers_no_quantization_method_that_release_lacks():
+    """vLLM 0.4.0's --quantization choices have neither fp8 nor bitsandbytes (the release tables: first read in
+    0.4.3 and 0.5.5): its parser would reject them. The plan says so instead of printing them (review: noise)."""
+    from diagnose.report.build import build_report
+
+    name = "weights-oom-on-0.4.0-methods-of-its-release.log"
+    report = build_report(diagnose_text((OPERATOR / name).read_text(), name=name).outcome, explain=True)
+    diagnosis = top(report)
+    assert diagnosis["category"] == "cuda-oom-weights" and report["facts"]["vllm_version"] == "0.4.0"
+    assert not [fix["changes"] for fix in every_fix(report) if "--quantization" in fix["changes"]]
+    assert diagnosis["fixes"][0]["changes"] == {"--tensor-parallel-size": "2"}
+    refused = [entry["outcome"] for entry in diagnosis["plan"] if "parser does not take --quantization" in entry.get("outcome", "")]
+    assert len(refused) == 2, diagnosis["plan"]
+
+
 def test_a_v0_launch_is_not_told_to_set_what_v0_already_uses():
     report = report_for("v0-0.6.3-no-kv-blocks.log")
     assert top(report)["category"] == "kv-cache-no-blocks"
