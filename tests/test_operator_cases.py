@@ -108,6 +108,16 @@ def test_a_weights_oom_on_0_4_0_offers_no_quantization_method_that_release_lacks
     assert len(refused) == 2, diagnosis["plan"]
 
 
+def test_removing_a_flag_no_release_has_does_not_claim_to_cost_nothing():
+    """`--top-k` was never a vLLM flag (a sampling parameter of each request): dropping it lets the parser pass, but
+    what the user meant by it is not done, so the cost is not "none" (review: "no cost" for a fix that drops
+    something)."""
+    fix = top(report_for("unknown-flag-no-release-has.log"))["fixes"][0]
+    assert fix["changes"] == {"--top-k": None}
+    assert fix["command"] == "vllm serve Qwen/Qwen2.5-1.5B-Instruct --port 8000"
+    assert "no cost" not in fix["rank_reason"] and "no vLLM release read has that flag" in fix["cost"], fix
+
+
 def test_a_v0_launch_is_not_told_to_set_what_v0_already_uses():
     report = report_for("v0-0.6.3-no-kv-blocks.log")
     assert top(report)["category"] == "kv-cache-no-blocks"
