@@ -79,6 +79,45 @@ def test_a_long_context_on_0_12_uses_the_flag_0_12_has():
     assert not any("--rope-scaling" in (fix.get("command") or "") for fix in every_fix(report))
 
 
+def test_a_check_silenced_at_the_cost_of_wrong_answers_ranks_after_every_cure():
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 starts the server but positions past the trained context give garbage: the
+    rule's own Why calls it a last resort. It ranks after YaRN, whose outcome only the next (KV) check decides, and
+    YaRN's Why states the length its card's factor gives, not the length asked (review: claims the log supports)."""
+    diagnosis = top(report_for("long-context-workaround-last-0.8.5.log"))
+    assert diagnosis["category"] == "max-model-len-exceeds-model"
+    titles = [fix["title"] for fix in diagnosis["fixes"]]
+    yarn = next(i for i, title in enumerate(titles) if "YaRN" in title)
+    silenced = next(i for i, fix in enumerate(diagnosis["fixes"]) if "env:VLLM_ALLOW_LONG_MAX_MODEL_LEN" in fix["changes"])
+    assert yarn < silenced == len(titles) - 1, titles
+    assert "--rope-scaling" in diagnosis["fixes"][yarn]["command"]  # 0.8.5 still has the flag
+    assert "gives 131,072, which covers the 65,536 asked" in diagnosis["fixes"][yarn]["why"]
+
+
+def test_a_weights_oom_on_0_4_0_offers_no_quantization_method_that_release_lacks():
+    """vLLM 0.4.0's --quantization choices have neither fp8 nor bitsandbytes (the release tables: first read in
+    0.4.3 and 0.5.5): its parser would reject them. The plan says so instead of printing them (review: noise)."""
+    from diagnose.report.build import build_report
+
+    name = "weights-oom-on-0.4.0-methods-of-its-release.log"
+    report = build_report(diagnose_text((OPERATOR / name).read_text(), name=name).outcome, explain=True)
+    diagnosis = top(report)
+    assert diagnosis["category"] == "cuda-oom-weights" and report["facts"]["vllm_version"] == "0.4.0"
+    assert not [fix["changes"] for fix in every_fix(report) if "--quantization" in fix["changes"]]
+    assert diagnosis["fixes"][0]["changes"] == {"--tensor-parallel-size": "2"}
+    refused = [entry["outcome"] for entry in diagnosis["plan"] if "parser does not take --quantization" in entry.get("outcome", "")]
+    assert len(refused) == 2, diagnosis["plan"]
+
+
+def test_removing_a_flag_no_release_has_does_not_claim_to_cost_nothing():
+    """`--top-k` was never a vLLM flag (a sampling parameter of each request): dropping it lets the parser pass, but
+    what the user meant by it is not done, so the cost is not "none" (review: "no cost" for a fix that drops
+    something)."""
+    fix = top(report_for("unknown-flag-no-release-has.log"))["fixes"][0]
+    assert fix["changes"] == {"--top-k": None}
+    assert fix["command"] == "vllm serve Qwen/Qwen2.5-1.5B-Instruct --port 8000"
+    assert "no cost" not in fix["rank_reason"] and "no vLLM release read has that flag" in fix["cost"], fix
+
+
 def test_a_v0_launch_is_not_told_to_set_what_v0_already_uses():
     report = report_for("v0-0.6.3-no-kv-blocks.log")
     assert top(report)["category"] == "kv-cache-no-blocks"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from diagnose.launch.quantization_releases import (
-    capability_as_int, capability_text, min_capability, runs_on, upgrade_for)
+    capability_as_int, capability_text, min_capability, parses_value, runs_on, upgrade_for)
 from diagnose.launch.releases import accepts_value, engine_args, has_env
 from diagnose.launch.setting_history import fate, feature_of, history_of, removed_in, replacement_for
 from diagnose.util.datafiles import load_json
@@ -109,11 +109,27 @@ def test_a_fix_is_proposed_only_in_a_spelling_the_release_parses(version, kept):
     from diagnose.fixes.base import Fix, for_release
     from diagnose.scan.hits import ScanResult
 
+    from diagnose.fixes.base import Declined
+
     facts = Facts()
     facts.vllm_version = version
-    fix = for_release(Fix(title="Let vLLM fit the context: --max-model-len auto", changes={"--max-model-len": "auto"}),
-                      Context(facts, ScanResult()))
-    assert (fix is not None) == kept
+    fix = Fix(title="Let vLLM fit the context: --max-model-len auto", changes={"--max-model-len": "auto"})
+    if kept:
+        assert for_release(fix, Context(facts, ScanResult())) is not None
+    else:  # the reason reaches `vdiag --explain`
+        with pytest.raises(Declined, match="0.12.0's parser does not take --max-model-len auto"):
+            for_release(fix, Context(facts, ScanResult()))
+
+
+@pytest.mark.parametrize("method, version, accepted", [
+    ("bitsandbytes", "0.4.0", False),  # first read in 0.5.5
+    ("fp8", "0.3.3", False),  # first read in 0.4.3
+    ("fp8", "0.6.3", None),  # a release that has it: the table does not judge further
+    ("gptq", None, None),  # the release is unknown
+    ("a-method-no-release-had", "0.6.3", None),  # not the table's to refuse
+])
+def test_a_quantization_method_is_a_choice_only_of_the_releases_that_have_it(method, version, accepted):
+    assert parses_value("--quantization", method, version) is accepted
 
 
 def test_max_model_len_auto_on_a_release_without_it_is_not_dropped_at_no_cost_and_the_upgrade_is_offered():

@@ -166,12 +166,13 @@ def _rank_key(fix: Fix, position: int, named: set[str] | frozenset[str] = frozen
     the cure (vLLM's "Try increasing gpu_memory_utilization", "set --allow-deprecated-quantization") before one it
     does not; then the cheapest; fixes whose outcome cannot be evaluated keep the rule author's order, and
     workarounds come after cures. A fix that names nothing to change or run (a value
-    that could not be computed) comes after every fix that does."""
+    that could not be computed) comes after every fix that does; a last resort (the server starts but may answer
+    wrongly, VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) after every other, even one whose outcome is not evaluable."""
     start = {True: 0, None: 1, False: 2}[fix.will_start]
     cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
     actionable = bool(fix.changes or fix.step_command)
     unnamed = not (named & set(_named_keys(fix)))
-    return (not actionable, start, unnamed, fix.workaround, cost, position)
+    return (not actionable, fix.cost == "correctness", start, unnamed, fix.workaround, cost, position)
 
 
 def _rank_reason(fix: Fix) -> str:

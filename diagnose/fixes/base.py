@@ -11,10 +11,10 @@ from typing import Any, Callable
 from ..context.context import Context
 from ..util.lazy_pattern import lazy
 
-# Cost classes, cheapest first: ranking prefers a fix that starts, then the cheapest. Losing context the user asked
-# for is a functional loss, so it ranks after slower or slightly less accurate serving.
+# Cost classes, cheapest first: ranking prefers a fix that starts, then the cheapest. Losing context is a functional
+# loss, after slower or less accurate serving; "correctness" (it starts, may answer wrongly) is a last resort.
 COST_ORDER = {"none": 0, "config": 1, "memory": 2, "throughput": 3, "quality": 4, "context": 5, "downtime": 6,
-              "hardware": 7, "unknown": 8}
+              "hardware": 7, "unknown": 8, "correctness": 9}
 
 
 @dataclass
@@ -102,10 +102,11 @@ def strategy_doc(name: str) -> tuple[str, str] | None:
 def for_release(fix: Fix, ctx: Context) -> Fix | None:
     """The fix in the spelling the user's vLLM accepts, without changes that only restate its defaults.
 
-    None when the release has no flag for a change, or its parser does not take the value (`--max-model-len auto`
-    before 0.14.1): a fix it would reject; or when nothing but defaults is left.
+    Declined when the release has no flag for a change, or its parser does not take the value (`--max-model-len
+    auto` before 0.14.1, a quantization method it lacks): a fix it would reject; None when only defaults are left.
     """
-    from ..launch.releases import accepts_value, parse_release, spelling_for
+    from ..launch.quantization_releases import parses_value
+    from ..launch.releases import parse_release, spelling_for
 
     changes: dict[str, Any] = {}
     notes: list[str] = []
@@ -115,10 +116,10 @@ def for_release(fix: Fix, ctx: Context) -> Fix | None:
             continue
         spelled = spelling_for(key, value, ctx.version)
         if spelled is None:
-            return None
+            raise Declined(f"vLLM {ctx.version} has no {key} under any spelling")
         flag, new_value, note = spelled
-        if accepts_value(flag, new_value, ctx.version) is False:
-            return None
+        if parses_value(flag, new_value, ctx.version) is False:
+            raise Declined(f"vLLM {ctx.version}'s parser does not take {flag} {new_value}")
         if flag != key:
             old_text, new_text = (key, flag) if value is True else (f"{key} {value}", f"{flag} {new_value}")
             fix.title = fix.title.replace(old_text, new_text).replace(key, flag)

@@ -46,8 +46,8 @@ def enable_yarn(ctx: Context, params: dict) -> Fix | None:
     scaling = f'{{"rope_type":"yarn","factor":{factor},"original_max_position_embeddings":{derived}}}'
     return Fix(title="Enable YaRN rope scaling, as the model card instructs for long contexts",
                changes={"--rope-scaling": scaling},  # re-spelled as --hf-overrides where the release needs it (base.py)
-               why=f"{ctx.model_name()} ships {derived:,} positions without rope scaling; its card enables {wanted:,} "
-                   f"with YaRN factor {factor}.",
+               why=f"{ctx.model_name()} ships {derived:,} positions without rope scaling; YaRN factor {factor} (its "
+                   f"card's) gives {int(derived * factor):,}, which covers the {wanted:,} asked.",
                cost="quality", cost_note="static YaRN can slightly lower quality on short texts", will_start=None,
                # the context grows to `wanted`: its KV cache is a check vLLM runs next, with figures this log lacks
                not_evaluable=f"whether one {wanted:,}-token sequence fits the KV cache (checked next by vLLM)")

@@ -68,16 +68,20 @@ def correct_or_remove_flag(ctx: Context, params: dict) -> Fix | None:
     """A misspelled flag (`--gpu-memory-utilisation 0.5`) is respelled with the user's value kept; a flag another
     release has is put in the setting the user's release reads instead (`VLLM_ALL2ALL_BACKEND=X` for
     `--all2all-backend X` before 0.11.2), or removed saying since when and what it set; a flag that never existed
-    is removed."""
+    is removed, what it was meant to do unknown (not "no cost")."""
     flag = fill(params.get("flag", "{flag}"), ctx)
     if re.fullmatch(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+", flag):
         flag = "--" + flag.replace("_", "-")  # an `LLM(...)` keyword: gpu_memory_utilisation
+    from ..launch.launch import flag_table
     from ..launch.releases import flag_entry
 
     if (respelled := _spelling_correction(ctx, flag)) is not None:
         return respelled
     value = True if (flag_entry(flag) or {}).get("switch") else _given_value(ctx, flag)
-    return replacement_fix(ctx, flag, value) or removal_fix(ctx, flag, value) or remove_flag(ctx, params)
+    never = {"cost": f"whatever {flag} was meant to do: no vLLM release read has that flag"}  # not "none": unknown
+    unknown = flag_entry(flag) is None and flag not in flag_table()["removed"]
+    return (replacement_fix(ctx, flag, value) or removal_fix(ctx, flag, value)
+            or remove_flag(ctx, {**never, **params} if unknown else params))
 
 
 @strategy("upgrade-for-flag", params={"flag": TEXT})

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .releases import parse_release
+from .releases import _present, accepts_value, parse_release
 
 
 @lru_cache(maxsize=1)
@@ -30,6 +30,23 @@ def _table() -> dict:
 def known_methods() -> frozenset[str]:
     """Every quantization method a release read has."""
     return frozenset(_table().get("methods") or {})
+
+
+def method_entry(method: str) -> dict | None:
+    """The table's record of `method` (first and last release read, the ones that lack it); None when unknown."""
+    return (_table().get("methods") or {}).get(method)
+
+
+def parses_value(flag: str, value, version: str | None) -> bool | None:
+    """`accepts_value`, and for --quantization the methods the release has (its parser's choices); a method the
+    table does not know, or a release it cannot place, is not refused.
+
+    >>> parses_value("--quantization", "bitsandbytes", "0.4.0"), parses_value("--quantization", "fp8", "0.6.3")
+    (False, None)
+    """
+    if flag == "--quantization" and isinstance(value, str):
+        return False if _present(method_entry(value), version) is False else None
+    return accepts_value(flag, value, version)
 
 
 def capability_steps(method: str) -> list[int]:
