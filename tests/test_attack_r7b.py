@@ -39,6 +39,8 @@ FORMS = {
     "sig-param": ("ERROR GET /x?sig=Zq8Wx7Ec6Rv5Tb4Yn3Um2Il1Ok0Pj9Ab failed", "Zq8Wx7Ec6Rv5Tb4Yn3Um2Il1Ok0Pj9Ab"),
     "sessionid": ("ERROR cookie sessionid=Zq8Wx7Ec6Rv5Tb4Yn3Um2Il1Ok0Pj9Ab rejected", "Zq8Wx7Ec6Rv5Tb4Yn3Um2Il1Ok0Pj9Ab"),
     "gh-pat": ("ERROR export GH_PAT=Zq8Wx7Ec6Rv5Tb4Yn3Um2Il1Ok0Pj9Ab", "Zq8Wx7Ec6Rv5Tb4Yn3Um2Il1Ok0Pj9Ab"),
+    # the `Api-Key` authorization scheme (the scheme was masked, the key after it kept)
+    "api-key-scheme": ("ERROR header Authorization: Api-Key zq8wx7ec6rv5tb4yn3um2il1ok0pj9ab", "zq8wx7ec6rv5tb4yn3um2il1ok0pj9ab"),
 }
 
 # what must stay: prose after a secret word, short or letter-only words, ordinary settings

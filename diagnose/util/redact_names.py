@@ -26,7 +26,7 @@ _KEY_SEP = lazy(
     r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
 )
 _VALUE = lazy(
-    r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
+    r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey|api-key)[ \t]{1,3})?"
     r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
     r"|\[(?P<list>[^\[\]\n]{0,1024})(?:\](?![^\s,;)}\]\"'])|(?=\n)|\Z)|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
 )
