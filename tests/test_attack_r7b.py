@@ -87,3 +87,40 @@ def test_no_form_leaks_through_triage(fmt, tmp_path):
     assert result.exit_code == 0, result.output
     leaked = [name for name, (_, secret) in FORMS.items() if secret in result.output]
     assert not leaked
+
+
+# ---------------------------------------------------------------- verify: docker binds of a host file, writable
+
+def _docker(volume: str):
+    from diagnose.launch.parse import parse_launch
+    from diagnose.verify.allowlist import sanitize
+
+    return sanitize(parse_launch(f"docker run --gpus all {volume} vllm/vllm-openai:latest --model org/m"))
+
+
+@pytest.mark.parametrize("spelling", [
+    "-v {f}:/root/.cache/huggingface/hub/models--org--m/refs/main",  # the hub writes the commit id there, in place
+    "-v {f}:/models/x:rw",
+    "--mount type=bind,source={f},target=/models/x",
+    "--mount type=bind,Source={f},dst=/root/.cache/huggingface/token,readonly=false",
+])
+def test_a_writable_bind_of_a_host_file_is_refused(spelling, tmp_path):
+    from diagnose.verify.policy import LaunchRefused
+
+    host_file = tmp_path / "bashrc"
+    host_file.write_text("echo mine\n")
+    with pytest.raises(LaunchRefused, match="host file"):
+        _docker(spelling.format(f=host_file))
+
+
+@pytest.mark.parametrize("spelling", [
+    "-v {f}:/models/x:ro",
+    "--mount type=bind,source={f},target=/models/x,readonly",
+    "--mount type=bind,source={f},target=/models/x,ro=true",
+    "-v {d}:/root/.cache/huggingface",  # a folder: the hub writes new files inside it, as it does on the host
+])
+def test_a_read_only_file_bind_or_a_folder_bind_passes(spelling, tmp_path):
+    host_file = tmp_path / "config.json"
+    host_file.write_text("{}")
+    clean, _ = _docker(spelling.format(f=host_file, d=tmp_path))
+    assert [o.flag for o in clean.docker_opts if o.flag in ("--volume", "--mount")]
