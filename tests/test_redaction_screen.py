@@ -25,6 +25,7 @@ SHAPE_SAMPLES = [
     "glrt-Zq8vW3xR7tY2uP5sabcdEFGH12", "GR1348941Zq8vW3xR7tY2uP5sabcd", "xapp-1-A0123456789-Zq8vW3xR7tY2uP5s",
     "xoxe.xoxp-1-Zq8vW3xR7tY2uP5sabcdef", "api_org_Zq8vW3xR7tY2uP5sabcdEFGHijkl",
     "1//0gZq8vW3xR7tY2uP5sabcdEFGHijklMNOPqrstUV", "?Signature=Zq8vW3xR7tY2uP5s",
+    "SignedHeaders=host, Signature=9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b",
     "--from-literal=hf=Zq8vW3xR7tY2uP5s",
     "hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654", "sk-ant-api03-QwErTyUiOpAsDfGhJkLzXcVbNm1234",
     "sk-proj-ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "sk-svcacct-Ab12Cd34Ef56Gh78Ij90Kl", "sk-Ab12Cd34Ef56Gh78Ij90Kl12",

@@ -26,7 +26,7 @@ _KEY_SEP = lazy(
     r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
 )
 _VALUE = lazy(
-    r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey)[ \t]{1,3})?"
+    r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey|api-key)[ \t]{1,3})?"
     r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
     r"|\[(?P<list>[^\[\]\n]{0,1024})(?:\](?![^\s,;)}\]\"'])|(?=\n)|\Z)|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
 )
@@ -44,6 +44,9 @@ _ENCODED_VALUE = lazy(r"(?:[^\s%\"'`&<>|#]|%(?!(?:25)?(?:2[0236Cc]|3[Bb]))[0-9A-
 _MORE_IN_WORD = lazy(r"\n|\s(?:-|[A-Za-z_][A-Za-z0-9_]*=)")
 _PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|xx+|\*+|\.\.\.|…|None|null|none|)$")
 _TRAILING = ",;:.)]}"
+# A value written after a secret's name and a space only (`ngrok config add-authtoken VALUE`, `token VALUE`):
+# taken for the secret only when it looks like one, so that prose after the word (`the token was rejected`) stays.
+_TOKENISH = lazy(r"(?=[^\s]{0,1023}[0-9])(?=[^\s]{0,1023}[A-Za-z])[A-Za-z0-9_\-+/=.~]{16,1024}")
 _ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
 _SHORTEST_ABBREVIATION = 4  # characters of a secret flag's name (`--hf-t`) read as that flag; shorter ones are not
 
@@ -140,7 +143,12 @@ def is_placeholder(value: str) -> bool:
 
 
 def mask_keyed_values(text: str) -> str:
-    """`name=value`, `name: value`, `"name": "value"`, `--flag value`: the value masked when the name is a secret's."""
+    """`name=value`, `name: value`, `"name": "value"`, `--flag value`: the value masked when the name is a secret's;
+    `name value` too when the value has a token's shape (`ngrok config add-authtoken 2Ng1…_6Ab7…`).
+
+    >>> mask_keyed_values("ngrok config add-authtoken 2Ng1Rr2Oo3Kk4Tt5_6Ab7Cd8 ok; the token was rejected")
+    'ngrok config add-authtoken [REDACTED] ok; the token was rejected'
+    """
     out: list[str] = []
     done = 0
     for match in _KEY_SEP.finditer(text):
@@ -148,8 +156,12 @@ def mask_keyed_values(text: str) -> str:
             continue
         key, sep = match.group("key"), match.group("sep")
         is_flag = key.startswith("-")
-        if not (is_flag or sep.strip()) or not is_secret_name(key):
+        if not is_secret_name(key):
             continue
+        if not (is_flag or sep.strip()):  # `name VALUE`: only a value of a secret's own shape
+            bare = re.match(r"[^\s\"'`&<>|]{1,1024}", text[match.end():])
+            if bare is None or not _TOKENISH.fullmatch(bare.group(0).rstrip(_TRAILING)):
+                continue
         word = _quoted_word_value(text, match)
         if word is not None:  # a shell word '--api-key=a b': the value runs up to its closing quote
             if not is_placeholder(text[match.end():word]):

@@ -169,6 +169,7 @@ def _mount(flag: str, value: str) -> str:
                 raise LaunchRefused(f"refusing to verify: docker --volume option {option!r} is not one verify passes")
         if source is not None:
             source = _source(flag, source, "bind" if source.startswith((".", "/", "~", "$")) else "volume")
+            _check_file_bind(flag, source, len(parts) == 3 and "ro" in parts[2].split(","))
         _check_target(flag, target)
         return ":".join(p for p in (source, target, parts[2] if len(parts) == 3 else None) if p)
     fields: dict[str, str | None] = {}
@@ -190,6 +191,8 @@ def _mount(flag: str, value: str) -> str:
     fields["type"] = kind
     if fields.get("source") or kind == "bind":
         fields["source"] = _source(flag, fields.get("source") or "", kind)
+        readonly = next((fields[key] for key in ("readonly", "ro") if key in fields), "false")
+        _check_file_bind(flag, fields["source"] or "", readonly is None or readonly.lower() in ("true", "1", "yes", "on"))
     if kind != "tmpfs":
         _check_target(flag, fields.get("target") or "")
     return ",".join(key if given is None else _csv_field(f"{key}={given}") for key, given in fields.items())
@@ -212,6 +215,14 @@ def _source(flag: str, source: str, kind: str) -> str:
     if host_path_refused(source):
         raise LaunchRefused(f"refusing to verify: docker {flag} mounts the host path {source}")
     return source
+
+
+def _check_file_bind(flag: str, source: str, read_only: bool) -> None:
+    """A host file bound writable is refused: a write in the container lands in it in place (the hub writes a
+    commit id into `…/refs/main`), so a log could have verify overwrite any file of the host it names."""
+    if source.startswith("/") and os.path.lexists(source) and not os.path.isdir(source) and not read_only:
+        raise LaunchRefused(f"refusing to verify: docker {flag} binds the host file {source} writable (a write in "
+                            "the container would replace it); bind it read-only (`:ro`, `readonly`) or bind a folder")
 
 
 def host_path_refused(source: str) -> bool:
