@@ -244,6 +244,9 @@ ORDINARY = [  # (launch, fix, the command printed): the user's own spelling and 
     ("vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4 --api-key $VLLM_API_KEY --host 0.0.0.0",
      {"--max-num-seqs": "64"},
      "vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 4 --api-key \"$VLLM_API_KEY\" --host 0.0.0.0 --max-num-seqs 64"),
+    # the `vllm` command's own module, run by an interpreter (r7 campaign: read as naming no model)
+    ("python3 -m vllm.entrypoints.cli.main serve Qwen/Qwen3-8B --max-model-len 32768", {"--max-model-len": "8192"},
+     "python3 -m vllm.entrypoints.cli.main serve Qwen/Qwen3-8B --max-model-len 8192"),
     ("$ VLLM_USE_V1=0 vllm serve m --max-num-seqs=256 --kv-cache-dtype fp8_e5m2", {"--max-num-seqs": "128"},
      "VLLM_USE_V1=0 vllm serve m --max-num-seqs=128 --kv-cache-dtype fp8_e5m2"),
     ("containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  args: [Qwen/Qwen3-8B, --max-model-len, '32768']\n"
