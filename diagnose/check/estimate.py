@@ -127,7 +127,7 @@ def _kv_per_token(pic: MemoryPicture, target) -> None:
     tp, pp = size(target.launch, "--tensor-parallel-size"), size(target.launch, "--pipeline-parallel-size")
     kv_dtype = kv_cache_dtype(target)
     mla_head = memory.mla_cache_head_size(model, target.version,
-                                          target.launch.env_value("VLLM_MLA_DISABLE") in ("1", "true", "True"))
+                                          target.launch.env_on("VLLM_MLA_DISABLE"))
     per_token = memory.kv_bytes_per_token(model, tp, kv_dtype,
                                           hybrid_allocator=PREDICATES["v1-engine"](target.context()) or not target.version,
                                           mla_head_size=mla_head)

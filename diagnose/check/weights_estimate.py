@@ -80,7 +80,7 @@ def _mxfp4(figure: WeightsFigure, target, table: dict) -> bool:
 
     tp, pp = size(target.launch, "--tensor-parallel-size"), size(target.launch, "--pipeline-parallel-size")
     cc = capability(target)
-    forced = target.launch.env_value("VLLM_MXFP4_USE_MARLIN") in ("1", "true", "True")
+    forced = target.launch.env_on("VLLM_MXFP4_USE_MARLIN")
     # Hopper's Triton kernels need torch 2.8 and the triton_kernels package, bundled from 0.12: the releases
     # before run Marlin there (mxfp4_weights' docstring; releases.triton_kernels_bundled_since)
     hopper = cc is not None and 9.0 <= cc < 10.0

@@ -79,7 +79,8 @@ def show_report(reference, state_dir, fmt, no_pager):
     def run():
         from ..hook.browse import find_stored, read_stored_text
         from ..util.redact import redact
-        from ..util.sanitise import inert_json, sanitise
+        from ..util.sanitise import inert_json
+        from .visible import visible
 
         stored = find_stored(_state_dir(state_dir), reference)
         chosen = fmt or ("text" if sys.stdout.isatty() else "md")
@@ -88,7 +89,7 @@ def show_report(reference, state_dir, fmt, no_pager):
             return ExitCode.NOTHING_FOUND
         text = read_stored_text(stored.path if chosen == "json" else stored.path.with_suffix(".md"))
         # read back as any input is: the Markdown sanitised, the JSON exact but inert (\u escapes), both redacted
-        click.echo((inert_json(redact(text)) if chosen == "json" else redact(sanitise(text))).rstrip("\n"))
+        click.echo((inert_json(redact(text)) if chosen == "json" else visible(text)).rstrip("\n"))
         return ExitCode.NOTHING_FOUND
 
     sys.exit(int(run_guarded(run)))

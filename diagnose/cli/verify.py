@@ -9,9 +9,8 @@ from pathlib import Path
 import click
 
 from ..util.errors import ExitCode, VdiagError
-from ..util.redact import redact
-from ..util.sanitise import sanitise
 from ..verify.render import text_lines, to_markdown
+from .visible import visible
 
 
 @click.command()
@@ -232,7 +231,7 @@ _STYLE = {"served": "bold green", "failed": "bold red", "timeout": "bold red"}
 def _shown(text: str) -> str:
     """A command, note or vLLM line for the operator's terminal: sanitised, then redacted (a secret split by a
     zero-width space is whole again for redaction; the printer sanitises every line again)."""
-    return redact(sanitise(text)) if isinstance(text, str) else text
+    return visible(text) if isinstance(text, str) else text
 
 
 def _summary(attempt, phase: str | None) -> str:

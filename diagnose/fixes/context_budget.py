@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..context.context import Context
 from ..model import memory
 from .base import Fix, strategy
+from .memory import kv_per_token
 
 
 @strategy("more-budget-shorter-context")
@@ -21,7 +22,7 @@ def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
     if util <= 0:
         return None
     raise_util = util > ctx.utilization()
-    per_token = memory.kv_bytes_per_token(ctx.model, ctx.tp(), ctx.arg("--kv-cache-dtype")) if ctx.model else None
+    per_token = kv_per_token(ctx)
     kv_now = figures.get("kv_cache_gib")
     value, evaluable = None, False
     if total and kv_now is not None and per_token:

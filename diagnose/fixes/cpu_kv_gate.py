@@ -16,9 +16,9 @@ import math
 from ..context.context import Context
 from ..facts.phases import phase_order
 from ..launch.releases import parse_release
-from ..model import memory
 from ..util.units import GIB, parse_float
 from .base import Fix
+from .memory import kv_per_token
 
 CPU_KV_SETTING = "env:VLLM_CPU_KVCACHE_SPACE"
 FIXED_DEFAULT_GIB = 4  # vllm/platforms/cpu.py through 0.12: 4 GiB when the variable is unset
@@ -68,7 +68,7 @@ def check_cpu_kv_gate(fixes: list[Fix], ctx: Context) -> None:
 def _check(fix: Fix, ctx: Context) -> None:
     tokens = int(fix.changes["--max-model-len"]) if str(fix.changes.get("--max-model-len", "")).isdigit() \
         else ctx.max_model_len()
-    per_token = memory.kv_bytes_per_token(ctx.model, ctx.tp(), ctx.arg("--kv-cache-dtype")) if ctx.model else None
+    per_token = kv_per_token(ctx)
     space, source = _space_gib(ctx)
     if tokens is None or per_token is None:
         unknown = "max_model_len" if tokens is None else "the model's KV size per token"

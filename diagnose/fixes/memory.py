@@ -19,7 +19,8 @@ from .base import Declined, Fix, strategy
 from .feasibility import weights_verdict
 
 
-def _kv_per_token(ctx: Context) -> int | None:
+def kv_per_token(ctx: Context) -> int | None:
+    """KV cache bytes per token of the run's model at its TP and --kv-cache-dtype; None without a model."""
     if ctx.model is None:
         return None
     return memory.kv_bytes_per_token(ctx.model, ctx.tp(), ctx.arg("--kv-cache-dtype"))
@@ -43,7 +44,7 @@ def predict_kv(ctx: Context, budget_gib: float) -> dict[str, Any]:
         overhead = figures["weights_gib"] + figures["activation_gib"] + (figures.get("non_torch_gib") or 0)
     elif figures.get("budget_gib") is not None and figures.get("kv_cache_gib") is not None:
         overhead = figures["budget_gib"] - figures["kv_cache_gib"]
-    per_token = _kv_per_token(ctx)
+    per_token = kv_per_token(ctx)
     if overhead is None or not per_token:
         return {}
     kv_gib = budget_gib - overhead
@@ -76,7 +77,7 @@ def cap_max_model_len(ctx: Context, params: dict) -> Fix | None:
         source = (f"the log's {figures['kv_needed_gib']} GiB needed for {logged_len:,} tokens against "
                   f"{figures['kv_cache_gib']} GiB available, in whole blocks of {memory.BLOCK_SIZE} tokens"
                   + ("" if ctx.arg("--block-size") else ", assumed: vLLM's default block size"))
-    if capacity is None and figures.get("kv_cache_gib") and (per_token := _kv_per_token(ctx)):
+    if capacity is None and figures.get("kv_cache_gib") and (per_token := kv_per_token(ctx)):
         capacity = memory.tokens_for(figures["kv_cache_gib"], per_token, ctx.version)
         source = f"the log's KV cache size ÷ {per_token} bytes per token ({ctx.model.source})"
     if capacity is None or capacity <= 0:
@@ -110,7 +111,7 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
     needed_gib = None
     if figures.get("kv_needed_gib") is not None and figures.get("kv_cache_gib") is not None:
         needed_gib = figures["kv_needed_gib"] - figures["kv_cache_gib"]
-    elif figures.get("kv_cache_gib") is not None and (per_token := _kv_per_token(ctx)) and ctx.max_model_len():
+    elif figures.get("kv_cache_gib") is not None and (per_token := kv_per_token(ctx)) and ctx.max_model_len():
         one_sequence_gib = ctx.max_model_len() * per_token / memory.GIB
         needed_gib = max(one_sequence_gib - figures["kv_cache_gib"], 0) + (0.5 if figures["kv_cache_gib"] <= 0 else 0)
         if needed_gib == 0:
@@ -242,7 +243,7 @@ def raise_kv_bytes(ctx: Context, params: dict) -> Fix | None:
         return None
     wanted = ctx.max_model_len()
     estimate = parse_int(ctx.captures.get("estimate")) or ctx.facts.memory.get("estimated_max_len")
-    per_token = _kv_per_token(ctx)
+    per_token = kv_per_token(ctx)
     value, basis, evaluable = None, "", True
     if current and estimate and wanted and estimate > 0:
         value = math.ceil(current * wanted / estimate)

@@ -83,7 +83,7 @@ def context_findings(target) -> list[Finding]:
         return [skipped("context-length", "the model's longest context (no config.json, not in the catalog)")]
     if asked <= limit:
         return [passed("context-length", f"--max-model-len {asked:,} within the model's {limit:,}")]
-    if target.launch.env_value("VLLM_ALLOW_LONG_MAX_MODEL_LEN") in ("1", "true", "True"):
+    if target.launch.env_on("VLLM_ALLOW_LONG_MAX_MODEL_LEN"):
         return [passed("context-length", f"--max-model-len {asked:,} beyond the model's {limit:,}, allowed by "
                        "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 (positions past the trained context give poor output)")]
     return [Finding("context-length", "fail", f"--max-model-len {asked:,} is longer than the model's {limit:,}",

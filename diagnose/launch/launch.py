@@ -125,6 +125,10 @@ class Launch:
                 return opt.value.split("=", 1)[1]
         return None
 
+    def env_on(self, name: str) -> bool:
+        """Whether the launch turns the switch variable `name` on (`1` or `true`)."""
+        return self.env_value(name) in ("1", "true", "True")
+
     def engine_args(self) -> dict[str, str]:
         """Canonical flag → value for every vLLM argument given."""
         out = {arg.flag: ("true" if arg.value is None else arg.value) for arg in self.args

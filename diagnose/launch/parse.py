@@ -222,13 +222,12 @@ def _launch_in(rest: list[Token], env: list[tuple[str, str]]) -> Launch | None:
             parse_vllm_args(rest[k + 2:], launch, positional_model=True)
             return None if _is_placeholder(launch.model) else launch
         module = words[k + 1] if word == "-m" and k + 1 < len(words) else ""
+        start = k - 1 if module and k > 0 and words[k - 1].rsplit("/", 1)[-1].startswith("python") else k
         if module == "vllm.entrypoints.cli.main" and k + 2 < len(words) and words[k + 2] == "serve":
-            start = k - 1 if k > 0 and words[k - 1].rsplit("/", 1)[-1].startswith("python") else k
             launch = Launch(form="vllm-serve", env=env, head=[t.raw for t in rest[start:k + 3]])
             parse_vllm_args(rest[k + 3:], launch, positional_model=True)  # the `vllm` command's own module
             return None if _is_placeholder(launch.model) else launch
         if module.startswith("vllm.entrypoints") or (launcher := _launcher_module(f"-m {module}")) is not None:
-            start = k - 1 if k > 0 and words[k - 1].rsplit("/", 1)[-1].startswith("python") else k
             launch = Launch(form="api-server", env=env, head=[t.raw for t in rest[start:k + 2]])
             parse_vllm_args(rest[k + 2:], launch, positional_model=False)
             if not module.startswith("vllm.entrypoints"):  # its server takes vLLM's engine flags as vLLM spells them

@@ -25,10 +25,11 @@ _KEY_SEP = lazy(
     r"(?<![\w.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P<close>\\?[\"']?)"
     r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
 )
+_BARE = r"[^\s\"'`&<>|]{1,1024}"  # a value written without quotes: up to a blank, a quote or a shell operator
 _VALUE = lazy(
     r"(?P<scheme>(?i:bearer|basic|token|digest|negotiate|apikey|api-key)[ \t]{1,3})?"
     r"(?:\\\"(?P<escaped>[^\"\\\n]{0,1024})\\\"|\"(?P<double>(?:[^\"\\\n]|\\.){0,1024})\"|'(?P<single>[^'\n]{0,1024})'"
-    r"|\[(?P<list>[^\[\]\n]{0,1024})(?:\](?![^\s,;)}\]\"'])|(?=\n)|\Z)|(?P<bare>[^\s\"'`&<>|]{1,1024}))"
+    r"|\[(?P<list>[^\[\]\n]{0,1024})(?:\](?![^\s,;)}\]\"'])|(?=\n)|\Z)|(?P<bare>" + _BARE + "))"
 )
 # `- name: HF_TOKEN` then `value: …` (a Kubernetes env entry), `{"name": "HF_TOKEN", "value": …}`, `name = "X"`.
 _NAME_VALUE = lazy(
@@ -46,6 +47,7 @@ _PLACEHOLDER = lazy(r"^(?:<[^>]*>|\$\{?\w+\}?|\$\(.*|\[REDACTED\]|\[EMAIL\]|XX+|
 _TRAILING = ",;:.)]}"
 # A value written after a secret's name and a space only (`ngrok config add-authtoken VALUE`, `token VALUE`):
 # taken for the secret only when it looks like one, so that prose after the word (`the token was rejected`) stays.
+_BARE_VALUE = lazy(_BARE)
 _TOKENISH = lazy(r"(?=[^\s]{0,1023}[0-9])(?=[^\s]{0,1023}[A-Za-z])[A-Za-z0-9_\-+/=.~]{16,1024}")
 _ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
 _SHORTEST_ABBREVIATION = 4  # characters of a secret flag's name (`--hf-t`) read as that flag; shorter ones are not
@@ -159,7 +161,7 @@ def mask_keyed_values(text: str) -> str:
         if not is_secret_name(key):
             continue
         if not (is_flag or sep.strip()):  # `name VALUE`: only a value of a secret's own shape
-            bare = re.match(r"[^\s\"'`&<>|]{1,1024}", text[match.end():])
+            bare = _BARE_VALUE.match(text, match.end())
             if bare is None or not _TOKENISH.fullmatch(bare.group(0).rstrip(_TRAILING)):
                 continue
         word = _quoted_word_value(text, match)
