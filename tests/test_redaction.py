@@ -84,7 +84,7 @@ def test_json_report_keeps_diagnosis_and_ordinary_text(logs):
     top = report["diagnoses"][0]
     assert top["category"] == CATEGORY and top["fixes"][0]["changes"] == {"--max-model-len": "40960"}
     command = top["fixes"][0]["command"]
-    assert command.endswith("--max-num-batched-tokens 8192 --tokenizer meta-llama/Llama-3.1-8B-Instruct --api-key [REDACTED]")
+    assert command.endswith("--max-num-batched-tokens 8192 --tokenizer meta-llama/Llama-3.1-8B-Instruct --api-key '[REDACTED]'")
     assert "--max-model-len 40960" in command
     shown = [*report["unexplained"], *(e for d in report["diagnoses"] for e in d["evidence"])]
     [line] = {item["text"] for item in shown if "request failed" in item["text"]}
@@ -235,9 +235,9 @@ def test_no_form_reaches_the_verify_status_line(form_id):
 # ---------------------------------------------------------------- the launch: masked when rendered, real underneath
 
 @pytest.mark.parametrize("text, secret, shown", [
-    ('HF_TOKEN="a b c" vllm serve m --api-key "x y"', "a b c", "HF_TOKEN=[REDACTED] vllm serve m --api-key [REDACTED]"),
-    ("vllm serve m --hf-token 'q r'", "q r", "vllm serve m --hf-token [REDACTED]"),
-    ("docker run -e HF_TOKEN=abc img --model m", "abc", "docker run -e HF_TOKEN=[REDACTED] img --model m"),
+    ('HF_TOKEN="a b c" vllm serve m --api-key "x y"', "a b c", "HF_TOKEN='[REDACTED]' vllm serve m --api-key '[REDACTED]'"),
+    ("vllm serve m --hf-token 'q r'", "q r", "vllm serve m --hf-token '[REDACTED]'"),
+    ("docker run -e HF_TOKEN=abc img --model m", "abc", "docker run -e 'HF_TOKEN=[REDACTED]' img --model m"),
     ('LLM(model="m", hf_token="abc")', "abc", "LLM(model='m', hf_token='[REDACTED]')"),
 ])
 def test_a_launch_renders_masked_but_keeps_its_real_values(text, secret, shown):
@@ -246,8 +246,11 @@ def test_a_launch_renders_masked_but_keeps_its_real_values(text, secret, shown):
     assert secret in repr(launch), "the parsed launch keeps the real value for vdiag verify"
 
 
-def test_a_masked_value_is_never_requoted():
-    assert "'[REDACTED]'" not in render(parse_launch("MY_SECRET='s p' vllm serve m --api-key 'a b'"))
+def test_a_masked_value_is_quoted_once_as_a_literal_word():
+    """Unquoted, `[REDACTED]` is a bash glob class (it becomes `R` in a folder holding a file `R`): printed quoted,
+    once, whatever the secret's own quoting was."""
+    assert render(parse_launch("MY_SECRET='s p' vllm serve m --api-key 'a b'")) == \
+        "MY_SECRET='[REDACTED]' vllm serve m --api-key '[REDACTED]'"
 
 
 # ---------------------------------------------------------------- the function itself

@@ -21,7 +21,7 @@ def test_the_holder_is_named_and_a_budget_too_small_for_the_weights_is_predicted
     first, second = diagnosis["fixes"][:2]
     assert "pid 4242 (python3)" in first["why"] and first["predicted"]["starts"] is True
     assert second["changes"] == {"--gpu-memory-utilization": "0.61"} and second["predicted"]["starts"] is False
-    assert second["command"] == "HF_TOKEN=[REDACTED] vllm serve meta-llama/Llama-3.1-8B-Instruct " \
+    assert second["command"] == "HF_TOKEN='[REDACTED]' vllm serve meta-llama/Llama-3.1-8B-Instruct " \
                                 "--gpu-memory-utilization 0.61 --max-model-len 131072"
 
 
@@ -31,4 +31,4 @@ def test_rendered_ticket_reply_hides_the_token(tmp_path):
     from diagnose.cli.main import main
 
     result = CliRunner().invoke(main, ["--format", "md", "--no-gpu", str(TICKET)])
-    assert "hf_AbCd" not in result.output and "HF_TOKEN=[REDACTED]" in result.output
+    assert "hf_AbCd" not in result.output and "HF_TOKEN='[REDACTED]'" in result.output

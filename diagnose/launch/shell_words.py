@@ -157,9 +157,7 @@ def is_inert(raw: str) -> bool:
     >>> is_inert("x${IFS}--trust-remote-code"), shell_word("x${IFS}--trust-remote-code", "x${IFS}--trust-remote-code")
     (False, '"x${IFS}--trust-remote-code"')
     """
-    from ..util.redact import MASK
-
-    text = raw.replace(MASK, "_")  # a masked secret reads as one literal word
+    text = raw
     i, n = 0, len(text)
     while i < n:
         ch = text[i]
@@ -210,10 +208,6 @@ def quote_word(value: str) -> str:
     """
     import shlex
 
-    from ..util.redact import MASK
-
-    if value == MASK:
-        return value
     if "$" in value and _EXPANDABLE.fullmatch(value):
         return f'"{value}"'
     return shlex.quote(value)

@@ -176,13 +176,21 @@ def _mask_wrapped_lines(items: list[dict]) -> list[dict]:
 def masked_launch(launch: Any) -> Any:
     """A copy of a parsed launch (diagnose.command.Launch) whose secret values read MASK, for rendering only.
 
-    The real values stay in the launch itself: `vdiag verify` passes them to vLLM.
+    A value masked under its secret name, and any word `redact` would change (a token by its shape, a URL's
+    password, an e-mail address), loses its raw spelling: rendering quotes it again, so a printed command holds
+    `'[REDACTED]'`, never a bare `[REDACTED]` (to bash a glob character class). The real values stay in the
+    launch itself: `vdiag verify` passes them to vLLM.
     """
-    env = [(k, MASK if is_secret_name(k) and not is_placeholder(v) else v) for k, v in launch.env]
-    kwargs = {k: (MASK if isinstance(v, str) and is_secret_name(k) and not is_placeholder(v) else v)
+    env = [(k, MASK if is_secret_name(k) and not is_placeholder(v) else redact(v)) for k, v in launch.env]
+    kwargs = {k: (MASK if isinstance(v, str) and is_secret_name(k) and not is_placeholder(v) else _redacted(v))
               for k, v in launch.python_kwargs.items()}
     return replace(launch, env=env, args=_masked_args(launch.args), docker_opts=_masked_args(launch.docker_opts),
-                   python_kwargs=kwargs)
+                   python_kwargs=kwargs, head=[redact(w) for w in launch.head], model=_redacted(launch.model),
+                   image=_redacted(launch.image))
+
+
+def _redacted(value: Any) -> Any:
+    return redact(value) if isinstance(value, str) else value
 
 
 def _masked_args(args: list) -> list:
@@ -191,18 +199,25 @@ def _masked_args(args: list) -> list:
     for arg in args:
         value = arg.value
         if value is not None and is_secret_name(arg.spelled) and not is_placeholder(value):
-            arg = replace(arg, value=MASK, raw_value=MASK)
+            arg = replace(arg, value=MASK, raw_value=None)
             after_secret = True
             out.append(arg)
             continue
         if value is not None and arg.spelled in ("-e", "--env") and "=" in value:
             name, _, env_value = value.partition("=")
             if is_secret_name(name) and not is_placeholder(env_value):
-                arg = replace(arg, value=f"{name}={MASK}", raw_value=f"{name}={MASK}")
+                arg = replace(arg, value=f"{name}={MASK}", raw_value=None)
         elif after_secret and value is None and not arg.spelled.startswith("-"):
             arg = replace(arg, spelled=MASK)  # the rest of a secret cut by a line wrap, parsed as a stray word
             out.append(arg)
             continue
         after_secret = False
-        out.append(arg)
+        out.append(_shown_arg(arg))
     return out
+
+
+def _shown_arg(arg: Any) -> Any:
+    """An argument with what `redact` masks in its value masked now, before rendering quotes it."""
+    if arg.value is None or redact(arg.value) == arg.value:
+        return arg
+    return replace(arg, value=redact(arg.value), raw_value=None)

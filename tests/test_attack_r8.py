@@ -1,0 +1,69 @@
+"""Reproducers of the r8 attack campaign (docs/reviews/attack_campaign_r8.md) that found something.
+
+Printed commands are pasted into bash in a folder that holds one-letter files (`[REDACTED]` unquoted is a glob
+class that becomes such a name); secrets written as the option of a well-known tool, as a URL's user name or as an
+XML element are pushed through every output (tests/redaction_forms.py carries them into tests/test_redaction.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from click.testing import CliRunner
+
+from diagnose.cli.main import main
+
+KV_LOG = """\
+INFO 05-01 10:00:01 [api_server.py:1] vLLM API server version 0.8.5
+ERROR 05-01 10:00:05 [engine.py:8] ValueError: To serve at least one request with the model's max seq len (131072), \
+(16.00 GiB KV cache is needed, which is larger than the available KV cache memory (5.00 GiB). Based on the available \
+memory, the estimated maximum model length is 40960.
+"""
+RECORDER = '#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done >> "$RECORD"\n'
+
+# launches whose printed command holds a masked value: by its name, by its shape, a URL's password, an e-mail
+LAUNCHES = {
+    "flag": "vllm serve org/m --max-model-len 131072 --api-key s3cr3tBareKey77",
+    "env": "HF_TOKEN=plainTok3n99 vllm serve org/m --max-model-len 131072",
+    "shape": "vllm serve org/m --max-model-len 131072 --served-model-name hf_QzXwVuTsRqPoNmLkJiHgFeDcBa987654",
+    "url-password": "vllm serve org/m --max-model-len 131072 --kv-transfer-config redis://:Pw55word@cache:6379",
+    "email": "vllm serve org/m --max-model-len 131072 --served-model-name ops@example.com",
+    "docker-env": "docker run --gpus all -e HF_TOKEN=DockerEnvTok55 vllm/vllm-openai:latest --model org/m "
+                  "--max-model-len 131072",
+}
+
+
+def _commands(launch: str, tmp_path) -> list[str]:
+    log = tmp_path / "crash.log"
+    log.write_text(KV_LOG)
+    result = CliRunner().invoke(main, ["--no-gpu", "--format", "json", "--launch", launch, str(log)])
+    report = json.loads(result.stdout)
+    return [fix["command"] for d in report["diagnoses"] for fix in d["fixes"] if fix.get("command")]
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="needs bash")
+@pytest.mark.parametrize("name", LAUNCHES)
+def test_a_printed_command_pastes_its_masked_values_as_literal_words(name, tmp_path):
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    for letter in "REDACTMIL":  # what `[REDACTED]` and `[EMAIL]` match as glob classes
+        (folder / letter).write_text("")
+    stubs = tmp_path / "bin"
+    stubs.mkdir()
+    for program in ("vllm", "docker"):
+        (stubs / program).write_text(RECORDER)
+        (stubs / program).chmod(0o755)
+    commands = _commands(LAUNCHES[name], tmp_path)
+    assert commands and any("[REDACTED]" in c or "[EMAIL]" in c for c in commands)
+    for command in commands:
+        record = tmp_path / "argv"
+        record.write_text("")
+        subprocess.run([str(shutil.which("bash")), "--norc", "--noprofile", "-c", command], cwd=folder, check=True,
+                       env={"PATH": str(stubs), "RECORD": str(record)})
+        words = record.read_text().splitlines()
+        assert not set(words) & set("REDACTMIL"), (command, words)
+        masked = [w for w in words if "[REDACTED]" in w or "[EMAIL]" in w]
+        assert masked or "HF_TOKEN" in command, (command, words)
