@@ -127,6 +127,27 @@ FORMS = [
     ("url-encoded-twice", "text", "https://a.example/r?u=https%253A%252F%252Fb%252Fc%253Ftoken%253DEncTwiceVal5", ["EncTwiceVal5"]),
     ("env-token-before-provider", "env", "TOKEN_HF=ProvLastTokenV9", ["ProvLastTokenV9"]),
     ("env-key-before-provider", "env", "API_KEY_OPENAI=ProvLastKeyV10", ["ProvLastKeyV10"]),
+    # campaign r8 (left open by r7): a well-known program's option that takes a secret (secrets.yaml's
+    # tool_secret_options), a token as a URL's user name, an XML element named as a secret
+    ("redis-cli-a", "text", "redis-cli -h cache -a redis_pw-Tool1 ping", ["redis_pw-Tool1"]),
+    ("redis-cli-pass", "text", "redis-cli --pass=redis_pw-Tool2 -n 0", ["redis_pw-Tool2"]),
+    ("mysql-p-glued", "text", "mysql -u root -pmysql_pw-Tool3 vllm_db", ["mysql_pw-Tool3"]),
+    ("sshpass-p", "text", "sshpass -p 'ssh pw Tool4' ssh ops@gpu-node", ["ssh pw Tool4", "pw Tool4"]),
+    ("htpasswd-b", "text", "htpasswd -bc /etc/nginx/.htpasswd admin htpw_Tool5-x", ["htpw_Tool5-x"]),
+    ("az-login-p", "text", "az login --service-principal -u app-id -p az_secret-Tool6 --tenant t", ["az_secret-Tool6"]),
+    ("openssl-k", "text", "openssl enc -aes-256-cbc -k ossl_pw-Tool7 -in w.bin", ["ossl_pw-Tool7"]),
+    ("7z-p-glued", "text", "7z x -p7z_pw-Tool8 weights.7z", ["7z_pw-Tool8"]),
+    ("vault-login", "text", "vault login s.vaultTok3n_Tool9abcdefgh", ["s.vaultTok3n_Tool9abcdefgh", "vaultTok3n_Tool9"]),
+    ("ldapsearch-w", "text", "ldapsearch -x -D cn=admin,dc=x -w ldap_pw-Tool10 -b dc=x", ["ldap_pw-Tool10"]),
+    ("keytool-storepass", "text", "keytool -importcert -keystore ks.jks -storepass ks_pw-Tool11 -file ca.crt",
+     ["ks_pw-Tool11"]),
+    ("url-token-user", "text", "git clone https://0a1b2c3d4e5f_TokUser12-x9y8z7@10.0.0.5:3000/org/weights.git",
+     ["0a1b2c3d4e5f_TokUser12-x9y8z7"]),
+    ("url-token-oauth-basic", "text", "remote: https://TokOauth13_a1b2c3d4e5f6g7:x-oauth-basic@github.com/o/r",
+     ["TokOauth13_a1b2c3d4e5f6g7"]),
+    ("xml-password", "text", "<settings><username>bot</username><password>xml_pw-Tool14</password></settings>",
+     ["xml_pw-Tool14"]),
+    ("xml-token-attrs", "text", '<hf:token scope="read">xml_tok-Tool15</hf:token>', ["xml_tok-Tool15"]),
 ]
 FORM_IDS = [form[0] for form in FORMS]
 
@@ -154,6 +175,11 @@ NEAR_MISSES = [
     '--env \\"HUGGING_FACE_HUB_TOKEN=<secret>\\" -p 8000', '- name: MAX_MODEL_LEN\n  value: "4096"', "  value: spawn", '  value: "1"',
     "Namespace(model='m', api_key=None, port=8000)", "non-default args: {'model': 'm', 'api_key': []}",
     "'allowed_origins': ['*'], 'token_ids': [1, 2]", "X-Amz-SignedHeaders=host&X-Amz-Expires=3600",
+    # near the r8 forms: the same programs and tags without a secret
+    "vault login failed: permission denied", "docker run -p 8000:8000 -p 8001:8001 img", "mysql -P 3306 -p vllm_db",
+    "redis-cli -h cache ping", "ssh-keygen -t ed25519 -f key", "<max_tokens>16</max_tokens>", "<tokenizer>m</tokenizer>",
+    "git clone https://github.com/org/weights.git", "https://huggingface.co/org/m/resolve/main/config.json",
+    "openssl s_client -connect hub:443 -servername hub", "7z x -o/models weights.7z",
 ]
 ERROR_TAIL = "(max_tokens=16, token_ids=[1, 2], tokenizer=meta-llama/Llama-3.1-8B-Instruct, # GPU blocks: 2730)"
 KV_ERROR = (

@@ -67,3 +67,40 @@ def test_a_printed_command_pastes_its_masked_values_as_literal_words(name, tmp_p
         assert not set(words) & set("REDACTMIL"), (command, words)
         masked = [w for w in words if "[REDACTED]" in w or "[EMAIL]" in w]
         assert masked or "HF_TOKEN" in command, (command, words)
+
+
+# ---------------------------------------------------------------- secrets given as a well-known program's option
+
+def _table_cases():
+    from diagnose.util.datafiles import load_yaml
+
+    for tool, spec in load_yaml("secrets.yaml")["tool_secret_options"].items():
+        for option, skip in spec.items():
+            if option == "glued":
+                for glued in skip:
+                    yield f"{tool} {glued}" + "Tb1_x-Secret9zz9q8w7e6"
+                continue
+            words = " ".join(f"w{i}" for i in range(skip))
+            yield f"{tool} {option} {words} Tb1_x-Secret9zz9q8w7e6 next".replace("  ", " ")
+            if option.startswith("--"):
+                yield f"{tool} {option}=Tb1_x-Secret9zz9q8w7e6"
+
+
+@pytest.mark.parametrize("line", list(_table_cases()))
+def test_every_option_of_the_tool_table_masks_its_secret(line):
+    from diagnose.util.redact import redact
+
+    shown = redact(f"ERROR retry failed: {line}")
+    assert "Secret9zz9" not in shown and "[REDACTED]" in shown and shown.startswith("ERROR retry failed: ")
+
+
+@pytest.mark.parametrize("line", [
+    "redis-cli -a --no-auth-warning ping",  # the next option, not a value
+    "redis-cli -a $REDIS_PASSWORD ping", "mysql -p -u root", "sshpass -p '' ssh h",  # placeholders, a prompt
+    "vault login -method=userpass", "vault login failed after 3 tries",  # a subcommand's prose
+    "docker run -p 8000:8000 img", "myredis-cli -a x", "htpasswd -b file",  # another program; too few words
+])
+def test_a_tool_option_without_a_secret_is_left_alone(line):
+    from diagnose.util.redact import redact
+
+    assert redact(line) == line

@@ -28,12 +28,15 @@ from dataclasses import replace
 from typing import Any
 
 from .lazy_pattern import lazy
+from .redact_tools import mask_tool_options
 from .redact_names import (MASK, is_placeholder, is_secret_name, mask_encoded_values, mask_keyed_values,
-                           mask_name_value_pairs, secret_table)
+                           mask_name_value_pairs, mask_xml_elements, looks_like_token, secret_table)
 
 EMAIL_MASK = "[EMAIL]"
 
 _URL_USERINFO = lazy(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,20}://[^\s/@:]{0,128}:)([^\s@]{1,256})(?=@)")
+# a URL's user name that is a token (`https://TOKEN@github.com`, `https://TOKEN:x-oauth-basic@…`)
+_URL_USER = lazy(r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]{0,20}://)([^\s/@:]{16,256})(?=(?::[^\s@/]{0,256})?@)")
 _BEARER = lazy(r"(?i)(?<![\w\-])(bearer[ \t]{1,3})([A-Za-z0-9_\-.=+/~]{12,4096})")
 _HIGH_ENTROPY = lazy(r"(?<![\w\-./+=@%])[A-Za-z0-9+/]{16,4096}={0,2}(?![\w\-./+=@%])")
 _EMAIL = lazy(r"(?<![\w.%+\-])[A-Za-z0-9._%+\-]{1,64}@[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63}){0,8}\.[A-Za-z]{2,24}(?![\w\-])")
@@ -62,15 +65,19 @@ def redact(text: str, emails: bool = True, screen: bool = True, encoded: bool = 
         text = shape.sub(_mask_secret_group if masks_group else MASK, text)
     if not screen or "://" in text:
         text = _URL_USERINFO.sub(lambda m: m.group(1) + (m.group(2) if is_placeholder(m.group(2)) else MASK), text)
+        text = _URL_USER.sub(lambda m: m.group(1) + (MASK if looks_like_token(m.group(2)) else m.group(2)), text)
     lower = text.lower()  # the names are ASCII, and no other letter matches `(?i)bearer`
     if not screen or table.name_words is None or table.name_words.search(lower):
         masked = mask_keyed_values(text)
         if not screen or "%3d" in lower or "%253d" in lower:  # `api_key%3D…`, a pair URL-encoded in a URL
             masked = mask_encoded_values(masked)
+        if not screen or "</" in text:
+            masked = mask_xml_elements(masked)
         if not screen or ("value" in lower and "name" in lower):
             masked = mask_name_value_pairs(masked)
         if masked is not text:
             text, lower = masked, masked.lower()
+    text = mask_tool_options(text)
     if not screen or "bearer" in lower:
         text = _BEARER.sub(lambda m: m.group(1) + MASK, text)
     text = _HIGH_ENTROPY.sub(_mask_high_entropy, text)

@@ -50,6 +50,8 @@ _TRAILING = ",;:.)]}"
 _BARE_VALUE = lazy(_BARE)
 _TOKENISH = lazy(r"(?=[^\s]{0,1023}[0-9])(?=[^\s]{0,1023}[A-Za-z])[A-Za-z0-9_\-+/=.~]{16,1024}")
 _ENV_NAME = lazy(r"[A-Z][A-Z0-9_]*")
+# `<password>VALUE</password>`, `<ns:apiKey a="b">VALUE</ns:apiKey>`: an XML element named as a secret
+_XML_ELEMENT = lazy(r"<(?P<tag>[A-Za-z_][\w.\-:]{0,63})(?:[ \t][^<>\n]{0,256})?>(?P<value>[^<\n]{1,1024})</(?P=tag)>")
 _SHORTEST_ABBREVIATION = 4  # characters of a secret flag's name (`--hf-t`) read as that flag; shorter ones are not
 
 
@@ -172,6 +174,25 @@ def mask_keyed_values(text: str) -> str:
             continue
         done = _mask_value_at(text, match.end(), done, out)
     return "".join(out) + text[done:] if out else text
+
+
+def looks_like_token(word: str) -> bool:
+    """16 or more characters of a token's alphabet holding a digit and a letter (`2Ng1Rr2…_6Ab7`), not prose."""
+    return bool(_TOKENISH.fullmatch(word))
+
+
+def mask_xml_elements(text: str) -> str:
+    """`<password>VALUE</password>`: the text of an element whose tag is a secret's name.
+
+    >>> mask_xml_elements("<user>bot</user><password>Hunter 2</password><token>${T}</token>")
+    '<user>bot</user><password>[REDACTED]</password><token>${T}</token>'
+    """
+    def masked(match: re.Match) -> str:
+        tag, value = match.group("tag"), match.group("value")
+        if not is_secret_name(tag.rsplit(":", 1)[-1]) or is_placeholder(value):
+            return match.group(0)
+        return match.group(0)[:match.start("value") - match.start()] + MASK + f"</{tag}>"
+    return _XML_ELEMENT.sub(masked, text)
 
 
 def mask_name_value_pairs(text: str) -> str:
