@@ -54,23 +54,26 @@ def mask_tool_options(text: str) -> str:
         return text
     out: list[str] = []
     done = 0
-    for match in table.names.finditer(text):
+    matches = list(table.names.finditer(text))
+    for match, following in zip(matches, [*matches[1:], None]):
         if match.start() < done:
             continue
         tool = " ".join(match.group("tool").split())
-        for start, end in _secret_words(text, match.end(), table.options[tool], table.glued[tool]):
+        until = following.start() if following is not None else len(text)  # each word is read for one program only
+        for start, end in _secret_words(text, match.end(), until, table.options[tool], table.glued[tool]):
             if start >= done:
                 out += [text[done:start], MASK]
                 done = end
     return "".join(out) + text[done:] if out else text
 
 
-def _secret_words(text: str, at: int, options: dict[str, int], glued: tuple[str, ...]) -> list[tuple[int, int]]:
-    """The spans of the secrets in the words after a program's name (a quoted word's inside only)."""
+def _secret_words(text: str, at: int, until: int, options: dict[str, int],
+                  glued: tuple[str, ...]) -> list[tuple[int, int]]:
+    """The spans of the secrets in the words after a program's name, before `until` (a quoted word's inside only)."""
     words = []
     for _ in range(_MAX_WORDS):
-        at = _BLANKS.match(text, at).end()
-        word = _WORD.match(text, at)
+        at = _BLANKS.match(text, at, until).end()
+        word = _WORD.match(text, at, until)
         if word is None:
             break
         words.append((word.start(), word.end()))
