@@ -104,3 +104,24 @@ def test_a_tool_option_without_a_secret_is_left_alone(line):
     from diagnose.util.redact import redact
 
     assert redact(line) == line
+
+
+# ---------------------------------------------------------------- bounds: a rule pattern quadratic in a digit run
+
+OOM = ("ERROR 05-01 10:00:05 [worker.py:8] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+       "GPU 0 has a total capacity of 79.19 GiB of which 1.06 GiB is free.")
+
+
+def test_a_long_digit_run_before_an_oom_message_does_not_hide_it(ruleset):
+    """The OOM signatures' `[\\d.]+ ?GiB total capacity;` alternative had no guarded start: on a line holding a long
+    run of digits each start position re-read the run (quadratic), every OOM rule's search hit the regex timeout and
+    the OOM went undiagnosed."""
+    from diagnose.diagnosis.pipeline import Options, diagnose
+    from diagnose.ingest.source import TextSource
+    from diagnose.report.build import build_report
+
+    text = ("INFO 05-01 10:00:01 [api_server.py:1] vLLM API server version 0.8.5\n"
+            "INFO 05-01 10:00:02 [gpu_model_runner.py:1] Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)\n"
+            + "1" * 30000 + " " + OOM + "\n")
+    report = build_report(diagnose([TextSource("oom.log", text)], Options(gpu_mode="none"), ruleset))
+    assert [d["rule"] for d in report["diagnoses"]][:1] == ["cuda-oom-cudagraph"]
