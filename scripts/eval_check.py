@@ -3,7 +3,11 @@
 
 For every corpus log whose label (`launch`, `gpus`, `numbers`) or log gives the launch and the GPU, the launch is
 checked on that GPU at the log's release, sealed from this machine (the bundled catalog, no NVML, no port probe),
-and the answer compared with the label:
+and the answer compared with the label. The release is the log's or the label's; where neither names one, the
+oldest that could have written the log for that launch (`run_release`): an operator knows the release installed,
+and the log's own vLLM messages bracket it.
+
+The answer is compared with the label:
 
 - per category: predicted (the category among the predicted failures; top: the first of them), unknown, or
   predicted-ok, which must never happen for a failure (nothing but a dry run predicts a start);
