@@ -41,6 +41,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from diagnose.check.command import CheckOptions, check_launch  # noqa: E402
+from diagnose.check.target import target_for  # noqa: E402
+from diagnose.context.predicates import PREDICATES  # noqa: E402
+from diagnose.foresight.gpus import GpuFacts  # noqa: E402
 from diagnose.context.host import SealedHost  # noqa: E402
 from diagnose.diagnosis.pipeline import Options, diagnose  # noqa: E402
 from diagnose.gpu.table import lookup_gpu  # noqa: E402
@@ -147,8 +150,9 @@ def release_of(text) -> str | None:
 def run_release(ctx, label: dict, log: Path, launch) -> str | None:
     """The release the run had, as its operator would know it: the log's own, else the label's; where neither says
     it, the oldest release that could have written the log for this launch: one raising every vLLM message in it
-    (`message_releases`), whose registry has the model's architecture and which takes every flag of the launch
-    (no flag failing there that does not fail at an unknown release)."""
+    (`message_releases`), whose registry has the model's architecture, which takes every flag of the launch (no
+    flag failing there that does not fail at an unknown release) and, where the log shows its engine generation,
+    runs that one."""
     stated = ctx.version or release_of(label.get("vllm_version"))
     if stated:
         return stated
@@ -162,9 +166,16 @@ def run_release(ctx, label: dict, log: Path, launch) -> str | None:
     refused = sum(f.outcome == "fail" for f in flag_findings(launch, None))
     for release in bracket:
         if release_key(release) >= release_key(first) and (
-                sum(f.outcome == "fail" for f in flag_findings(launch, release)) <= refused):
+                sum(f.outcome == "fail" for f in flag_findings(launch, release)) <= refused) and (
+                ctx.facts.engine_v1 is None or engine_v1_at(launch, release) == ctx.facts.engine_v1):
             return release
     return None
+
+
+def engine_v1_at(launch, release: str) -> bool:
+    """Whether this launch runs the V1 engine at `release` (the `v1-engine` predicate, on the check's target)."""
+    target = target_for(render(launch), GpuFacts(), release, host=MACHINE[0])
+    return bool(PREDICATES["v1-engine"](target.context()))
 
 
 def world_size(launch) -> int:

@@ -49,12 +49,12 @@ def _eval_check():
     return module
 
 
-def _release(tmp_path, launch_text, lines, ctx_version=None, label_version=None):
+def _release(tmp_path, launch_text, lines, ctx_version=None, label_version=None, engine_v1=None):
     module = _eval_check()
     module.MACHINE[:] = [module.corpus_machine(tmp_path / "machine")]
     log = tmp_path / "run.log"
     log.write_text("\n".join(lines) + "\n")
-    return module.run_release(SimpleNamespace(version=ctx_version), {"vllm_version": label_version}, log,
+    return module.run_release(SimpleNamespace(version=ctx_version, facts=SimpleNamespace(engine_v1=engine_v1)), {"vllm_version": label_version}, log,
                               parse_launch(launch_text))
 
 
@@ -75,3 +75,13 @@ def test_near_miss_a_stated_release_wins_and_an_unknown_model_gives_none(tmp_pat
     assert _release(tmp_path, "vllm serve Qwen/Qwen1.5-7B-Chat", [V0_MAX_LEN], label_version="0.5.1 (log)") == "0.5.1"
     assert _release(tmp_path, "vllm serve /nowhere/private-model", [V0_MAX_LEN]) is None
     assert _release(tmp_path, "vllm serve Qwen/Qwen1.5-7B-Chat", ["no vLLM words here"]) is None
+
+
+def test_a_log_showing_the_v1_engine_gets_a_release_running_it(tmp_path):
+    # V1's "models's" wording is raised from 0.7.3, where V1 was opt-in; a log whose lines show V1 ran 0.8 or later
+    assert _release(tmp_path, "vllm serve Qwen/Qwen1.5-7B-Chat", [V1_CUT]) == "0.7.3"
+    assert _release(tmp_path, "vllm serve Qwen/Qwen1.5-7B-Chat", [V1_CUT], engine_v1=True) == "0.8.5.post1"
+
+
+def test_near_miss_a_v0_log_keeps_the_oldest_release(tmp_path):
+    assert _release(tmp_path, "vllm serve Qwen/Qwen1.5-7B-Chat", [V1_CUT], engine_v1=False) == "0.7.3"
