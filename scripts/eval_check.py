@@ -3,7 +3,11 @@
 
 For every corpus log whose label (`launch`, `gpus`, `numbers`) or log gives the launch and the GPU, the launch is
 checked on that GPU at the log's release, sealed from this machine (the bundled catalog, no NVML, no port probe),
-and the answer compared with the label:
+and the answer compared with the label. The release is the log's or the label's; where neither names one, the
+oldest that could have written the log for that launch (`run_release`): an operator knows the release installed,
+and the log's own vLLM messages bracket it.
+
+The answer is compared with the label:
 
 - per category: predicted (the category among the predicted failures; top: the first of them), unknown, or
   predicted-ok, which must never happen for a failure (nothing but a dry run predicts a start);
@@ -37,11 +41,18 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from diagnose.check.command import CheckOptions, check_launch  # noqa: E402
+from diagnose.check.target import target_for  # noqa: E402
+from diagnose.context.predicates import PREDICATES  # noqa: E402
+from diagnose.foresight.gpus import GpuFacts  # noqa: E402
 from diagnose.context.host import SealedHost  # noqa: E402
 from diagnose.diagnosis.pipeline import Options, diagnose  # noqa: E402
 from diagnose.gpu.table import lookup_gpu  # noqa: E402
 from diagnose.ingest.source import Source  # noqa: E402
+from diagnose.foresight.flags import flag_findings  # noqa: E402
+from diagnose.foresight.target import model_of  # noqa: E402
 from diagnose.knowledge.loader import load_rules  # noqa: E402
+from diagnose.knowledge.message_releases import releases_of_lines  # noqa: E402
+from diagnose.launch.model_registry import first_release, release_key  # noqa: E402
 from diagnose.launch.parse import parse_launch  # noqa: E402
 from diagnose.launch.render import render  # noqa: E402
 from diagnose.model.files import ModelFiles  # noqa: E402
@@ -136,6 +147,37 @@ def release_of(text) -> str | None:
     return match.group(0) if match else None
 
 
+def run_release(ctx, label: dict, log: Path, launch) -> str | None:
+    """The release the run had, as its operator would know it: the log's own, else the label's; where neither says
+    it, the oldest release that could have written the log for this launch: one raising every vLLM message in it
+    (`message_releases`), whose registry has the model's architecture, which takes every flag of the launch (no
+    flag failing there that does not fail at an unknown release) and, where the log shows its engine generation,
+    runs that one."""
+    stated = ctx.version or release_of(label.get("vllm_version"))
+    if stated:
+        return stated
+    bracket = releases_of_lines(log.read_text(errors="replace").splitlines())
+    model = model_of(launch, MACHINE[0]) if bracket else None
+    if not bracket or model is None or not model.architecture:
+        return None
+    first = first_release(model.architecture)
+    if first is None:
+        return None
+    refused = sum(f.outcome == "fail" for f in flag_findings(launch, None))
+    for release in bracket:
+        if release_key(release) >= release_key(first) and (
+                sum(f.outcome == "fail" for f in flag_findings(launch, release)) <= refused) and (
+                ctx.facts.engine_v1 is None or engine_v1_at(launch, release) == ctx.facts.engine_v1):
+            return release
+    return None
+
+
+def engine_v1_at(launch, release: str) -> bool:
+    """Whether this launch runs the V1 engine at `release` (the `v1-engine` predicate, on the check's target)."""
+    target = target_for(render(launch), GpuFacts(), release, host=MACHINE[0])
+    return bool(PREDICATES["v1-engine"](target.context()))
+
+
 def world_size(launch) -> int:
     size = 1
     for flag in ("--tensor-parallel-size", "--pipeline-parallel-size", "--data-parallel-size"):
@@ -160,7 +202,7 @@ def inputs_for(log: Path, label: dict, ruleset) -> dict | None:
         return None
     memory = ctx.facts.memory
     if said.get("cpu") or ctx.facts.platform == "cpu":
-        return {"launch": launch_text, "gpu": "cpu", "version": ctx.version or release_of(label.get("vllm_version")),
+        return {"launch": launch_text, "gpu": "cpu", "version": run_release(ctx, label, log, launch),
                 "logged": memory}
     named = next((g for g in ctx.gpus if g.name), None)
     name = (named.name if named else None) or said.get("name")
@@ -173,7 +215,7 @@ def inputs_for(log: Path, label: dict, ruleset) -> dict | None:
         cc = cc or str(entry["compute_capability"])
     count = said.get("count") or (len(ctx.gpus) if len(ctx.gpus) > 1 else None) or ctx.gpu_count()
     if said.get("mixed") or not (name or total or cc or count):  # the KV bytes per token need only the launch's model and its TP
-        return {"launch": launch_text, "gpu": None, "version": ctx.version or release_of(label.get("vllm_version")),
+        return {"launch": launch_text, "gpu": None, "version": run_release(ctx, label, log, launch),
                 "logged": memory}
     assumed_count = count is None
     count = count or world_size(launch)
@@ -185,7 +227,7 @@ def inputs_for(log: Path, label: dict, ruleset) -> dict | None:
     if free is not None and total:
         device.update(free_gib=free, used_gib=round(total - free, 2))
     return {"launch": launch_text, "devices": [{"index": i, **device} for i in range(count)], "assumed_count": assumed_count,
-            "version": ctx.version or release_of(label.get("vllm_version")), "logged": memory}
+            "version": run_release(ctx, label, log, launch), "logged": memory}
 
 
 @dataclass(frozen=True)
