@@ -340,3 +340,20 @@ def test_the_older_quantization_wording_reads_the_checkpoints_method_from_the_me
     assert fix["changes"] == {"--quantization": None}
     assert "declares marlin" in fix["why"] and fix["predicted"].get("starts") is True
     assert fix["command"] == "python -m vllm.entrypoints.openai.api_server --model TheBloke/Mixtral-8x7B-GPTQ"
+
+
+def test_a_wrappers_own_length_check_gets_no_vllm_bypass_switch():
+    """D1 (review 4, gh-verl-1873): verl asserts the length itself; VLLM_ALLOW_LONG_MAX_MODEL_LEN cannot pass it."""
+    diagnosis = top(report_for("verl-async-server-max-len-check.log"))
+    assert diagnosis["category"] == "max-model-len-exceeds-model"
+    assert "verl's" in diagnosis["why"]
+    assert diagnosis["fixes"][0]["changes"] == {"--max-model-len": "8192"}
+    assert not any("env:VLLM_ALLOW_LONG_MAX_MODEL_LEN" in fix["changes"] for fix in diagnosis["fixes"])
+
+
+def test_vllms_own_length_check_keeps_its_bypass_switch_last():
+    """The near miss of the case above: vLLM's own message, where its switch does silence the check."""
+    text = ("ValueError: User-specified max_model_len (32768) is greater than the derived max_model_len "
+            "(max_position_embeddings=8192 or model_max_length=None in model's config.json).")
+    diagnosis = top(diagnose_text(text, name="vllm-own-check.log").report)
+    assert [fix["changes"] for fix in diagnosis["fixes"]][-1] == {"env:VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
