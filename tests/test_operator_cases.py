@@ -357,3 +357,22 @@ def test_vllms_own_length_check_keeps_its_bypass_switch_last():
             "(max_position_embeddings=8192 or model_max_length=None in model's config.json).")
     diagnosis = top(diagnose_text(text, name="vllm-own-check.log").report)
     assert [fix["changes"] for fix in diagnosis["fixes"]][-1] == {"env:VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
+
+
+def test_a_bare_divisibility_assert_is_read_as_the_size_it_names_not_the_heads():
+    """D2 (review 4, gh-gpustack-3777): "N is not divisible by TP" names a size (here an MLP size), not the heads."""
+    diagnosis = top(report_for("tp3-intermediate-size-not-divisible-0.6.3.log"))
+    assert diagnosis["category"] == "tp-not-divisible"
+    assert "names the heads only" not in diagnosis["why"] and "18944" in diagnosis["why"]
+    fix = diagnosis["fixes"][0]
+    assert fix["changes"] == {"--tensor-parallel-size": "2"}
+    assert "18944" in fix["why"] and "the heads" not in fix["why"]
+    assert "--tensor-parallel-size 2" in fix["command"]
+
+
+def test_the_heads_message_still_names_the_heads():
+    """The near miss: vLLM's heads message keeps its own count in the Why and the fix."""
+    text = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6)."
+    diagnosis = top(diagnose_text(text, name="heads.log").report)
+    assert "names the 40 heads only" in diagnosis["why"]
+    assert "40 attention heads" in diagnosis["fixes"][0]["why"]
