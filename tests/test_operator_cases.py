@@ -376,3 +376,21 @@ def test_the_heads_message_still_names_the_heads():
     diagnosis = top(diagnose_text(text, name="heads.log").report)
     assert "names the 40 heads only" in diagnosis["why"]
     assert "40 attention heads" in diagnosis["fixes"][0]["why"]
+
+
+def test_repository_not_found_checks_the_repo_id_first_and_offers_no_licence():
+    """D3 (review 4, gh-vastaibaseimage-128): a 401 "Repository Not Found" is no gated-repo 403."""
+    diagnosis = top(report_for("hub-repo-not-found-misspelled-id.log"))
+    assert diagnosis["category"] == "hf-auth-or-missing-model"
+    titles = [fix["title"] for fix in diagnosis["fixes"]]
+    assert titles[0].startswith("Check that the repo id acme-ai/Llama-3.1-8B-Instrcut-AWQ exists"), titles
+    assert not any("licence" in title for title in titles), titles
+
+
+def test_a_gated_repo_keeps_the_licence_fix():
+    """The near miss: the Hub names the repo gated, and accepting its licence is a fix."""
+    text = ("huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-6)\n\n"
+            "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.\n"
+            "Access to model meta-llama/Llama-3.1-8B is restricted. You must have access to it and be authenticated to access it.")
+    titles = [fix["title"] for fix in top(diagnose_text(text, name="gated.log").report)["fixes"]]
+    assert any("licence" in title for title in titles) and not any("repo id" in title for title in titles), titles

@@ -20,3 +20,11 @@ def _gguf_in_repo(ctx: Context) -> bool:
 def _wrappers_check(ctx: Context) -> bool:
     error = ctx.captures.get("error")
     return error is not None and wrapper_of_message(error) is not None
+
+
+@predicate("hub-repo-not-found", means=(
+    "the Hub answered \"Repository Not Found\" (RepositoryNotFoundError): the repo id is misspelled, or the repo is "
+    "private, not gated"))
+def _hub_repo_not_found(ctx: Context) -> bool:
+    return bool(ctx.captures.get("not_found")) or ctx.captures.get("error") == "RepositoryNotFoundError"
+
