@@ -394,3 +394,20 @@ def test_a_gated_repo_keeps_the_licence_fix():
             "Access to model meta-llama/Llama-3.1-8B is restricted. You must have access to it and be authenticated to access it.")
     titles = [fix["title"] for fix in top(diagnose_text(text, name="gated.log").report)["fixes"]]
     assert any("licence" in title for title in titles) and not any("repo id" in title for title in titles), titles
+
+
+def test_an_oom_on_gpu_3_never_proposes_sharding_over_fewer_gpus():
+    """D1 (review 4, gh-inferencex-1461): vLLM binds rank r to cuda:r, so an OOM on GPU 3 ran on 4 GPUs at least."""
+    diagnosis = top(report_for("weights-oom-on-gpu-3-no-launch.log"))
+    assert diagnosis["category"] == "cuda-oom-weights"
+    sizes = [int(fix["changes"]["--tensor-parallel-size"]) for fix in diagnosis["fixes"]
+             if "--tensor-parallel-size" in fix["changes"]]
+    assert sizes and min(sizes) > 4, sizes
+
+
+def test_an_oom_on_gpu_0_still_proposes_two_gpus():
+    """The near miss: GPU 0 proves nothing beyond one GPU; 78 GiB of weights fit two 80 GiB GPUs."""
+    text = (OPERATOR / "weights-oom-on-gpu-3-no-launch.log").read_text().replace("GPU 3 has", "GPU 0 has")
+    diagnosis = top(diagnose_text(text, name="gpu0.log").report)
+    sizes = [fix["changes"].get("--tensor-parallel-size") for fix in diagnosis["fixes"]]
+    assert "2" in sizes, sizes
