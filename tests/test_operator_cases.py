@@ -340,3 +340,74 @@ def test_the_older_quantization_wording_reads_the_checkpoints_method_from_the_me
     assert fix["changes"] == {"--quantization": None}
     assert "declares marlin" in fix["why"] and fix["predicted"].get("starts") is True
     assert fix["command"] == "python -m vllm.entrypoints.openai.api_server --model TheBloke/Mixtral-8x7B-GPTQ"
+
+
+def test_a_wrappers_own_length_check_gets_no_vllm_bypass_switch():
+    """D1 (review 4, gh-verl-1873): verl asserts the length itself; VLLM_ALLOW_LONG_MAX_MODEL_LEN cannot pass it."""
+    diagnosis = top(report_for("verl-async-server-max-len-check.log"))
+    assert diagnosis["category"] == "max-model-len-exceeds-model"
+    assert "verl's" in diagnosis["why"]
+    assert diagnosis["fixes"][0]["changes"] == {"--max-model-len": "8192"}
+    assert not any("env:VLLM_ALLOW_LONG_MAX_MODEL_LEN" in fix["changes"] for fix in diagnosis["fixes"])
+
+
+def test_vllms_own_length_check_keeps_its_bypass_switch_last():
+    """The near miss of the case above: vLLM's own message, where its switch does silence the check."""
+    text = ("ValueError: User-specified max_model_len (32768) is greater than the derived max_model_len "
+            "(max_position_embeddings=8192 or model_max_length=None in model's config.json).")
+    diagnosis = top(diagnose_text(text, name="vllm-own-check.log").report)
+    assert [fix["changes"] for fix in diagnosis["fixes"]][-1] == {"env:VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}
+
+
+def test_a_bare_divisibility_assert_is_read_as_the_size_it_names_not_the_heads():
+    """D2 (review 4, gh-gpustack-3777): "N is not divisible by TP" names a size (here an MLP size), not the heads."""
+    diagnosis = top(report_for("tp3-intermediate-size-not-divisible-0.6.3.log"))
+    assert diagnosis["category"] == "tp-not-divisible"
+    assert "names the heads only" not in diagnosis["why"] and "18944" in diagnosis["why"]
+    fix = diagnosis["fixes"][0]
+    assert fix["changes"] == {"--tensor-parallel-size": "2"}
+    assert "18944" in fix["why"] and "the heads" not in fix["why"]
+    assert "--tensor-parallel-size 2" in fix["command"]
+
+
+def test_the_heads_message_still_names_the_heads():
+    """The near miss: vLLM's heads message keeps its own count in the Why and the fix."""
+    text = "ValueError: Total number of attention heads (40) must be divisible by tensor parallel size (6)."
+    diagnosis = top(diagnose_text(text, name="heads.log").report)
+    assert "names the 40 heads only" in diagnosis["why"]
+    assert "40 attention heads" in diagnosis["fixes"][0]["why"]
+
+
+def test_repository_not_found_checks_the_repo_id_first_and_offers_no_licence():
+    """D3 (review 4, gh-vastaibaseimage-128): a 401 "Repository Not Found" is no gated-repo 403."""
+    diagnosis = top(report_for("hub-repo-not-found-misspelled-id.log"))
+    assert diagnosis["category"] == "hf-auth-or-missing-model"
+    titles = [fix["title"] for fix in diagnosis["fixes"]]
+    assert titles[0].startswith("Check that the repo id acme-ai/Llama-3.1-8B-Instrcut-AWQ exists"), titles
+    assert not any("licence" in title for title in titles), titles
+
+
+def test_a_gated_repo_keeps_the_licence_fix():
+    """The near miss: the Hub names the repo gated, and accepting its licence is a fix."""
+    text = ("huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-6)\n\n"
+            "Cannot access gated repo for url https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.\n"
+            "Access to model meta-llama/Llama-3.1-8B is restricted. You must have access to it and be authenticated to access it.")
+    titles = [fix["title"] for fix in top(diagnose_text(text, name="gated.log").report)["fixes"]]
+    assert any("licence" in title for title in titles) and not any("repo id" in title for title in titles), titles
+
+
+def test_an_oom_on_gpu_3_never_proposes_sharding_over_fewer_gpus():
+    """D1 (review 4, gh-inferencex-1461): vLLM binds rank r to cuda:r, so an OOM on GPU 3 ran on 4 GPUs at least."""
+    diagnosis = top(report_for("weights-oom-on-gpu-3-no-launch.log"))
+    assert diagnosis["category"] == "cuda-oom-weights"
+    sizes = [int(fix["changes"]["--tensor-parallel-size"]) for fix in diagnosis["fixes"]
+             if "--tensor-parallel-size" in fix["changes"]]
+    assert sizes and min(sizes) > 4, sizes
+
+
+def test_an_oom_on_gpu_0_still_proposes_two_gpus():
+    """The near miss: GPU 0 proves nothing beyond one GPU; 78 GiB of weights fit two 80 GiB GPUs."""
+    text = (OPERATOR / "weights-oom-on-gpu-3-no-launch.log").read_text().replace("GPU 3 has", "GPU 0 has")
+    diagnosis = top(diagnose_text(text, name="gpu0.log").report)
+    sizes = [fix["changes"].get("--tensor-parallel-size") for fix in diagnosis["fixes"]]
+    assert "2" in sizes, sizes

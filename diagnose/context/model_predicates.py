@@ -1,7 +1,8 @@
-"""Predicates on the model value vLLM's own message quotes back (the rule's captures)."""
+"""Predicates on what vLLM's own message quotes back (the rule's captures): the model value, whose message it is."""
 
 from __future__ import annotations
 
+from ..knowledge.error_tables import wrapper_of_message
 from .context import Context
 from .predicate_registry import predicate
 
@@ -11,3 +12,19 @@ from .predicate_registry import predicate
     "does not download"))
 def _gguf_in_repo(ctx: Context) -> bool:
     return bool(ctx.captures.get("gguf_repo") and ctx.captures.get("gguf_file"))
+
+
+@predicate("error-is-a-wrappers-check", means=(
+    "the error line is a message of a program that launches vLLM (verl, GPUStack, trl, …), not vLLM's: "
+    "a vLLM switch that silences vLLM's own check cannot pass it"))
+def _wrappers_check(ctx: Context) -> bool:
+    error = ctx.captures.get("error")
+    return error is not None and wrapper_of_message(error) is not None
+
+
+@predicate("hub-repo-not-found", means=(
+    "the Hub answered \"Repository Not Found\" (RepositoryNotFoundError): the repo id is misspelled, or the repo is "
+    "private, not gated"))
+def _hub_repo_not_found(ctx: Context) -> bool:
+    return bool(ctx.captures.get("not_found")) or ctx.captures.get("error") == "RepositoryNotFoundError"
+

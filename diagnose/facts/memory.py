@@ -10,6 +10,7 @@ from .base import SIZE_PATTERN, SIZE_PATTERN_MAX_CHARS, ExtractorBase, search_ne
 from .memory_eras import LITERALS as ERA_LITERALS
 from .memory_eras import ERA_PATTERNS, derive, read_era_line
 from .record import GpuProcess
+from .workers import MAX_WORKERS
 
 # ---------------------------------------------------------------- memory figures
 # (text every match holds, pattern, kind): the cheap `in` test spares the regex on the lines that cannot match
@@ -164,6 +165,10 @@ class MemoryExtractor(ExtractorBase):
         if free is not _ABSENT:
             memory["oom_free_gib"] = free
             self.facts.gpu(gpu_index).free_gib = free
+        if gpu_index is not None and gpu_index < MAX_WORKERS:
+            # vLLM binds worker rank r to cuda:r: an OOM on GPU 2 proves a layout of 3 GPUs at least (issue #24,
+            # gh-inferencex-1461: "shard over 2 GPUs" offered for a run that already used 3 or more)
+            self.facts.workers_seen = max(self.facts.workers_seen or 0, gpu_index + 1)
         listed = [(int(m.group("pid")), size_gib(m.group("used"))) for m in processes]
         failing = [pid for pid, used in listed if _is_the_failing_process(used, self_used, pytorch)]
         for pid, used in listed:

@@ -10,6 +10,9 @@ MAX_PARALLEL = 1 << 16  # no tensor/pipeline size, GPU count or model dimension 
 MAX_COUNT = 1 << 24
 
 
+MAX_DIVIDED_SIZE = 1 << 24  # a vocabulary or intermediate size ensure_divisibility may name (151552 for GLM-4.5)
+
+
 def divisors(n: int, limit: int | None = None) -> list[int]:
     """The divisors of n (at most `limit`), largest first; O(√n), and n is a plausible count.
 
@@ -57,9 +60,11 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
     heads = plausible_int(ctx.captures.get("heads"), 1, MAX_COUNT) or model_heads
     kv_heads = plausible_int(ctx.captures.get("kv_heads"), 1, MAX_COUNT) or (model_kv_heads if not ctx.captures.get("heads") else None)
     experts = plausible_int(ctx.captures.get("experts"), 1, MAX_COUNT)
+    # ensure_divisibility's bare "N is not divisible by TP": N may be the heads, the vocabulary or an MLP size
+    named = plausible_int(ctx.captures.get("numerator"), 1, MAX_DIVIDED_SIZE)
     gpus = plausible_int(ctx.gpu_count(), 1, MAX_PARALLEL)
     limit = min(requested, gpus) if gpus else requested
-    valid = _sizes_that_divide(limit, heads, kv_heads, experts)
+    valid = _sizes_that_divide(limit, heads, kv_heads, experts, named)
     powers_of_two = [t for t in valid if t & (t - 1) == 0]
     choice = (powers_of_two or valid or [None])[0]
     if params.get("choose") == "one":
@@ -72,7 +77,8 @@ def divisible_tp(ctx: Context, params: dict) -> Fix | None:
                    not_evaluable="whether the weights fit one GPU")
     if choice is None or choice == requested:
         return None
-    counts = ", ".join(f"{n} {what}" for n, what in ((heads, "attention heads"), (kv_heads, "KV heads"), (experts, "experts")) if n)
+    counts = ", ".join(f"{n} {what}" for n, what in ((heads, "attention heads"), (kv_heads, "KV heads"), (experts, "experts"),
+                                                      (named, "(the size vLLM's message names)")) if n)
     on_cpu = ctx.facts.platform == "cpu"  # the CPU backend's workers are its NUMA nodes' processes, not GPUs
     unit = "workers" if on_cpu else "GPUs"
     cost = f"fewer {unit} per replica" if choice < requested else ""

@@ -228,6 +228,18 @@ def wrapper_message_meaning(wording: str) -> str | None:
             "and its documentation and issues are where the message is explained.")
 
 
+def wrapper_of_message(wording: str) -> str | None:
+    """The program that launches vLLM whose message `wording` is (wrapper_messages.json), or None for vLLM's own.
+
+    >>> wrapper_of_message("AssertionError: model context length should be greater than total sequence length")
+    'verl'
+    >>> wrapper_of_message("User-specified max_model_len (8192) is greater than the derived max_model_len") is None
+    True
+    """
+    entry = _wrapper_entry(" ".join(wording.split()))
+    return None if entry is None else str(entry["wrapper"])
+
+
 def _same_wording(entry: dict, wording: str) -> list[dict]:
     """The other wrappers' entries that match `wording` too, one per wrapper."""
     seen = {entry["wrapper"]}
