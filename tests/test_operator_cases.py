@@ -396,6 +396,17 @@ def test_a_gated_repo_keeps_the_licence_fix():
     assert any("licence" in title for title in titles) and not any("repo id" in title for title in titles), titles
 
 
+def test_a_not_found_line_beside_a_gated_one_is_no_misspelled_id():
+    """transformers says "You are trying to access a gated repo" only for a repo that exists: the id is right."""
+    text = ("OSError: You are trying to access a gated repo.\n"
+            "Make sure to have access to it at https://huggingface.co/meta-llama/Llama-3.1-8B.\n"
+            "401 Client Error. Repository Not Found for url: "
+            "https://huggingface.co/meta-llama/Llama-3.1-8B/resolve/main/config.json.")
+    titles = [fix["title"] for fix in top(diagnose_text(text, name="gated-oserror.log").report)["fixes"]]
+    assert not any("repo id" in title for title in titles), titles
+    assert "HF_TOKEN" in titles[0], titles
+
+
 def test_an_oom_on_gpu_3_never_proposes_sharding_over_fewer_gpus():
     """D1 (review 4, gh-inferencex-1461): vLLM binds rank r to cuda:r, so an OOM on GPU 3 ran on 4 GPUs at least."""
     diagnosis = top(report_for("weights-oom-on-gpu-3-no-launch.log"))

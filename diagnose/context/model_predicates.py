@@ -24,7 +24,9 @@ def _wrappers_check(ctx: Context) -> bool:
 
 @predicate("hub-repo-not-found", means=(
     "the Hub answered \"Repository Not Found\" (RepositoryNotFoundError): the repo id is misspelled, or the repo is "
-    "private, not gated"))
+    "private; not when the same log names the repo gated, which means it exists"))
 def _hub_repo_not_found(ctx: Context) -> bool:
+    if ctx.captures.get("gated"):
+        return False
     return bool(ctx.captures.get("not_found")) or ctx.captures.get("error") == "RepositoryNotFoundError"
 
