@@ -422,3 +422,22 @@ def test_an_oom_on_gpu_0_still_proposes_two_gpus():
     diagnosis = top(diagnose_text(text, name="gpu0.log").report)
     sizes = [fix["changes"].get("--tensor-parallel-size") for fix in diagnosis["fixes"]]
     assert "2" in sizes, sizes
+
+
+def test_a_withheld_launch_is_explained_once_per_report_section():
+    """D5 (review 4, gh-qwenpaw-3084): every fix withheld for one reason printed the same sentence again."""
+    import io
+
+    from diagnose.report.render import print_text, to_markdown
+    text = ("LD_LIBRARY_PATH=/opt/lib vllm serve /models/m\n"
+            "ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported.\n")
+    report = diagnose_text(text, name="withheld.log").report
+    fixes = top(report)["fixes"]
+    assert len(fixes) >= 2 and all(fix.get("command_not_shown") for fix in fixes)  # the JSON keeps it on each
+    stream = io.StringIO()
+    print_text(report, stream=stream)
+    shown = stream.getvalue()
+    fixes_part = shown.split("Facts:")[0]
+    assert fixes_part.count("not shown: the launch sets LD_LIBRARY_PATH") == 1, shown
+    assert fixes_part.count("change: ") == len(fixes), shown
+    assert to_markdown(report).split("**Facts")[0].count("not shown:") == 1

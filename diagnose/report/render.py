@@ -56,7 +56,7 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
         fixes, short = _fixes_and_not_enough(d["fixes"])
         if fixes:
             out.append("**Fixes, best first**\n")
-            for fix in fixes:
+            for fix, not_shown in zip(fixes, _not_shown_once(fixes)):
                 out.append(f"{fix['rank']}. **{md_prose(fix['title'])}** — {md_prose(fix['rank_reason'])}")
                 if fix["why"]:
                     out.append(f"   {md_prose(fix['why'])}")
@@ -64,7 +64,8 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
                 if command:
                     out.append("\n" + md_block(command, indent="   "))
                 elif fix.get("command_not_shown"):
-                    out.append(f"   not shown: {md_prose(fix['command_not_shown'])}")
+                    if not_shown:
+                        out.append(f"   not shown: {md_prose(not_shown)}")
                     if fix["changes"]:
                         out.append(f"   change: {md_code(changes_text(fix['changes']))}")
             out.append("")
@@ -196,7 +197,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True, printer
             fixes, short = _fixes_and_not_enough(d["fixes"])
             if fixes:
                 say("  Fixes, best first:", "bold")
-                for fix in fixes:
+                for fix, not_shown in zip(fixes, _not_shown_once(fixes)):
                     say(f"  {fix['rank']}. {fix['title']}", "bold cyan" if fix["rank"] == 1 else None, hang=3)
                     say(f"     {fix['rank_reason']}", "dim", hang=0)
                     if fix["why"]:
@@ -205,8 +206,8 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True, printer
                     if command:
                         printer.say_command(command, 5, "green")
                         continue
-                    if fix.get("command_not_shown"):
-                        say(f"     not shown: {fix['command_not_shown']}", "dim", hang=7)
+                    if not_shown:
+                        say(f"     not shown: {not_shown}", "dim", hang=7)
                     if fix["changes"]:
                         say("     change: " + changes_text(fix["changes"]), "green")
             if short:  # predicted not to start: no command to paste, only what it would add (issue #27, item 6)
@@ -282,3 +283,16 @@ def _fixes_and_not_enough(fixes: list[dict]) -> tuple[list[dict], list[dict]]:
     if len(short) == len(fixes):
         return fixes, []
     return [fix for fix in fixes if fix not in short], short
+
+
+def _not_shown_once(fixes: list[dict]) -> list[str | None]:
+    """Each fix's reason for printing no command, said at the first fix it applies to: the same launch withheld for
+    the same reason is one sentence, not one per fix (the JSON keeps it on every fix)."""
+    said: set[str] = set()
+    reasons: list[str | None] = []
+    for fix in fixes:
+        reason = fix.get("command_not_shown")
+        reasons.append(reason if reason and reason not in said else None)
+        if reason:
+            said.add(reason)
+    return reasons
