@@ -30,3 +30,10 @@ def _hub_repo_not_found(ctx: Context) -> bool:
         return False
     return bool(ctx.captures.get("not_found")) or ctx.captures.get("error") == "RepositoryNotFoundError"
 
+
+
+@predicate("tokenizer-class-unknown", means=(
+    "transformers named the tokenizer class the checkpoint asks for and said it does not define it: the "
+    "checkpoint was saved by another transformers (or ships the class as remote code)"))
+def _tokenizer_class_unknown(ctx: Context) -> bool:
+    return bool(ctx.captures.get("tokenizer_class"))
