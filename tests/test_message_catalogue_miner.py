@@ -231,3 +231,37 @@ def test_recategorising_places_a_platforms_attention_selector_refusal():
     record.update(template="CPU backend only supports V1.", file="platforms/cpu.py",
                   function="CpuPlatform.get_attn_backend_cls")
     assert categorise(record, rules, fallback) != "attention-backend-unsupported"
+
+
+def test_recategorising_places_a_platforms_own_refusal_of_a_feature_or_quantization():
+    """What a platform's check_and_update_config refuses is a flag it does not run; what its verify_quantization
+    refuses is the quantization method. Its other functions' messages (NVLink detection) stay unplaced."""
+    rules, fallback = load_category_rules(ROOT / "scripts" / "message_categories.yaml")
+    record = {"template": "TPU does not support speculative decoding", "kind": "ValueError", "file": "platforms/tpu.py",
+              "function": "TpuPlatform.check_and_update_config", "startup": True}
+    assert categorise(record, rules, fallback) == "invalid-cli-argument"
+    record.update(template="{quant} quantization is currently not supported in {cls.device_name}.",
+                  file="platforms/interface.py", function="Platform.verify_quantization")
+    assert categorise(record, rules, fallback) == "quantization-mismatch"
+    record.update(template="NVLink detection failed. This is normal if your machine has no NVLink equipped.",
+                  file="platforms/cuda.py", function="NvmlCudaPlatform.is_full_nvlink")
+    assert categorise(record, rules, fallback) is None
+    record.update(template="TPU does not support speculative decoding", file="platforms/tpu.py",
+                  function="TpuPlatform.check_and_update_config", startup="unknown")
+    assert categorise(record, rules, fallback) is None  # a file/function rule needs a start-up message
+
+
+@pytest.mark.parametrize(("template", "category"), [
+    ("please ensure that world_size ({world_size}) is less than than max local gpu count ({n})", "tp-exceeds-gpus"),
+    ("local_world_size ({w}) must be less than or equal to the number of visible devices ({n}).", "tp-exceeds-gpus"),
+    ("local_world_size ({w}) exceeds assigned_physical_gpu_ids count ({n})", "tp-exceeds-gpus"),
+    ("CUDA_VISIBLE_DEVICES is set to empty string, which means GPU support is disabled.", "no-gpu-detected"),
+    # near misses: a world size that is not a count of the node's GPUs
+    ("world group already initialized with a different world size", None),
+    ("Ray is required if parallel_config.world_size > 1.", None),
+])
+def test_recategorising_places_the_workers_counts_of_the_visible_gpus(template, category):
+    rules, fallback = load_category_rules(ROOT / "scripts" / "message_categories.yaml")
+    record = {"template": template, "kind": "RuntimeError", "file": "v1/worker/other_worker.py",
+              "function": "Worker.check", "startup": True}
+    assert categorise(record, rules, fallback) == category
