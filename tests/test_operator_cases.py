@@ -433,11 +433,12 @@ def test_a_withheld_launch_is_explained_once_per_report_section():
             "ValueError: Tokenizer class TokenizersBackend does not exist or is not currently imported.\n")
     report = diagnose_text(text, name="withheld.log").report
     fixes = top(report)["fixes"]
-    assert len(fixes) >= 2 and all(fix.get("command_not_shown") for fix in fixes)  # the JSON keeps it on each
+    withheld = [fix for fix in fixes if fix.get("command_not_shown")]
+    assert len(withheld) >= 2  # the JSON keeps it on each
     stream = io.StringIO()
     print_text(report, stream=stream)
     shown = stream.getvalue()
     fixes_part = shown.split("Facts:")[0]
     assert fixes_part.count("not shown: the launch sets LD_LIBRARY_PATH") == 1, shown
-    assert fixes_part.count("change: ") == len(fixes), shown
+    assert fixes_part.count("change: ") == len(withheld), shown
     assert to_markdown(report).split("**Facts")[0].count("not shown:") == 1
