@@ -37,7 +37,7 @@ def test_no_fix_guesses_or_prints_an_impossible_value(name):
     report = report_for(name)
     for fix in every_fix(report):
         text = " ".join(str(fix.get(k) or "") for k in ("title", "why", "command", "rank_reason"))
-        assert "None" not in text.split() and "{" not in (fix.get("command") or "").replace("{\"", ""), text
+        assert "None" not in text.split() and "{" not in (fix.get("command") or "").replace("{\"", "").replace("${", ""), text
         assert not re.search(r"<(?:cuda|model|unit|value)>", fix.get("command") or ""), f"unfilled placeholder: {text}"
         assert not ASSUMED_GPU_SIZES.search(text), f"an assumed GPU size: {text}"
         if fix["predicted"].get("starts") is None and fix.get("changes"):
@@ -411,3 +411,17 @@ def test_an_oom_on_gpu_0_still_proposes_two_gpus():
     diagnosis = top(diagnose_text(text, name="gpu0.log").report)
     sizes = [fix["changes"].get("--tensor-parallel-size") for fix in diagnosis["fixes"]]
     assert "2" in sizes, sizes
+
+
+def test_a_model_path_vllm_found_no_config_in_is_corrected_as_the_launchs_model():
+    """vLLM reads --model as a folder only when it holds config.json, else as a Hub id (transformers_utils/config.py
+    file_or_path_exists, then huggingface_hub's validate_repo_id): a refused local path is the setting to correct."""
+    fix = top(report_for("model-path-without-config-0.6.4.log"))["fixes"][0]
+    assert list(fix["changes"]) == ["--model"] and "/data/models/" in fix["changes"]["--model"]
+    assert fix["changes"]["--model"].startswith("<")  # the folder is not in the log: said, never guessed
+
+
+def test_a_refused_hub_id_that_is_no_path_gets_no_model_folder_fix():
+    fixes = top(report_for("model-repo-id-three-parts-0.6.4.log"))["fixes"]
+    assert not any("--model" in f["changes"] for f in fixes)
+
