@@ -37,7 +37,7 @@ def test_no_fix_guesses_or_prints_an_impossible_value(name):
     report = report_for(name)
     for fix in every_fix(report):
         text = " ".join(str(fix.get(k) or "") for k in ("title", "why", "command", "rank_reason"))
-        assert "None" not in text.split() and "{" not in (fix.get("command") or "").replace("{\"", ""), text
+        assert "None" not in text.split() and "{" not in (fix.get("command") or "").replace("{\"", "").replace("${", ""), text
         assert not re.search(r"<(?:cuda|model|unit|value)>", fix.get("command") or ""), f"unfilled placeholder: {text}"
         assert not ASSUMED_GPU_SIZES.search(text), f"an assumed GPU size: {text}"
         if fix["predicted"].get("starts") is None and fix.get("changes"):
@@ -442,3 +442,52 @@ def test_a_withheld_launch_is_explained_once_per_report_section():
     assert fixes_part.count("not shown: the launch sets LD_LIBRARY_PATH") == 1, shown
     assert fixes_part.count("change: ") == len(withheld), shown
     assert to_markdown(report).split("**Facts")[0].count("not shown:") == 1
+
+
+def test_a_model_path_vllm_found_no_config_in_is_corrected_as_the_launchs_model():
+    """vLLM reads --model as a folder only when it holds config.json, else as a Hub id (transformers_utils/config.py
+    file_or_path_exists, then huggingface_hub's validate_repo_id): a refused local path is the setting to correct."""
+    fix = top(report_for("model-path-without-config-0.6.4.log"))["fixes"][0]
+    assert list(fix["changes"]) == ["--model"] and "/data/models/" in fix["changes"]["--model"]
+    assert fix["changes"]["--model"].startswith("<")  # the folder is not in the log: said, never guessed
+
+
+def test_a_refused_hub_id_that_is_no_path_gets_no_model_folder_fix():
+    fixes = top(report_for("model-repo-id-three-parts-0.6.4.log"))["fixes"]
+    assert not any("--model" in f["changes"] for f in fixes)
+
+
+NCCL_BUFFSIZE_LAUNCH = "NCCL_BUFFSIZE=33554432 vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 8"
+
+
+def test_an_nccl_size_the_launch_sets_is_taken_out_when_nccl_cannot_allocate():
+    """NCCL's registered buffers are NCCL_BUFFSIZE per channel and peer (NCCL's environment docs): on the InfiniBand
+    transport's "Cannot allocate memory" the launch's own override goes first, quoted from the launch."""
+    fix = top(report_for("nccl-ib-registration-enomem-0.9.1.log", launch=NCCL_BUFFSIZE_LAUNCH))["fixes"][0]
+    assert fix["changes"] == {"env:NCCL_BUFFSIZE": None}
+    assert "NCCL_BUFFSIZE=33554432" in fix["why"]
+
+
+def test_without_an_nccl_size_in_the_launch_the_locked_memory_step_stays_first():
+    for launch in (None, "NCCL_DEBUG=INFO vllm serve meta-llama/Llama-3.1-70B-Instruct --tensor-parallel-size 8"):
+        fixes = top(report_for("nccl-ib-registration-enomem-0.9.1.log", launch=launch))["fixes"]
+        assert fixes[0]["command"].startswith("ulimit -l"), fixes[0]
+        assert not any(key.startswith("env:NCCL_BUFFSIZE") for f in fixes for key in f["changes"])
+
+
+def test_a_library_path_the_launch_sets_is_taken_out_when_nvml_is_not_found():
+    """The dynamic loader searches LD_LIBRARY_PATH before what the NVIDIA runtime injects: a launch that sets it,
+    with vLLM's probe saying "NVML Shared Library Not Found", gets it taken out first."""
+    launch = "LD_LIBRARY_PATH=/opt/cuda-12.4/compat vllm serve Qwen/Qwen2.5-7B-Instruct"
+    fix = top(report_for("nvml-library-not-found-0.10.1.log", launch=launch))["fixes"][0]
+    assert fix["changes"] == {"env:LD_LIBRARY_PATH": None}
+    assert "LD_LIBRARY_PATH=/opt/cuda-12.4/compat" in fix["why"]
+
+
+def test_nvml_not_found_without_a_library_path_in_the_launch_keeps_the_runtime_step_first():
+    # CUDA_VISIBLE_DEVICES is no lever for NVML's library (nor its device count): set, it is left alone
+    launch = "CUDA_VISIBLE_DEVICES=0 vllm serve Qwen/Qwen2.5-7B-Instruct"
+    for given in (None, launch):
+        fixes = top(report_for("nvml-library-not-found-0.10.1.log", launch=given))["fixes"]
+        assert "NVIDIA driver's libraries" in fixes[0]["title"]
+        assert not any(key.startswith("env:") for f in fixes for key in f["changes"])

@@ -31,9 +31,18 @@ def _hub_repo_not_found(ctx: Context) -> bool:
     return bool(ctx.captures.get("not_found")) or ctx.captures.get("error") == "RepositoryNotFoundError"
 
 
-
 @predicate("tokenizer-class-unknown", means=(
     "transformers named the tokenizer class the checkpoint asks for and said it does not define it: the "
     "checkpoint was saved by another transformers (or ships the class as remote code)"))
 def _tokenizer_class_unknown(ctx: Context) -> bool:
     return bool(ctx.captures.get("tokenizer_class"))
+
+
+@predicate("refused-model-is-a-local-path", means=(
+    "the model vLLM refused is written as a local folder (/models/, ./m, ~/m): vLLM found no config.json there and "
+    "took it for a Hub repo id, so the path itself is the setting to correct; not a .gguf file (a model of its "
+    "own) nor a Hub cache folder models--org--name (its snapshot is the answer)"))
+def _refused_local_path(ctx: Context) -> bool:
+    path = (ctx.captures.get("path") or "").strip()
+    last = path.rstrip("/").rsplit("/", 1)[-1]
+    return path.startswith(("/", "./", "../", "~")) and not last.endswith(".gguf") and not last.startswith("models--")

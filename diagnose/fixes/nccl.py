@@ -9,15 +9,25 @@ from .base import Declined, Fix, fill, fill_command, strategy
 ENOMEM = "cannot allocate memory"
 
 
-@strategy("nccl-transport", params={"lever": {"type": "string", "enum": ["enomem"]}})
+@strategy("nccl-transport", params={"lever": {"type": "string", "enum": ["enomem", "launch-setting"]}})
 def nccl_transport(ctx: Context, params: dict) -> Fix | None:
     """The setting that takes out the transport NCCL's WARN line names (`misc/ibvwrap.cc` → NCCL_IB_DISABLE=1);
-    with `lever: enomem`, the step for a registration that ran out of locked memory, when the line says so."""
+    with `lever: enomem`, the step for a registration that ran out of locked memory, when the line says so; with
+    `lever: launch-setting`, on that same "Cannot allocate memory", the NCCL_* sizes the launch sets (`sized_by`)
+    taken out."""
     found = transport_of(ctx.captures.get("nccl_source"))
     if found is None:
         raise Declined("no NCCL WARN line names a transport's source file")
     name, entry = found
     warning = (ctx.captures.get("warning") or "").strip()
+    if params.get("lever") == "launch-setting":
+        if ENOMEM not in warning.lower():
+            raise Declined("NCCL's WARN line is not \"Cannot allocate memory\"")
+        from .launch_settings import implicated_setting_fix
+
+        return implicated_setting_fix(ctx, entry.get("sized_by") or [], (
+            f"NCCL's {name} transport could not allocate what those sizes ask for ({warning}); NCCL's own "
+            "defaults fit the memory it is given."))
     if params.get("lever") == "enomem":
         step = entry.get("enomem")
         if not step or ENOMEM not in warning.lower():
