@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..knowledge.rules import RuleSet
+from ..knowledge.backtrack_shapes import polynomial_problem
+from ..knowledge.rules import RuleSet, Signature
 from ..knowledge.signatures import signature_problems
 from ..util.lazy_pattern import lazy
 from ..util.safeio import is_within, read_rule_file
@@ -51,7 +52,8 @@ def lint(ruleset: RuleSet, cases_dir: Path | None = None, scope: LintScope = Lin
         if not any(s.kind == "error" for s in rule.signatures) and rule.fire_on_conditions is None:
             problems.append(f"{where}: no error signature and no fire_on_conditions: the rule can never fire")
         for sig in rule.signatures:
-            for message in signature_problems(sig):
+            messages = signature_problems(sig)
+            for message in messages or growth_problems(sig):
                 problems.append(f"{where}/{sig.name}: {message}")
         if covered is not None and rule.id not in covered:
             problems.append(f"{where}: no fixture cases ({rule.id}.cases.yaml in {cases_dir})")
@@ -61,6 +63,21 @@ def lint(ruleset: RuleSet, cases_dir: Path | None = None, scope: LintScope = Lin
             if rule_id and rule_id not in covered and scope.covers(path, rule_id):
                 problems.append(f"{path}: {rule_id}: no fixture cases ({rule_id}.cases.yaml in {cases_dir})")
     return problems
+
+
+def growth_problems(sig: Signature) -> list[str]:
+    """A signature whose search time can grow faster than the line: its shape (knowledge/backtrack_shapes.py), then
+    its search on inputs built from its own classes (authoring/pattern_growth.py)."""
+    from .pattern_growth import FACTOR, SIZE, growth
+
+    shape = polynomial_problem(sig.regex)
+    if shape:
+        return [shape]
+    found = growth(sig.compiled(), sig.regex)
+    if not found.super_linear:
+        return []
+    return [f"regex search time grows super-linearly: {found.short_s:.3f} s at {SIZE} characters, {found.long_s:.3f} s "
+            f"at {FACTOR * SIZE} (x{found.ratio:.0f}; linear is x{FACTOR}) on {found.sample!r}"]
 
 
 def declared_ids(ruleset: RuleSet) -> set[str]:
