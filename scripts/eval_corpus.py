@@ -41,12 +41,14 @@ DEFAULTS = {"--max-num-seqs": 256, "--gpu-memory-utilization": 0.9, "--tensor-pa
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("dirs", nargs="+", type=Path)
+    parser.add_argument("dirs", nargs="*", type=Path)
     parser.add_argument("--healthy", action="append", type=Path, default=[], help="folder of logs on which nothing may fire")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case, not only misses")
     parser.add_argument("--half", choices=["dev", "held"], help="only the cases of one fixed half of each folder "
                         "(by the parity of the first byte of sha1(id)): develop on one, measure on the other")
     args = parser.parse_args()
+    if not args.dirs and not args.healthy:
+        parser.error("give a labelled corpus folder, or --healthy FOLDER")
     ruleset = load_rules()
     for problem in ruleset.problems:
         print(f"rule problem: {problem}")
