@@ -677,8 +677,7 @@ def _hook(c: Campaign, cls: str, name: str, lines: list[str], fields: dict[str, 
     c.counts[cls] = c.counts.get(cls, 0) + 1
     work = c.sb.fresh()
     env = c.sb.env(work)
-    env.update({"SERVICE_RESULT": "exit-code", "EXIT_CODE": "exited", "EXIT_STATUS": "1", "INVOCATION_ID": HOOK_ID,
-                "VDIAG_JOURNAL_SOCKET": str(work / "no-journald.socket")})
+    env.update({"SERVICE_RESULT": "exit-code", "EXIT_CODE": "exited", "EXIT_STATUS": "1", "INVOCATION_ID": HOOK_ID})
     try:
         journal = _journal(work / "tmp", lines, fields)
     except (subprocess.CalledProcessError, UnicodeEncodeError) as error:
@@ -687,7 +686,7 @@ def _hook(c: Campaign, cls: str, name: str, lines: list[str], fields: dict[str, 
     state = work / "state" / "vdiag-reports"
     rc, out = run_pty([VDIAG, "hook", "--unit", "vllm.service", "--journal-file", str(journal), "--state-dir",
                        str(state), "--jsonl", str(state / "events.jsonl"), "--textfile", str(work / "state" / "vdiag.prom"),
-                       "--no-gpu", "--timeout", "50"], env, work / "cwd")
+                       "--no-gpu", "--timeout", "50", "--journal-socket", str(work / "no-journald.socket")], env, work / "cwd")
     c.check_output(cls, name + ":hook", rc, out, secrets)
     for path in sorted(p for p in (work / "state").rglob("*") if p.is_file()):
         data = path.read_bytes()

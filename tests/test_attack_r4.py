@@ -103,9 +103,8 @@ def test_a_link_or_fifo_at_the_report_name_is_named_not_an_internal_error(tmp_pa
     journal = writer.write(tmp_path)
     state = tmp_path / "state"
     env = {k: v for k, v in os.environ.items() if k not in ("INVOCATION_ID", "JOURNAL_STREAM", "SERVICE_RESULT")}
-    env["VDIAG_JOURNAL_SOCKET"] = str(tmp_path / "no-journald.socket")
     argv = [*VDIAG, "hook", "--unit", "vllm.service", "--invocation", FAILED_ID, "--journal-file", str(journal),
-            "--no-gpu", "--state-dir", str(state)]
+            "--no-gpu", "--state-dir", str(state), "--journal-socket", str(tmp_path / "no-journald.socket")]
     first = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     names = sorted(p.name for p in state.iterdir()) if state.exists() else []
     assert first.returncode == 0 and len(names) == 2, first.stdout + first.stderr

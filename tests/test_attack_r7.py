@@ -18,7 +18,7 @@ INVOCATION = "7d" * 16
 def _hook_message(tmp_path: Path) -> str:
     """The hook's line for INVOCATION's failure under ExecStopPost=, its state folder given (a journal it lacks)."""
     env = {**os.environ, "SERVICE_RESULT": "exit-code", "EXIT_CODE": "exited", "EXIT_STATUS": "1",
-           "INVOCATION_ID": INVOCATION, "VDIAG_JOURNAL_SOCKET": str(tmp_path / "no-journald.socket")}
+           "INVOCATION_ID": INVOCATION}
     settings = HookSettings(unit="vllm.service", journal_files=(str(tmp_path / "no.journal"),),
                             state_dir=str(tmp_path / "state"), use_gpu=False)
     return run_hook(settings, env).message

@@ -151,17 +151,22 @@ def journal(tmp_path_factory) -> dict:
 
 def exec_stop_post_env(tmp_path: Path, invocation: str = FAILED_ID, result: str = "exit-code") -> dict[str, str]:
     return {"SERVICE_RESULT": result, "EXIT_CODE": "exited", "EXIT_STATUS": "1" if result != "success" else "0",
-            "INVOCATION_ID": invocation, "VDIAG_JOURNAL_SOCKET": str(tmp_path / "no-journald.socket")}
+            "INVOCATION_ID": invocation, "JOURNAL_SOCKET": str(tmp_path / "no-journald.socket")}
 
 
 def on_failure_env(tmp_path: Path, invocation: str = FAILED_ID) -> dict[str, str]:
     return {"MONITOR_SERVICE_RESULT": "exit-code", "MONITOR_EXIT_CODE": "exited", "MONITOR_EXIT_STATUS": "1",
             "MONITOR_INVOCATION_ID": invocation, "MONITOR_UNIT": "vllm.service", "INVOCATION_ID": HANDLER_ID,
-            "VDIAG_JOURNAL_SOCKET": str(tmp_path / "no-journald.socket")}
+            "JOURNAL_SOCKET": str(tmp_path / "no-journald.socket")}
 
 
 def invoke(args: list[str], env: dict[str, str]):
+    """`vdiag hook ARGS` under ENV; its JOURNAL_SOCKET entry (tests' journald) becomes `--journal-socket`, as the
+    hook takes none of its settings from the environment."""
     clean = {key: None for key in os.environ if key.startswith(("MONITOR_", "SERVICE_RESULT", "EXIT_", "INVOCATION_ID", "STATE_DIRECTORY"))}
+    env = dict(env)
+    socket_path = env.pop("JOURNAL_SOCKET", None)
+    args = [*args, "--journal-socket", socket_path] if socket_path else args
     return CliRunner().invoke(main, ["hook", *args], env={**clean, **env}, catch_exceptions=False)
 
 
@@ -232,7 +237,7 @@ def test_on_failure_without_unit_option_takes_monitor_unit(journal, tmp_path):
 def test_by_hand_with_only_a_unit_diagnoses_its_last_run(journal, tmp_path):
     state = tmp_path / "state"
     result = invoke(["--unit", "vllm.service", "--journal-file", str(journal["file"]), "--state-dir", str(state), "--no-gpu"],
-                    {"VDIAG_JOURNAL_SOCKET": str(tmp_path / "none")})
+                    {"JOURNAL_SOCKET": str(tmp_path / "none")})
     assert result.exit_code == 0, result.output
     [report_path] = reports_in(state)
     assert FAILED_ID in report_path.name
@@ -242,7 +247,7 @@ def test_by_hand_with_only_a_unit_diagnoses_its_last_run(journal, tmp_path):
 def test_served_invocation_is_reported_as_no_failure_found(journal, tmp_path):
     state = tmp_path / "state"
     result = invoke(["--unit", "vllm.service", "--invocation", SERVED_ID, "--journal-file", str(journal["file"]),
-                     "--state-dir", str(state), "--no-gpu"], {"VDIAG_JOURNAL_SOCKET": str(tmp_path / "none")})
+                     "--state-dir", str(state), "--no-gpu"], {"JOURNAL_SOCKET": str(tmp_path / "none")})
     assert result.exit_code == 0
     [report_path] = reports_in(state)
     assert json.loads(report_path.read_text())["status"] == "served"
@@ -256,7 +261,7 @@ def test_summary_goes_to_the_journal_socket_with_structured_fields(journal, tmp_
         journald_socket.bind(str(socket_path))
         journald_socket.settimeout(5)
         result = invoke(["--unit", "vllm.service", "--journal-file", str(journal["file"]), "--state-dir", str(state),
-                         "--no-gpu"], {**exec_stop_post_env(tmp_path), "VDIAG_JOURNAL_SOCKET": str(socket_path)})
+                         "--no-gpu"], {**exec_stop_post_env(tmp_path), "JOURNAL_SOCKET": str(socket_path)})
         datagram = journald_socket.recv(1 << 20)
     assert result.exit_code == 0 and result.output == "", "with journald there, nothing is printed"
     fields = parse_native(datagram)
@@ -425,7 +430,7 @@ def test_a_bad_option_under_systemd_still_exits_zero(tmp_path):
 
 
 def test_no_unit_and_no_invocation_says_what_is_missing(tmp_path):
-    result = invoke(["--state-dir", str(tmp_path)], {"VDIAG_JOURNAL_SOCKET": str(tmp_path / "none")})
+    result = invoke(["--state-dir", str(tmp_path)], {"JOURNAL_SOCKET": str(tmp_path / "none")})
     assert result.exit_code == 2 and "give --unit or --invocation" in result.output  # by hand: a usage error
 
 

@@ -34,8 +34,8 @@ def no_system_state_dir(tmp_path, monkeypatch):
 
 
 def hook(args: list[str], env: dict[str, str | None] | None = None):
-    return CliRunner().invoke(main, ["hook", *args], env={**SHELL, "VDIAG_JOURNAL_SOCKET": "/nonexistent/socket",
-                                                           **(env or {})}, catch_exceptions=False)
+    return CliRunner().invoke(main, ["hook", *args, "--journal-socket", "/nonexistent/socket"], env={**SHELL, **(env or {})},
+                              catch_exceptions=False)
 
 
 # ---------------------------------------------------------------- the wiring, from any install
@@ -81,9 +81,8 @@ def test_a_misuse_at_a_shell_exits_non_zero_and_under_systemd_zero(args, code, t
 def test_a_misuse_at_a_terminal_started_by_a_service_still_exits_non_zero(tmp_path):
     """A desktop terminal's shell inherits INVOCATION_ID and JOURNAL_STREAM from the service that started it."""
     code, screen = on_pty(["hook", "--unit", UNIT, "--journal-file", str(tmp_path / "missing.journal"), "--state-dir",
-                           str(tmp_path / "state")], 100,
-                          env={"INVOCATION_ID": "3c" * 16, "JOURNAL_STREAM": "8:12345",
-                               "VDIAG_JOURNAL_SOCKET": str(tmp_path / "no-journald.socket")})
+                           str(tmp_path / "state"), "--journal-socket", str(tmp_path / "no-journald.socket")], 100,
+                          env={"INVOCATION_ID": "3c" * 16, "JOURNAL_STREAM": "8:12345"})
     assert code == 3, screen
     assert "could not diagnose vllm.service: journalctl failed" in screen and "was not logged" in screen
 

@@ -67,7 +67,7 @@ def write_runs(tmp_path: Path, runs: list[tuple[str, str, list[str], list[str]]]
 
 def hook_env(tmp_path: Path, invocation: str, result: str, code: str, status: str) -> dict[str, str]:
     return {"SERVICE_RESULT": result, "EXIT_CODE": code, "EXIT_STATUS": status, "INVOCATION_ID": invocation,
-            "VDIAG_JOURNAL_SOCKET": str(tmp_path / "no-journald.socket")}
+            "JOURNAL_SOCKET": str(tmp_path / "no-journald.socket")}
 
 
 def settings_for(journal: Path, state: Path, **extra) -> HookSettings:
@@ -155,9 +155,9 @@ def test_the_shipped_wiring_gives_one_report_and_one_journal_line(tmp_path):
         receiver.bind(str(sink))
         receiver.settimeout(0.2)
         post = {**hook_env(tmp_path, invocation_id(7), "exit-code", "exited", "1"),
-                "STATE_DIRECTORY": str(tmp_path / "var-lib-vllm"), "VDIAG_JOURNAL_SOCKET": str(sink)}
+                "STATE_DIRECTORY": str(tmp_path / "var-lib-vllm"), "JOURNAL_SOCKET": str(sink)}
         handler = {**on_failure_env(tmp_path, invocation_id(7)), "STATE_DIRECTORY": hook_state.DEFAULT_STATE_DIR,
-                   "VDIAG_JOURNAL_SOCKET": str(sink)}
+                   "JOURNAL_SOCKET": str(sink)}
         for env in (post, handler):
             assert invoke(["--journal-file", str(journal), "--no-gpu", "--unit", "vllm.service"], env).exit_code == 0
         try:

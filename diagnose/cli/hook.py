@@ -48,12 +48,14 @@ class _ZeroUnderSystemd(click.Command):
 @click.option("--textfile", type=click.Path(dir_okay=False), help="Keep Prometheus counters in this node_exporter textfile (*.prom).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT_S, show_default=True,
               help="Give up after this many seconds, all outputs included.")
+@click.option("--journal-socket", "socket_path", type=click.Path(dir_okay=False),
+              help="Send the line to journald at this socket (default: /run/systemd/journal/socket).")
 @click.option("--no-gpu", is_flag=True, help="Do not read the live GPU through NVML.")
 @click.option("--print-unit", "print_file", flag_value="unit", help="Print the hardened handler unit vdiag@.service, to install.")
 @click.option("--print-drop-in", "print_file", flag_value="drop-in", help="Print the drop-in that adds OnFailure=vdiag@%n.service to a unit.")
 @click.option("--print-catalog", "print_file", flag_value="catalog", help="Print the journal catalog entry of the hook's line.")
-def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_days, unit_file, jsonl, textfile, timeout_s, no_gpu,
-         print_file):
+def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_days, unit_file, jsonl, textfile, timeout_s,
+         socket_path, no_gpu, print_file):
     """Diagnose the failed run of a systemd unit, keep the report, and log a one-line summary to the journal.
 
     \b
@@ -69,22 +71,28 @@ def hook(unit, invocation, journal_files, directory, state_dir, keep, max_age_da
     """
     if print_file:
         _print_wiring(print_file)
+    from ..hook.own_settings import own_settings
+
+    with own_settings():  # the service's VDIAG_* variables are not the hook's settings (hook.own_settings)
+        _hook(HookSettings(unit, invocation, tuple(journal_files), directory, state_dir, keep, timeout_s, not no_gpu,
+                           unit_file, jsonl, textfile, max_age_days or None), journal_socket(socket_path))
+
+
+def _hook(settings: HookSettings, socket_path: str) -> None:
     from ..hook.journald import send_entry
 
-    code = ExitCode.NOTHING_FOUND
+    code: int = ExitCode.NOTHING_FOUND
     try:
-        settings = HookSettings(unit, invocation, tuple(journal_files), directory, state_dir, keep, timeout_s, not no_gpu,
-                                unit_file, jsonl, textfile, max_age_days or None)
         result = run_hook(settings, os.environ)
         code = result.exit_code
         if result.quiet:
             if sys.stdout.isatty():
                 click.echo(result.message)
-        elif not send_entry(result.fields, journal_socket(os.environ), send_timeout_s(timeout_s)):
+        elif not send_entry(result.fields, socket_path, send_timeout_s(settings.timeout_s)):
             click.echo(result.message)
             if _by_hand():
                 click.echo(f"vdiag hook: the line above was not logged: no journald took it at "
-                           f"{journal_socket(os.environ)}", err=True)
+                           f"{socket_path}", err=True)
         elif sys.stdout.isatty():
             click.echo(result.message)
     except BaseException as error:  # noqa: BLE001  under systemd the hook must exit 0 whatever happens, interrupts included

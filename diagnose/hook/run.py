@@ -280,6 +280,6 @@ def _systemd_section(trigger: Trigger, unit: UnitFacts, report: dict, host: dict
     return section
 
 
-def journal_socket(env: Mapping[str, str]) -> str:
-    """Where journald listens (`VDIAG_JOURNAL_SOCKET` overrides it, for tests and containers)."""
-    return env.get("VDIAG_JOURNAL_SOCKET") or JOURNAL_SOCKET
+def journal_socket(chosen: str | None) -> str:
+    """Where journald listens (`--journal-socket` overrides it, for tests and containers; never the environment)."""
+    return chosen or JOURNAL_SOCKET

@@ -1,0 +1,50 @@
+"""Attack campaign r9 (docs/reviews/attack_campaign_r9.md): each test failed before its fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+from .conftest import VDIAG
+from .test_hook import FAILED_CATEGORY, FAILED_ID, journal, parse_native  # noqa: F401  (journal: the fixture)
+
+
+def _receiver(path: Path) -> socket.socket:
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(path))
+    receiver.settimeout(0.5)
+    return receiver
+
+
+def _datagrams(receiver: socket.socket) -> list[bytes]:
+    got = []
+    try:
+        while True:
+            got.append(receiver.recv(1 << 20))
+    except (TimeoutError, socket.timeout):
+        return got
+
+
+# H1: under ExecStopPost=+ the hook runs as root with the service's environment; VDIAG_* there is not its settings.
+def test_hook_obeys_no_vdiag_variable_of_the_service(journal, tmp_path):  # noqa: F811
+    planted_socket, own_socket = tmp_path / "planted.socket", tmp_path / "own.socket"
+    planted_cache, state = tmp_path / "planted-cache", tmp_path / "state"
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("VDIAG_", "MONITOR_", "SERVICE_RESULT", "EXIT_", "INVOCATION_ID", "JOURNAL_STREAM"))}
+    env.update(SERVICE_RESULT="exit-code", EXIT_CODE="exited", EXIT_STATUS="1", INVOCATION_ID=FAILED_ID,
+               VDIAG_JOURNAL_SOCKET=str(planted_socket), VDIAG_CACHE_DIR=str(planted_cache), VDIAG_MAX_LINES="1",
+               VDIAG_MAX_BYTES="1", VDIAG_MAX_CPU_S="0", VDIAG_STRATEGY_ERRORS="raise", VDIAG_DEBUG="1")
+    with _receiver(planted_socket) as planted, _receiver(own_socket) as own:
+        done = subprocess.run([*VDIAG, "hook", "--unit", "vllm.service", "--journal-file", str(journal["file"]),
+                               "--state-dir", str(state), "--no-gpu", "--journal-socket", str(own_socket)],
+                              env=env, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert _datagrams(planted) == [], "the service's VDIAG_JOURNAL_SOCKET got the hook's line"
+        [line] = _datagrams(own)
+    assert parse_native(line)["VDIAG_CATEGORY"] == FAILED_CATEGORY  # VDIAG_MAX_* did not blind the diagnosis
+    assert not planted_cache.exists(), "root wrote its cache where the service's VDIAG_CACHE_DIR said"
+    [report] = [json.loads(path.read_text()) for path in state.glob("*.json")]
+    assert not any("VDIAG_MAX" in note for note in report["notes"]), report["notes"]
