@@ -8,8 +8,19 @@ import socket
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from diagnose.triage import mail
+
 from .conftest import VDIAG
 from .test_hook import FAILED_CATEGORY, FAILED_ID, journal, parse_native  # noqa: F401  (journal: the fixture)
+
+
+PORT_IN_USE = "OSError: [Errno 98] Address already in use"
+
+
+def _without_debug() -> dict[str, str]:
+    return {key: value for key, value in os.environ.items() if key != "VDIAG_DEBUG"}
 
 
 def _receiver(path: Path) -> socket.socket:
@@ -48,3 +59,19 @@ def test_hook_obeys_no_vdiag_variable_of_the_service(journal, tmp_path):  # noqa
     assert not planted_cache.exists(), "root wrote its cache where the service's VDIAG_CACHE_DIR said"
     [report] = [json.loads(path.read_text()) for path in state.glob("*.json")]
     assert not any("VDIAG_MAX" in note for note in report["notes"]), report["notes"]
+
+
+# E1: a part's charset= chose the codec; idna and punycode raise on any byte they cannot take, whatever the handler.
+@pytest.mark.parametrize("charset", ["idna", "punycode", "undefined", "rot13", "base64", "zlib", "uu", "hex", "bz2",
+                                     "unicode-escape"])
+def test_a_charset_that_is_no_text_encoding_reads_the_part_as_utf8(tmp_path, charset):
+    body = ("café " + "x" * 80 + "\n" + PORT_IN_USE + "\n").encode("utf-8") + b"\xff\\x\n"
+    path = tmp_path / f"{charset}.eml"
+    path.write_bytes(b"Subject: vLLM does not start\nMIME-Version: 1.0\nContent-Type: text/plain; charset=" + charset.encode()
+                     + b"\nContent-Transfer-Encoding: 8bit\n\n" + body)
+    done = subprocess.run([*VDIAG, "triage", str(path), "--format", "json"], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=120, env=_without_debug())
+    assert done.returncode == 0 and "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
+    [row] = json.loads(done.stdout)["tickets"]
+    assert row["category"] == "port-in-use", row
+    assert mail.text_charset(charset) == "utf-8"

@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+import codecs
 import email
 import email.message
 import email.feedparser
 import email.policy
 import re
 
+from ..util.datafiles import load_yaml
 from ..util.errors import InputError
 from ..util.lazy_pattern import lazy
 from ..util.safeio import open_regular
@@ -158,8 +160,24 @@ def _texts(message) -> list[str]:
 
 def _part_text(part) -> str:
     payload = part.get_payload(decode=True) or b""
-    charset = part.get_content_charset() or "utf-8"
     try:
-        return payload.decode(charset, "replace")
-    except LookupError:
+        return payload.decode(text_charset(part.get_content_charset()), "replace")
+    except (UnicodeError, LookupError):  # a codec of the system's that still refuses these bytes
         return payload.decode("utf-8", "replace")
+
+
+def text_charset(name: str | None) -> str:
+    """The part's charset when it names a text encoding, else UTF-8. A codec like idna, punycode, rot13, base64,
+    zlib, uu, hex or bz2 is not one: it raises on bytes it cannot take (errors="replace" or not) or turns the
+    text into something else, so a ticket must not choose it.
+
+    >>> text_charset("ISO-8859-1"), text_charset("idna"), text_charset("zlib"), text_charset("no-such"), text_charset(None)
+    ('iso8859-1', 'utf-8', 'utf-8', 'utf-8', 'utf-8')
+    """
+    try:
+        info = codecs.lookup(name or "utf-8")
+    except (LookupError, ValueError, TypeError):
+        return "utf-8"
+    if not getattr(info, "_is_text_encoding", True) or info.name in load_yaml("charsets.yaml")["not_text"]:
+        return "utf-8"
+    return info.name
