@@ -13,7 +13,7 @@ import pytest
 from diagnose.triage import mail
 
 from .conftest import VDIAG
-from .test_hook import FAILED_CATEGORY, FAILED_ID, journal, parse_native  # noqa: F401  (journal: the fixture)
+from .test_hook import FAILED_CATEGORY, FAILED_ID, FAILED_LOG, journal, parse_native  # noqa: F401  (journal: the fixture)
 
 
 PORT_IN_USE = "OSError: [Errno 98] Address already in use"
@@ -75,3 +75,18 @@ def test_a_charset_that_is_no_text_encoding_reads_the_part_as_utf8(tmp_path, cha
     [row] = json.loads(done.stdout)["tickets"]
     assert row["category"] == "port-in-use", row
     assert mail.text_charset(charset) == "utf-8"
+
+
+# X1: a stream the process starts without is None in Python; the first write to it was an internal error (exit 70).
+@pytest.mark.parametrize("closing", [">&-", "2>&-", ">&- 2>&-"])
+@pytest.mark.parametrize("args", [["--no-gpu", str(FAILED_LOG)], ["--no-gpu", "/nonexistent/vllm.log"],
+                                  ["triage", str(FAILED_LOG)]])
+def test_a_closed_stdout_or_stderr_keeps_the_exit_code(tmp_path, closing, args):
+    def run(redirect: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", "-c", f'"$@" {redirect}', "vdiag", *VDIAG, *args], capture_output=True, text=True,
+                              timeout=120, env=_without_debug(), cwd=tmp_path, stdin=subprocess.DEVNULL)
+
+    expected = run(">/dev/null 2>/dev/null").returncode
+    done = run(closing)
+    assert expected != 70 and done.returncode == expected, done.stderr
+    assert "internal error" not in done.stdout + done.stderr and "Traceback" not in done.stdout + done.stderr

@@ -16,6 +16,7 @@ show it); only the consoles vdiag draws them on (`drawing_stderr()`) may, never 
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, TextIO, cast
 
@@ -54,11 +55,31 @@ def unguarded(stream: Any) -> Any:
 
 
 def guard_process_streams() -> None:
-    """Put sys.stdout and sys.stderr behind a GuardedStream (once; the vdiag process's entry point calls it)."""
+    """Put sys.stdout and sys.stderr behind a GuardedStream (once; the vdiag process's entry point calls it).
+
+    A stream the process was started without (`vdiag FILE >&-`, `2>&-`: Python makes it None) writes to the null
+    device instead, as if `>/dev/null`, so the exit code stays the diagnosis's; its descriptor is taken too, so no
+    file vdiag opens later (a report, a cache file) becomes its stdout or stderr by chance."""
+    for descriptor, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is None:
+            _null_stream(descriptor, name)
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not isinstance(stream, GuardedStream):
             setattr(sys, name, GuardedStream(stream))
+
+
+def _null_stream(descriptor: int, name: str) -> None:
+    try:
+        os.fstat(descriptor)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != descriptor:
+            os.dup2(null, descriptor)
+            os.close(null)
+    except ValueError:
+        return
+    setattr(sys, name, open(descriptor, "w", encoding="utf-8", errors="replace", closefd=False))
 
 
 def drawing_stderr() -> TextIO:
