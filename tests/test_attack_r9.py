@@ -90,3 +90,23 @@ def test_a_closed_stdout_or_stderr_keeps_the_exit_code(tmp_path, closing, args):
     done = run(closing)
     assert expected != 70 and done.returncode == expected, done.stderr
     assert "internal error" not in done.stdout + done.stderr and "Traceback" not in done.stdout + done.stderr
+
+
+# T2: a ticket file's name became its id as it was: a newline broke the table's row, an escape was dropped unseen.
+def test_a_ticket_file_name_with_control_characters_is_shown_visibly(tmp_path):
+    folder = tmp_path / "tickets"
+    folder.mkdir()
+    (folder / "evil\nname\x1b[31m.txt").write_text(PORT_IN_USE + "\n")
+
+    def triage(form: str) -> str:
+        done = subprocess.run([*VDIAG, "triage", str(folder), "--format", form], stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120, env=_without_debug(), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    [row] = json.loads(triage("json"))["tickets"]
+    assert row["id"] == "evil<U+000A>name<U+001B>[31m.txt" and row["category"] == "port-in-use"
+    assert "evil<U+000A>name<U+001B>[31m.txt" in triage("text")
+    markdown = triage("md")
+    assert "evil<U+000A>name<U+001B>[31m.txt" in markdown.replace("\\", "")  # Markdown escapes <, > and [
+    assert not any(line.startswith("name") for line in markdown.splitlines()), "a newline broke a row"

@@ -15,6 +15,7 @@ that carries its error, so one bad ticket never stops the batch.
 from __future__ import annotations
 
 import os
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -92,7 +93,7 @@ def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, It
     for given in paths:
         if os.path.isdir(given):
             for path in _ticket_files(given):
-                relative = Path(path).relative_to(given).as_posix()
+                relative = shown_name(Path(path).relative_to(given).as_posix())
                 if path.lower().endswith(EXPORT_SUFFIX):
                     plan.append(("jsonl", path, relative))
                     inferred[path] = _inferred_fields(path, fields)
@@ -110,10 +111,10 @@ def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, It
 
             if why := missing_text_fields(given, fields.text):
                 raise VdiagError(f"{given}: {why} (give them with --text-field, repeatable)", ExitCode.USAGE)
-            plan.append(("jsonl", given, Path(given).name))
+            plan.append(("jsonl", given, shown_name(Path(given).name)))
             total += _count_records(given)
         elif os.path.exists(given):  # its id is its name, as it is inside a folder: not how the path was spelled
-            plan.append(("file", given, Path(given).name))
+            plan.append(("file", given, shown_name(Path(given).name)))
             total += 1
         else:
             raise InputError(f"{given}: no such file or folder")
@@ -160,7 +161,7 @@ def _iterate(plan: list[tuple[str, str, str]], fields: JsonlFields,
 def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None, note: str | None = None) -> Iterator[Ticket]:
     """One ticket per record; a record without any text field becomes a ticket with an error. `note` goes on every
     ticket's row (how its fields were chosen)."""
-    name = name or Path(path).name
+    name = name or shown_name(Path(path).name)
     hint = None  # the text fields a record without the given ones has
     with open_regular(path, ".jsonl file") as handle:
         for line_no, (raw, cut) in enumerate(_bounded_lines(handle, MAX_RECORD_BYTES), start=1):
@@ -210,3 +211,16 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None, note:
                 continue
             yield Ticket(id=ticket_id, text="\n".join(texts), title=subject,
                          notes=(*([note] if note else []), *notes))
+
+
+def shown_name(name: str) -> str:
+    """A file name as a ticket id: each control, format or line-separator character written `<U+XXXX>`, so the
+    table, JSON and Markdown show that the name holds one (a sanitiser would drop it, a newline would break a row).
+
+    >>> shown_name("evil\\nname\\x1b[31m\\u202e.txt")
+    'evil<U+000A>name<U+001B>[31m<U+202E>.txt'
+    """
+    return "".join(f"<U+{ord(c):04X}>" if unicodedata.category(c) in _HIDDEN else c for c in name)
+
+
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
