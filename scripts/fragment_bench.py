@@ -6,9 +6,12 @@ every categorised start-up template is rendered with stand-in values and cut the
 (diagnose/authoring/message_cuts.py): the whole message on an ERROR line (full), its first 40-70 % (prefix), a
 middle piece (middle), split over two logger-prefixed lines (split), inside a sentence (quoted), the first part as
 a title-case issue title (title). For each cut it reports how often the top diagnosis names the template's
-category, beside the full message's rate (issue #23: a cut message is recognised >= 90 % as often as the full one).
+category, beside the full message's rate (issue #23: a cut message is recognised >= 90 % as often as the full one). With
+--components it cuts, in the same ways, the categorised error wordings of the components vLLM runs on and of the
+CUDA runtime (data/component_errors.yaml, data/cuda_errors.yaml) instead: a paste of the first half of a CUDA or
+Hugging Face error is to be recognised as well.
 
-    scripts/fragment_bench.py [--sample N] [--seed S] [--category C] [-v]
+    scripts/fragment_bench.py [--sample N] [--seed S] [--category C] [--components] [-v]
 """
 
 from __future__ import annotations
@@ -22,7 +25,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from diagnose.api import diagnose_text  # noqa: E402
-from diagnose.authoring.message_cuts import CUTS, benchmark_templates, message_cuts, render  # noqa: E402
+from diagnose.authoring.message_cuts import (  # noqa: E402
+    CUTS,
+    benchmark_templates,
+    component_benchmark_messages,
+    message_cuts,
+    render,
+)
 from diagnose.knowledge.loader import load_rules  # noqa: E402
 
 
@@ -31,10 +40,12 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=400, help="templates to draw (0: all)")
     parser.add_argument("--seed", type=int, default=23)
     parser.add_argument("--category", help="only templates of this category")
+    parser.add_argument("--components", action="store_true",
+                        help="cut the components' and the CUDA runtime's error wordings, not vLLM's templates")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every miss and the figures per category")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    templates = benchmark_templates(args.category)
+    templates = (component_benchmark_messages if args.components else benchmark_templates)(args.category)
     if args.sample and len(templates) > args.sample:
         templates = rng.sample(templates, args.sample)
     rules = load_rules()
@@ -51,7 +62,8 @@ def main() -> int:
             if args.verbose and not ok:
                 print(f"MISS {cut:6} want {entry['category']}, got {top}: {text[:160]!r}")
     total = len(templates)
-    print(f"{total} categorised start-up templates of the catalogue, each cut {len(CUTS)} ways")
+    what = "error wordings of components and the CUDA runtime" if args.components else "start-up templates of the catalogue"
+    print(f"{total} categorised {what}, each cut {len(CUTS)} ways")
     for cut in CUTS:
         ratio = right[cut] / right["full"] if right["full"] else 0.0
         print(f"  {cut:7} recognised {right[cut]:4}/{total} = {right[cut] / total:6.1%}"

@@ -167,3 +167,19 @@ def test_an_uncategorised_wording_of_a_message_takes_the_category_of_its_other_w
         "quantization-mismatch"
     assert variant_category("No message of vLLM opens with these six words at all") is None
     assert variant_category("Too short {x}") is None
+
+
+def test_a_prefix_of_a_component_error_is_recognised_as_the_components(ruleset):
+    from diagnose.authoring.message_cuts import component_benchmark_messages
+
+    rng = random.Random(2326)
+    messages = component_benchmark_messages()
+    right = sum(_top(message_cuts(m["template"], m.get("kind", ""), rng)["prefix"], ruleset)[0] == m["category"]
+                for m in messages)
+    assert right >= 0.8 * len(messages), (right, len(messages))
+
+
+def test_a_cuda_error_cut_before_its_end_says_whose_message_it_is(ruleset):
+    report = diagnose_text("RuntimeError: CUDA error: the provided PTX was compiled with an unsup", rules=ruleset).report
+    assert report["diagnoses"][0]["category"] == "driver-or-cuda-mismatch"
+    assert "part of CUDA runtime's error message" in report["diagnoses"][0]["why"]

@@ -94,4 +94,14 @@ def benchmark_templates(category: str | None = None) -> list[dict]:
     return sorted(chosen, key=lambda m: (m["category"], m["template"]))
 
 
-__all__ = ["CUTS", "PREFIX", "benchmark_templates", "message_cuts", "render", "stand_in"]
+def component_benchmark_messages(category: str | None = None) -> list[dict]:
+    """The categorised error wordings of vLLM's components and the CUDA runtime (knowledge.message_fragments)
+    of six words or more, in a stable order: what scripts/fragment_bench.py --components cuts."""
+    from ..knowledge.message_fragments import component_messages
+
+    chosen = [m for m in component_messages() if len(m["template"].split()) >= 6
+              and (not category or m["category"] == category)]
+    return sorted(chosen, key=lambda m: (m["category"], m["template"]))
+
+
+__all__ = ["CUTS", "PREFIX", "benchmark_templates", "component_benchmark_messages", "message_cuts", "render", "stand_in"]

@@ -191,6 +191,8 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
             continue
         if not names_something(text, top):
             continue
+        if top.entry.get("component") and not on_error_line:  # vdiag holds no component's messages below ERROR
+            continue  # (as it does vLLM's): in prose a piece of one may be a warning sharing its words
         rivals = {category_of(m) for m in matches if m.weight >= TIE_SHARE * top.weight and not dominated(m, top)}
         category = category_of(top)
         if category is None or len(rivals) > 1:
@@ -226,6 +228,8 @@ def excerpt_diagnosis(lines: list[tuple[int, str]], rules: list[Rule], ctx: Cont
     if piece is None or rule is None:
         return None
     captures = {"template": piece.match.entry["template"]}
+    if piece.match.entry.get("component"):  # a component's error wording (knowledge.component_messages)
+        captures["component"] = piece.match.entry["component"]
     for signature in rule.signatures:  # the rule's own patterns may read the figures from the rejoined text
         found = signature.compiled().search(piece.text[:4000], timeout=0.25)
         if found:
@@ -239,7 +243,9 @@ def excerpt_diagnosis(lines: list[tuple[int, str]], rules: list[Rule], ctx: Cont
 def excerpt_note(diagnosis: Diagnosis) -> str:
     """What the report says about a diagnosis made from part of a message."""
     template = diagnosis.captures.get("template", "")
-    return (f" The paste holds part of vLLM's own message \"{template[:300]}\"; vdiag placed it by that part, not by "
+    component = diagnosis.captures.get("component")
+    whose = f"{component}'s error message" if component else "vLLM's own message"
+    return (f" The paste holds part of {whose} \"{template[:300]}\"; vdiag placed it by that part, not by "
             "the whole message.")
 
 

@@ -152,7 +152,36 @@ def catalogue_index() -> FragmentIndex:
 
     quiet = ({"template": m["template"], "category": None, "startup": False, "quiet": True}
              for m in load_json("generated/vllm_quiet_messages.json")["messages"])
-    return FragmentIndex([*load_json("vllm_messages.json")["messages"], *quiet])
+    return FragmentIndex([*load_json("vllm_messages.json")["messages"], *quiet, *component_messages()])
 
 
-__all__ = ["FragmentIndex", "FragmentMatch", "catalogue_index", "template_parts", "words"]
+@lru_cache(maxsize=1)
+def component_messages() -> tuple[dict, ...]:
+    """The categorised error wordings of the components vLLM runs on (data/component_errors.yaml) and the CUDA
+    runtime's messages (data/cuda_errors.yaml), as index entries: a paste of the first half of "CUDA error: the
+    provided PTX was compiled with an unsupported toolchain" is as telling as a piece of one of vLLM's own. Each
+    wording is a whole message with no placeholder; the index's weights and the excerpt bars decide, as for vLLM's
+    templates, whether a piece of it says enough.
+
+    >>> entry = next(e for e in component_messages() if e["template"].startswith("the provided PTX"))
+    >>> entry["component"], entry["category"]
+    ('CUDA runtime', 'driver-or-cuda-mismatch')
+    """
+    from .error_tables import table_entries, wordings
+
+    found: dict[tuple[str, str], dict] = {}
+    for table in ("component_errors", "cuda_errors"):
+        for entry in table_entries(table):
+            category = entry.get("category")
+            if not category:  # the phase or the context decides (an out-of-memory): a piece of it says nothing
+                continue
+            component = entry.get("component") or "CUDA runtime"
+            for wording in wordings(entry):
+                if len(words(wording)) >= 2:  # a pair at least: one word (a class name) is for the rules to match
+                    found.setdefault((wording.lower(), category), {
+                        "template": wording, "category": category, "component": component,
+                        "kind": entry.get("exception") or ""})
+    return tuple(found.values())
+
+
+__all__ = ["FragmentIndex", "FragmentMatch", "catalogue_index", "component_messages", "template_parts", "words"]
