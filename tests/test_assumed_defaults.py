@@ -188,3 +188,25 @@ def test_a_command_names_an_unknown_model_as_a_slot_to_fill_not_as_prose():
     assert fill_command("vllm serve {model} --chat-template t.jinja", ctx) == "vllm serve <model> --chat-template t.jinja"
     assert fill_command("vllm serve <a GPTQ variant of {model}>", ctx) == "vllm serve <a GPTQ variant of the model>"
     assert fill_command("ls  # then download {model} once", ctx) == "ls  # then download the model once"
+
+
+WEIGHTS_OOM = ("INFO Starting to load model Qwen/Qwen2.5-72B-Instruct...\n"
+               "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of "
+               "79.14 GiB of which 512.00 MiB is free.\n")
+
+
+def test_tensor_parallel_one_is_assumed_without_a_launch_and_stated_with_one(ruleset):
+    """"With tensor_parallel_size 1" is a fact only where a launch shows it (issue #24 point 4)."""
+    bare = diagnose_text(WEIGHTS_OOM, rules=ruleset).report["diagnoses"]
+    why = next(d["why"] for d in bare if d["category"] == "cuda-oom-weights")
+    assert "tensor_parallel_size 1 (assumed: vLLM's default" in why
+    launched = diagnose_text("$ vllm serve Qwen/Qwen2.5-72B-Instruct --tensor-parallel-size 1\n" + WEIGHTS_OOM,
+                             rules=ruleset).report["diagnoses"]
+    why = next(d["why"] for d in launched if d["category"] == "cuda-oom-weights")
+    assert "With tensor_parallel_size 1 every weight" in why
+
+
+def test_tensor_parallel_one_is_not_claimed_where_the_oom_names_a_later_gpu(ruleset):
+    """An OOM on GPU 2 comes from a third worker: TP 1 is not what the log says, so the sentence is dropped."""
+    diagnoses = diagnose_text(LOWER_ADVICE, rules=ruleset).report["diagnoses"]
+    assert all("tensor_parallel_size 1" not in d["why"] for d in diagnoses)

@@ -38,12 +38,41 @@ def profile_seqs_said(ctx: Context) -> str | None:
     return how if value is not None and ctx.launch is not None else None
 
 
+def max_model_len_said(ctx: Context) -> str | None:
+    """The context length this run asked for as a sentence may state it: the figure where the error line, the launch
+    or vLLM's lines give it; the model's full context, said so, where it comes from the model's config (vLLM's
+    default, assumed where no launch in the input shows it sets none); None where unknown."""
+    value, source = ctx.resolved_max_model_len()
+    if value is None:
+        return None
+    if source != "the model's max_position_embeddings":
+        return f"{value:,}"
+    if ctx.launch is not None:
+        return f"{value:,} (the model's full context: the launch sets no --max-model-len)"
+    return f"{value:,} (assumed: the model's full context, not in the log)"
+
+
+def single_tp_said(ctx: Context) -> str | None:
+    """A tensor-parallel size of 1 as a sentence may state it (issue #24: a default is never stated as a fact): "1"
+    where the launch or vLLM's config sets it, vLLM's default where the launch read sets none, assumed where no launch
+    is in the input; None where TP is not 1 or the log shows several workers (then TP 1 is not what the log says)."""
+    if ctx.tp() != 1:
+        return None
+    if ctx.parallel_stated():
+        return "1"
+    if (ctx.facts.workers_seen or 1) > 1:
+        return None
+    if ctx.launch is not None:
+        return "1 (the default: the launch sets none)"
+    return "1 (assumed: vLLM's default; no launch in the input sets it)"
+
+
 def run_slots(ctx: Context) -> dict[str, object]:
     """Prose slots present only where the run shows the fact, so that fill_prose drops a sentence elsewhere:
-    single_tp (the run's TP is 1, stated or default), profile_seqs, node_ip (the Ray node the errors came from)."""
+    single_tp (the run's TP is 1, stated, default or assumed, as said), profile_seqs, node_ip (the Ray node the errors came from)."""
     slots: dict[str, object] = {}
-    if ctx.tp() == 1:
-        slots["single_tp"] = 1
+    if (tp := single_tp_said(ctx)) is not None:
+        slots["single_tp"] = tp
     if seqs := profile_seqs_said(ctx):
         slots["profile_seqs"] = seqs
     if ctx.facts.error_node_ips:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..context.context import Context
+from ..context.run_defaults import max_model_len_said
 from ..model import memory
 from .base import Fix, strategy
 from .memory import kv_per_token
@@ -44,7 +45,7 @@ def more_budget_shorter_context(ctx: Context, params: dict) -> Fix | None:
         why=(f"The weights and profiling peak leave {left} for the KV cache at utilization {ctx.utilization_text()}; "
              + (f"{util} adds headroom and " if raise_util else "a higher utilization is not the lever here, and ")
              + f"{value:,} tokens bounds one request."),
-        cost="context", cost_note=f"longest request shortened from {current_len:,} to {value:,} tokens",
+        cost="context", cost_note=f"longest request shortened from {max_model_len_said(ctx)} to {value:,} tokens",
         will_start=True if evaluable else None, predicted={"max_model_len": value, **({"gpu_memory_utilization": util} if raise_util else {})},
         not_evaluable=None if evaluable else "GPU size or KV bytes per token unknown: the context cap is a starting point, not computed",
         mentions=() if raise_util else ("--gpu-memory-utilization",),  # decided: the message's raise is not proposed

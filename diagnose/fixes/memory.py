@@ -12,6 +12,7 @@ import math
 from typing import Any
 
 from ..context.context import Context, kv_capacity_tokens
+from ..context.run_defaults import max_model_len_said
 from ..launch.shell_words import quote_text
 from ..model import memory
 from ..util.units import parse_float, parse_int, size_text
@@ -85,7 +86,7 @@ def cap_max_model_len(ctx: Context, params: dict) -> Fix | None:
     if current is not None and capacity >= current:
         return None
     value = memory.round_down_len(capacity)
-    lost = f"from {current:,} to {value:,} tokens" if current else f"to {value:,} tokens"
+    lost = f"from {max_model_len_said(ctx)} to {value:,} tokens" if current else f"to {value:,} tokens"
     return Fix(
         title=f"Cap the context at what the KV cache holds: --max-model-len {value}",
         changes={"--max-model-len": str(value)},
