@@ -111,8 +111,16 @@ def line_syntax(tokens: list[Token], skip: set[int] = frozenset()) -> list[str]:
     return found
 
 
+_UNTERMINATED = "a quote left open at the end of the line"
+
+
 def shell_syntax(token: Token) -> str | None:
     """The shell syntax a word is or holds, as bash reads it pasted; None for a word that only stands for text.
+
+    A quote left open is refused too: the line was cut, or its value goes on over lines the paste does not join, so
+    the value is not all there and a command printed from it would carry a different value than the one that ran.
+    >>> shell_syntax(tokenize("--chat-template 'line1")[1]), shell_syntax(tokenize('"a b')[0]) == _UNTERMINATED
+    ('a quote left open at the end of the line', True)
 
     >>> [shell_syntax(t) for t in tokenize("vllm serve m '$(a)' \\"$(b)\\" `c` $((1)) # x; y")]
     [None, None, None, None, 'a `$(…)` command substitution', 'a backtick command substitution', 'a `$((…))` arithmetic expansion', 'a `#` comment', None, '`;`', None]
@@ -130,7 +138,9 @@ def shell_syntax(token: Token) -> str | None:
             continue
         if ch == "'" and not quoted:
             close = raw.find("'", i + 1)
-            i = n if close < 0 else close + 1
+            if close < 0:
+                return _UNTERMINATED
+            i = close + 1
             continue
         if ch == '"':
             quoted = not quoted
@@ -143,7 +153,7 @@ def shell_syntax(token: Token) -> str | None:
         elif not quoted and raw.startswith(("$'", '$"', "<(", ">("), i):
             return "a process substitution" if ch in "<>" else f"a `{raw[i:i + 2]}…` string"
         i += 1
-    return None
+    return _UNTERMINATED if quoted else None
 
 
 def is_inert(raw: str) -> bool:
