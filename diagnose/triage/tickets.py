@@ -26,6 +26,7 @@ from ..ingest.budget import InputBudget
 from ..ingest.source import Source, TextSource
 from ..util.errors import ExitCode, InputError, VdiagError
 from ..util.safeio import not_regular, open_regular
+from ..util.sanitise import mark_sequences
 from ..util.units import human_bytes
 from .mail import clean_subject, read_eml
 
@@ -215,12 +216,14 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None, note:
 
 def shown_name(name: str) -> str:
     """A file name as a ticket id: each control, format or line-separator character written `<U+XXXX>`, so the
-    table, JSON and Markdown show that the name holds one (a sanitiser would drop it, a newline would break a row).
+    table, JSON and Markdown show that the name holds one (a sanitiser would drop it, a newline would break a row);
+    an escape sequence is one `<U+001B>`, its body dropped as everywhere else (an OSC link's target never shows).
 
     >>> shown_name("evil\\nname\\x1b[31m\\u202e.txt")
-    'evil<U+000A>name<U+001B>[31m<U+202E>.txt'
+    'evil<U+000A>name<U+001B><U+202E>.txt'
     """
-    return "".join(f"<U+{ord(c):04X}>" if unicodedata.category(c) in _HIDDEN else c for c in name)
+    marked = mark_sequences(name)
+    return "".join(f"<U+{ord(c):04X}>" if unicodedata.category(c) in _HIDDEN else c for c in marked)
 
 
 _HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})

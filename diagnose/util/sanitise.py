@@ -75,6 +75,16 @@ def sanitise(text: str) -> str:
     return _LONE.sub("", _SEQUENCES.sub("", text))
 
 
+def mark_sequences(text: str) -> str:
+    """`text` with each escape sequence replaced by `<U+XXXX>` of the character that led it, its body dropped: a name
+    shows that it held one, and nothing the sequence carried (a link, a clipboard write) reaches the output.
+
+    >>> mark_sequences("a\x1b]8;;https://x.example\x07b\x1b[31mc")
+    'a<U+001B>b<U+001B>c'
+    """
+    return _SEQUENCES.sub(lambda match: f"<U+{ord(match.group(0)[0]):04X}>", text)
+
+
 def sanitise_keeping(text: str, kept) -> str:
     """`sanitise`, but what the compiled pattern `kept` matches stays as it is (a terminal writer's own styles).
 
