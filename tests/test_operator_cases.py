@@ -511,3 +511,15 @@ def test_weights_that_fit_the_largest_common_gpu_get_no_tp_floor():
     text = (OPERATOR / "weights-72b-tp1-no-gpu-named-0.8.5.log").read_text().replace("Qwen2.5-72B", "Qwen2.5-32B")
     diagnosis = top(diagnose_text(text, name="32b.log").report)
     assert not any(fix["changes"].get("--tensor-parallel-size") for fix in diagnosis["fixes"]), diagnosis["fixes"]
+
+
+def test_a_small_share_with_a_kv_deficit_is_raised_by_what_the_deficit_needs_not_back_to_the_default():
+    """Class 1 of issue #24 (the costly lever): a share of 0.3 is chosen for a GPU others use; raising it to 0.9 would
+    take their memory. From the log's KV budget (-2.77 GiB) and the card (79.1 GiB), the share that clears the deficit
+    and keeps a tenth for the cache: 0.3 + 2.77/79.1 + 0.1, rounded up."""
+    diagnosis = top(report_for("kv-negative-at-a-small-share-0.11.0.log"))
+    assert diagnosis["category"] == "kv-cache-no-blocks"
+    first = diagnosis["fixes"][0]
+    share = float(first["changes"]["--gpu-memory-utilization"])
+    assert 0.3 + 2.77 / 79.1 + 0.1 <= share < 0.45, first
+    assert first["predicted"].get("starts") is None and "-2.77 GiB" in first["why"]

@@ -13,11 +13,10 @@ from ..gpu.table import unknown_gpu_limit_gib
 from ..model import memory
 from ..util.units import size_text
 from .base import Fix, strategy
-from .feasibility import EMPTY_GPU_RESERVE_GIB, MAX_USABLE_SHARE, layout, weights_verdict
+from .feasibility import EMPTY_GPU_RESERVE_GIB, KV_SHARE_KEPT_UNKNOWN, MAX_USABLE_SHARE, layout, weights_verdict
 
 FLOAT32 = ("float", "float32", "fp32")  # how --dtype spells 32-bit weights
 ACTIVATION_RESERVE_GIB = 2.0  # activation peak and non-torch memory when the log has no figure (estimated)
-KV_SHARE_KEPT_UNKNOWN = 0.1  # of the budget, kept for the KV cache when what one sequence needs is unknown
 
 
 def _reserve_gib(ctx: Context) -> tuple[float, str]:
