@@ -175,11 +175,12 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
             reserve, reserved_for = _activation_and_one_sequence_gib(ctx, t, p, budget)
             if share + reserve <= budget:
                 choice = (t, p)
+                card = "the largest common GPU's " if floor_gpu else ""
                 basis = (f"{weights:.1f} GiB of weights{floor_basis} ÷ {t * p} GPUs = {share:.1f} GiB, plus "
-                         f"{reserve:.1f} GiB {reserved_for}, fits {per_gpu:.2f} GiB × {ctx.utilization_text()}")
+                         f"{reserve:.1f} GiB {reserved_for}, fits {card}{per_gpu:.2f} GiB × {ctx.utilization_text()}")
                 if floor_gpu:
-                    basis += (f". The log names no GPU: that is the largest common one, so {t * p} GPUs is the least "
-                              "and smaller GPUs need more")
+                    basis += (f". The log names no GPU, so {t * p} GPUs is the least (no common GPU holds "
+                              f"them over {layout_now} GPU(s)), and smaller GPUs need more")
                 break
         if choice is None and gpus:
             return None  # not even all the GPUs the log shows hold the weights: other levers, or bigger GPUs
