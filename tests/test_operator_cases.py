@@ -491,3 +491,35 @@ def test_nvml_not_found_without_a_library_path_in_the_launch_keeps_the_runtime_s
         fixes = top(report_for("nvml-library-not-found-0.10.1.log", launch=given))["fixes"]
         assert "NVIDIA driver's libraries" in fixes[0]["title"]
         assert not any(key.startswith("env:") for f in fixes for key in f["changes"])
+
+
+def test_weights_no_gpu_holds_shard_first_to_the_least_layout_said_as_a_floor():
+    """Class 1 of issue #24 (wrong or costly lever first): 135 GiB of bf16 weights at TP 1, no GPU named. No GPU size is
+    assumed, yet no common GPU (the H200 the largest) holds them, so TP 2 is proven the least: the lossless shard ranks
+    before quantizing, its outcome not evaluable and its value said to be a floor."""
+    diagnosis = top(report_for("weights-72b-tp1-no-gpu-named-0.8.5.log"))
+    assert diagnosis["category"] == "cuda-oom-weights"
+    first = diagnosis["fixes"][0]
+    assert first["changes"] == {"--tensor-parallel-size": "2"}, first
+    assert first["predicted"].get("starts") is None and "GPU memory size" in first["not_evaluable"]
+    assert "smaller GPUs need more" in first["why"]
+    assert any(fix["changes"].get("--quantization") == "fp8" for fix in diagnosis["fixes"][1:])
+
+
+def test_weights_that_fit_the_largest_common_gpu_get_no_tp_floor():
+    """The near miss: 61 GiB fits an H200, so nothing proves a layout; no TP value is claimed."""
+    text = (OPERATOR / "weights-72b-tp1-no-gpu-named-0.8.5.log").read_text().replace("Qwen2.5-72B", "Qwen2.5-32B")
+    diagnosis = top(diagnose_text(text, name="32b.log").report)
+    assert not any(fix["changes"].get("--tensor-parallel-size") for fix in diagnosis["fixes"]), diagnosis["fixes"]
+
+
+def test_a_small_share_with_a_kv_deficit_is_raised_by_what_the_deficit_needs_not_back_to_the_default():
+    """Class 1 of issue #24 (the costly lever): a share of 0.3 is chosen for a GPU others use; raising it to 0.9 would
+    take their memory. From the log's KV budget (-2.77 GiB) and the card (79.1 GiB), the share that clears the deficit
+    and keeps a tenth for the cache: 0.3 + 2.77/79.1 + 0.1, rounded up."""
+    diagnosis = top(report_for("kv-negative-at-a-small-share-0.11.0.log"))
+    assert diagnosis["category"] == "kv-cache-no-blocks"
+    first = diagnosis["fixes"][0]
+    share = float(first["changes"]["--gpu-memory-utilization"])
+    assert 0.3 + 2.77 / 79.1 + 0.1 <= share < 0.45, first
+    assert first["predicted"].get("starts") is None and "-2.77 GiB" in first["why"]

@@ -24,6 +24,7 @@ from ..model import memory
 from ..util.units import size_text
 
 EMPTY_GPU_RESERVE_GIB = 1.5  # CUDA context, activation peak and non-torch memory when the log gives no figure
+KV_SHARE_KEPT_UNKNOWN = 0.1  # of the budget, kept for the KV cache when what one sequence needs is unknown
 MAX_USABLE_SHARE = 0.95  # gpu_memory_utilization above this leaves no headroom; vLLM's own hints stop near it
 
 
@@ -103,5 +104,5 @@ def fragmentation_matters(ctx: Context) -> bool | None:
     return unallocated >= 1.0 or bool(total and unallocated >= 0.05 * total)
 
 
-__all__ = ["WeightsVerdict", "fragmentation_matters", "layout", "least_gpus_for_weights", "weights_floor_gib",
+__all__ = ["KV_SHARE_KEPT_UNKNOWN", "WeightsVerdict", "fragmentation_matters", "layout", "least_gpus_for_weights", "weights_floor_gib",
            "weights_verdict"]

@@ -13,11 +13,12 @@ from typing import Any
 
 from ..context.context import Context, kv_capacity_tokens
 from ..context.run_defaults import max_model_len_said
+from ..gpu.table import named_total_gib
 from ..launch.shell_words import quote_text
 from ..model import memory
 from ..util.units import parse_float, parse_int, size_text
 from .base import Declined, Fix, strategy
-from .feasibility import weights_verdict
+from .feasibility import KV_SHARE_KEPT_UNKNOWN, weights_verdict
 
 
 def kv_per_token(ctx: Context) -> int | None:
@@ -119,13 +120,24 @@ def raise_utilization(ctx: Context, params: dict) -> Fix | None:
             needed_gib = None
     if ctx.utilization_given() is not None and ctx.utilization_given() < 0.5 and needed_gib is None:
         value = memory.default_gpu_memory_utilization(ctx.version)
+        title, cleared = f"Give vLLM its normal share of the GPU: --gpu-memory-utilization {value}", ""
+        # a small share was chosen on purpose (the GPU is shared): with the KV budget the log gives, the share that
+        # clears its deficit and keeps a tenth for the KV cache, where that is below the default
+        size = total or named_total_gib(next((g.name for g in ctx.gpus if g.name), None))  # the card the log names
+        if (kv := figures.get("kv_cache_gib")) is not None and size and \
+                (enough := memory.ceil2(current + max(-kv, 0) / size + KV_SHARE_KEPT_UNKNOWN)) < value:
+            value, title = enough, f"Raise --gpu-memory-utilization to {enough}"
+            cleared = (f" The KV cache had {kv:.2f} GiB at {current} of {size:.2f} GiB; {enough} clears that and keeps "
+                       f"a tenth of the GPU for the cache (what one sequence needs is not in the log), leaving the "
+                       "rest to what shares the GPU.")
         return Fix(
-            title=f"Give vLLM its normal share of the GPU: --gpu-memory-utilization {value}",
+            title=title,
             changes={"--gpu-memory-utilization": f"{value:.2f}".rstrip("0").rstrip(".")},
             why=(f"gpu_memory_utilization {current} caps everything vLLM may use (weights, activations and KV cache), "
-                 "so a small value leaves nothing for the cache; lowering it makes this worse, not better."),
+                 "so a small value leaves nothing for the cache; lowering it makes this worse, not better." + cleared),
             cost="config", cost_note="vLLM reserves more of the GPU", will_start=None,
-            not_evaluable=None if total else "GPU size unknown: cannot check the weights fit at this share",
+            not_evaluable=("the KV cache one sequence needs is not in the log" if cleared else
+                           None if total else "GPU size unknown: cannot check the weights fit at this share"),
         )
     if not total:
         if params.get("only_computed"):

@@ -9,14 +9,14 @@ from __future__ import annotations
 import math
 
 from ..context.context import Context
+from ..gpu.table import unknown_gpu_limit_gib
 from ..model import memory
-from .base import Fix, strategy
-from .feasibility import layout, weights_verdict
 from ..util.units import size_text
+from .base import Fix, strategy
+from .feasibility import EMPTY_GPU_RESERVE_GIB, KV_SHARE_KEPT_UNKNOWN, MAX_USABLE_SHARE, layout, weights_verdict
 
 FLOAT32 = ("float", "float32", "fp32")  # how --dtype spells 32-bit weights
 ACTIVATION_RESERVE_GIB = 2.0  # activation peak and non-torch memory when the log has no figure (estimated)
-KV_SHARE_KEPT_UNKNOWN = 0.1  # of the budget, kept for the KV cache when what one sequence needs is unknown
 
 
 def _reserve_gib(ctx: Context) -> tuple[float, str]:
@@ -154,6 +154,12 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
                        f"{figures.get('oom_pytorch_gib') or figures.get('oom_self_gib'):.2f} GiB allocated and asked "
                        f"for {size_text(figures.get('oom_tried_gib') or 0)} more when it ran out)")
     per_gpu = ctx.gpu_total_gib()
+    # no GPU named, nor counted, and the weights cannot fit the layout now even on the largest common GPU: the least
+    # layout that GPU needs is proven a floor (a smaller GPU needs more), and is what is proposed
+    floor_gpu = None
+    if weights and not per_gpu and not gpus and (largest := unknown_gpu_limit_gib()):
+        if weights / layout_now > largest * MAX_USABLE_SHARE - EMPTY_GPU_RESERVE_GIB:
+            per_gpu = floor_gpu = largest
     limit = min(gpus, MAX_PARALLEL) if gpus else 16
     layouts = [(t, p) for t in _tp_sizes(ctx, limit) for p in (range(1, limit // t + 1) if gpus else (1,))
                if layout_now < t * p <= limit]
@@ -169,8 +175,12 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
             reserve, reserved_for = _activation_and_one_sequence_gib(ctx, t, p, budget)
             if share + reserve <= budget:
                 choice = (t, p)
+                card = "the largest common GPU's " if floor_gpu else ""
                 basis = (f"{weights:.1f} GiB of weights{floor_basis} ÷ {t * p} GPUs = {share:.1f} GiB, plus "
-                         f"{reserve:.1f} GiB {reserved_for}, fits {per_gpu:.2f} GiB × {ctx.utilization_text()}")
+                         f"{reserve:.1f} GiB {reserved_for}, fits {card}{per_gpu:.2f} GiB × {ctx.utilization_text()}")
+                if floor_gpu:
+                    basis += (f". The log names no GPU, so {t * p} GPUs is the least (no common GPU holds "
+                              f"them over {layout_now} GPU(s)), and smaller GPUs need more")
                 break
         if choice is None and gpus:
             return None  # not even all the GPUs the log shows hold the weights: other levers, or bigger GPUs
@@ -192,7 +202,8 @@ def parallel_to_fit(ctx: Context, params: dict) -> Fix | None:
     why_pp = ("" if p == 1 else f" Tensor parallelism needs a size that divides the {ctx.model.attention_heads} attention "
               f"heads{f' and {ctx.model.kv_heads} KV heads' if ctx.model.kv_heads else ''}; the {p} pipeline stages split "
               "the layers instead." if ctx.model and ctx.model.attention_heads else "")
-    missing = [name for name, known in (("GPU memory size", per_gpu), ("model weights", weights), ("GPU count", gpus))
+    missing = [name for name, known in (("GPU memory size", per_gpu and not floor_gpu), ("model weights", weights),
+                                        ("GPU count", gpus))
                if not known]
     question = f": are there {t * p} GPUs{_count_tool(ctx)}?" if not gpus else ""
     held = sum(p.used_gib or 0 for p in ctx.processes)
