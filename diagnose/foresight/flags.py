@@ -31,12 +31,14 @@ from ..launch.releases import (
 from ..launch.setting_history import deprecation_note, fate, removed_in, replacement_for
 from ..util.lazy_pattern import lazy
 from .findings import Finding, check, passed
+from .plugin_flags import is_plugin_flag, plugin_finding, plugin_for
 
 CATEGORY = "invalid-cli-argument"
 UNRECOGNIZED_RULE = "cli-unrecognized-argument"  # the rules whose fixes apply to what argparse would print
 INVALID_VALUE_RULE = "cli-invalid-choice-or-value"
 _HUMAN_NUMBER = lazy(r"\d+(?:\.\d+)?[kKmMgG]?")  # vLLM reads `32k` for a token count in the releases that do
 _NUMBER_FLAGS_WITH_WORDS = {"--max-model-len": {"auto", "-1"}}
+_MASKED = lazy(r"(?i)x{2,}|\*{2,}|<[^<>]*>|\.\.\.|…")  # a value the paste hid (`--port xxxx`, `--api-key <key>`)
 
 
 @check("flags")
@@ -48,11 +50,15 @@ def _flags(target) -> list[Finding]:
 def flag_findings(launch: Launch, version: str | None) -> list[Finding]:
     """A failure (or, with the release unknown, a risk) for each flag or value the release would reject."""
     out: list[Finding] = []
+    plugin = plugin_for(launch)  # a plugin's entry point parses the launch where installed (vLLM-Omni's --omni)
     for arg in launch.args:
         if not arg.spelled.startswith("-"):
             out.append(_stray_word(arg))
             continue
         entry = flag_entry(arg.flag) or flag_entry(arg.spelled)
+        if is_plugin_flag(arg.flag, plugin) and (entry is None or has_flag(arg.flag, version) is False):
+            out.append(plugin_finding(arg.spelled, plugin, version))
+            continue
         if entry is None and (whole := abbreviated(arg.flag, version)):
             out.append(Finding("flags", "risk", f"{arg.spelled} is read as {whole}, of which it is an abbreviation",
                                category=CATEGORY, detail=f"No release has {arg.spelled}; argparse takes a unique prefix "
@@ -202,9 +208,16 @@ def value_type(entry: dict, version: str | None) -> str:
 
 def value_problem(arg: Arg, entry: dict, version: str | None) -> Finding | None:
     """Why `version`'s parser rejects the value given to `arg`, as a finding; None when it takes it (or the value is
-    a shell variable, read only when the launch runs)."""
+    a shell variable, read only when the launch runs, or a mask the paste put in its place: `--port xxxx`).
+
+    >>> from diagnose.launch.parse import parse_launch
+    >>> from diagnose.launch.releases import flag_entry
+    >>> [value_problem(a, flag_entry(a.flag), "0.11.0") is None for a in parse_launch("vllm serve m --port xxxx "
+    ...  "--max-model-len 4k2").args]
+    [True, False]
+    """
     kind, value = value_type(entry, version), arg.value
-    if value is None or "$" in value:
+    if value is None or "$" in value or _MASKED.fullmatch(value):
         return None
     in_release = f"vLLM {version}" if version else "vLLM"
     if kind == "switch":
