@@ -491,3 +491,40 @@ def test_nvml_not_found_without_a_library_path_in_the_launch_keeps_the_runtime_s
         fixes = top(report_for("nvml-library-not-found-0.10.1.log", launch=given))["fixes"]
         assert "NVIDIA driver's libraries" in fixes[0]["title"]
         assert not any(key.startswith("env:") for f in fixes for key in f["changes"])
+
+
+# review 5 (docs/reviews/operator-review-held-out-5.md): what the report says, class by class
+
+PROFILING_ASSERT = ("AssertionError: Error in memory profiling. Initial free memory 30.3 GiB, current free memory {after}"
+                    " GiB. This happens when other processes sharing the same container release GPU memory while vLLM "
+                    "is profiling during initialization. To fix this, ensure consistent GPU memory allocation or "
+                    "isolate vLLM in its own container.\n")
+
+
+def test_unchanged_profiling_readings_are_not_told_as_another_process_freeing_memory():
+    """C2 (gh-vllm-33358): vLLM asserts free memory fell across the profiling run (gpu_worker.py,
+    determine_available_memory); equal readings are the device's counter, not a co-tenant releasing memory."""
+    diagnosis = top(diagnose_text(PROFILING_ASSERT.format(after="30.3"), name="equal.log").report)
+    said = " ".join([diagnosis["why"], *(f["title"] + " " + f["why"] for f in diagnosis["fixes"])])
+    assert "both readings are 30.3 GiB" in diagnosis["why"]
+    assert "more free memory after" not in said and "another process allocated or freed" not in said
+    assert "pip install -U vllm" in diagnosis["fixes"][0]["command"]
+
+
+def test_profiling_readings_that_rose_keep_the_other_process_why():
+    diagnosis = top(diagnose_text(PROFILING_ASSERT.format(after="30.35"), name="rose.log").report)
+    assert "If another process on the same GPU frees" in diagnosis["why"]
+    assert not any("pip install" in (f.get("command") or "") for f in diagnosis["fixes"])
+
+
+def test_the_free_memory_margin_sentence_states_the_gap_and_no_holder_is_invented():
+    """C5 and C3 (gh-kaito-1374): 0.87 × 23.72 = 20.64 GiB is 0.73 GiB under the 21.37 free (0.5 GiB is the floor);
+    with no process listed, the fix does not say other processes hold the GPU (the CUDA context may)."""
+    text = ("ValueError: Free memory on device (21.37/23.72 GiB) on startup is less than desired GPU memory "
+            "utilization (0.95, 22.54 GiB).\n")
+    fixes = top(diagnose_text(text, name="free.log").report)["fixes"]
+    assert fixes[0]["changes"] == {"--gpu-memory-utilization": "0.87"}
+    assert "stays 0.73 GiB below it" in fixes[0]["why"]
+    holder = next(f for f in fixes if "nvidia-smi" in (f.get("command") or ""))
+    assert "2.35 GiB of the GPU was taken" in holder["why"] and "CUDA context" in holder["why"]
+    assert not holder["title"].startswith("Stop the other processes")
