@@ -95,3 +95,8 @@ def _readings_unchanged(ctx: Context) -> bool:
     the device's counter did not see the run, not that another process freed memory."""
     before, after = ((ctx.captures.get(name) or "").replace(" ", "") for name in ("init", "current"))
     return bool(before) and before == after and parse_float(before.rstrip("GiB")) is not None
+
+
+@predicate("ray-memory-monitor-kill", means="Ray's memory monitor killed workers for the node's RAM use (its own message)")
+def _ray_memory_kill(ctx: Context) -> bool:
+    return bool(ctx.captures.get("ray_oom"))
