@@ -528,3 +528,20 @@ def test_the_free_memory_margin_sentence_states_the_gap_and_no_holder_is_invente
     holder = next(f for f in fixes if "nvidia-smi" in (f.get("command") or ""))
     assert "2.35 GiB of the GPU was taken" in holder["why"] and "CUDA context" in holder["why"]
     assert not holder["title"].startswith("Stop the other processes")
+
+
+def test_a_message_raised_as_a_tuple_of_its_parts_is_read_as_one_message():
+    """C5 and C2 (gh-vllm-14040): `raise RuntimeError("… for ", "the current GPU. Min capability: …")` prints a tuple;
+    read as one message it is the capability check, not a --quantization that disagrees with the checkpoint."""
+    text = ("(EngineCore_DP0 pid=585) ERROR 09-16 17:46:22 [core.py:718]     super().__init__(input_size=input_size,\n"
+            "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ', "
+            "'Current capability: 75.')\n")
+    diagnosis = top(diagnose_text(text, name="tuple.log").report)
+    assert diagnosis["rule"] == "quantization-unsupported-gpu"
+    assert "needs 8.0, and this GPU has 7.5" in diagnosis["why"]
+    assert not any("--quantization" in fix["changes"] for fix in diagnosis["fixes"])
+
+
+def test_a_tuple_that_is_not_all_strings_is_left_as_printed():
+    from diagnose.ingest.lineformat import message_of
+    assert message_of("ValueError: ('max_num_seqs', 256)") == "ValueError: ('max_num_seqs', 256)"
