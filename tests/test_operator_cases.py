@@ -545,3 +545,17 @@ def test_a_message_raised_as_a_tuple_of_its_parts_is_read_as_one_message():
 def test_a_tuple_that_is_not_all_strings_is_left_as_printed():
     from diagnose.ingest.lineformat import message_of
     assert message_of("ValueError: ('max_num_seqs', 256)") == "ValueError: ('max_num_seqs', 256)"
+
+
+def test_a_refused_choice_is_not_told_as_a_flag_this_vllm_lacks():
+    """C2 and C4 (gh-unsloth-2811): argparse refused --dtype's value and listed its choices, so the flag exists; the
+    Why is about this flag's list, not `32k` or `--max-model-len auto`; the value meant is kept in vLLM's spelling."""
+    text = ("vllm serve: error: argument --dtype: invalid choice: 'torch.bfloat16' (choose from 'auto', 'bfloat16', "
+            "'float', 'float16', 'float32', 'half')\n")
+    diagnosis = top(diagnose_text(text, name="choice.log").report)
+    assert diagnosis["fixes"][0]["changes"] == {"--dtype": "bfloat16"}
+    said = " ".join(f["why"] for f in diagnosis["fixes"])
+    assert "does not accept --dtype" not in said
+    assert "32k" not in diagnosis["why"] and "torch.bfloat16 is not one of them" in diagnosis["why"]
+    plain = diagnose_text(text.replace("torch.bfloat16", "bf16"), name="bf16.log").report
+    assert top(plain)["fixes"][0]["changes"] == {"--dtype": "auto"}  # no listed choice is what bf16 spells
