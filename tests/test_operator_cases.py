@@ -559,3 +559,28 @@ def test_a_refused_choice_is_not_told_as_a_flag_this_vllm_lacks():
     assert "32k" not in diagnosis["why"] and "torch.bfloat16 is not one of them" in diagnosis["why"]
     plain = diagnose_text(text.replace("torch.bfloat16", "bf16"), name="bf16.log").report
     assert top(plain)["fixes"][0]["changes"] == {"--dtype": "auto"}  # no listed choice is what bf16 spells
+
+
+def test_a_secondary_that_restates_its_primary_is_not_listed_in_text_but_kept_in_json():
+    """C4 (gh-vllm-6574, gh-vllm-31936): the catalogue's wording of the same failure, explained by the rule that
+    outranks it, is no second finding for a reader."""
+    import io
+
+    from diagnose.report.render import print_text, to_markdown
+    text = ("(VllmWorkerProcess pid=87) ERROR 07-19 10:59:03 multiproc_worker_utils.py:226] Exception in worker "
+            "VllmWorkerProcess while processing method determine_num_available_blocks: NCCL error in: "
+            "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with "
+            "NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+            "(VllmWorkerProcess pid=87) ERROR 07-19 10:59:03 multiproc_worker_utils.py:226] ncclSystemError: System "
+            "call (e.g. socket, malloc) or external library call failed or device error.\n"
+            "(VllmWorkerProcess pid=87) ERROR 07-19 10:59:03 multiproc_worker_utils.py:226] Last error:\n"
+            "(VllmWorkerProcess pid=87) ERROR 07-19 10:59:03 multiproc_worker_utils.py:226] Error while creating "
+            "shared memory segment /dev/shm/nccl-bWHyCi (size 9637888)\n")
+    report = diagnose_text(text, name="shm.log").report
+    first, *rest = report["diagnoses"]
+    restating = [d for d in rest if d.get("secondary_of") == first["rule"] and d["category"] == first["category"]]
+    assert restating, [(d["rule"], d.get("secondary_of")) for d in rest]  # the JSON keeps it
+    stream = io.StringIO()
+    print_text(report, stream=stream)
+    assert f"explained by {first['rule']}" not in stream.getvalue()
+    assert all(d["title"] not in to_markdown(report) for d in restating)
