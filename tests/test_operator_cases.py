@@ -584,3 +584,24 @@ def test_a_secondary_that_restates_its_primary_is_not_listed_in_text_but_kept_in
     print_text(report, stream=stream)
     assert f"explained by {first['rule']}" not in stream.getvalue()
     assert all(d["title"] not in to_markdown(report) for d in restating)
+
+
+RAISED_TWICE = (
+    'ERROR 11-18 18:07:28 engine.py:366]   File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker.py", '
+    'line 493, in raise_if_cache_size_invalid\n'
+    'ERROR 11-18 18:07:28 engine.py:366]     raise ValueError("No available memory for the cache blocks. "\n'
+    "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. Try increasing "
+    "`gpu_memory_utilization` when initializing the engine.\n")
+
+
+def test_the_raising_source_line_is_no_second_evidence_line_for_its_message():
+    """C4 (gh-vllm-10439): the `raise ValueError("…"` code under the frame and the message it raised were both
+    evidence; the message once is enough."""
+    evidence = [e["text"] for e in top(diagnose_text(RAISED_TWICE, name="raised.log").report)["evidence"]]
+    assert len(evidence) == 1 and evidence[0].startswith("ValueError: No available memory"), evidence
+
+
+def test_a_raising_source_line_whose_message_is_not_shown_stays_evidence():
+    text = RAISED_TWICE.splitlines(keepends=True)
+    evidence = [e["text"] for e in top(diagnose_text("".join(text[:2]), name="source-only.log").report)["evidence"]]
+    assert any("raise ValueError" in line for line in evidence), evidence
