@@ -605,3 +605,18 @@ def test_a_raising_source_line_whose_message_is_not_shown_stays_evidence():
     text = RAISED_TWICE.splitlines(keepends=True)
     evidence = [e["text"] for e in top(diagnose_text("".join(text[:2]), name="source-only.log").report)["evidence"]]
     assert any("raise ValueError" in line for line in evidence), evidence
+
+
+def test_a_script_run_in_the_input_is_named_instead_of_no_launch_command():
+    """C3 (gh-tpuinference-223): 'no launch command in the input' under a paste whose first line runs the example
+    script; the note names it and says why its arguments are not rewritten."""
+    text = (" export TPU_BACKEND_TYPE=jax; python3 tpu_commons/examples/offline_inference.py --max_tokens=128\n"
+            "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (0.71 GiB). Based on the available memory, "
+            "the estimated maximum model length is 5632. Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.\n")
+    notes = diagnose_text(text, name="script.log").report["notes"]
+    assert any("line 1 runs tpu_commons/examples/offline_inference.py" in note for note in notes), notes
+    assert not any(note.startswith("no launch command in the input") for note in notes)
+    bare = diagnose_text(text.split("\n", 1)[1], name="bare.log").report["notes"]
+    assert any(note.startswith("no launch command in the input") for note in bare), bare
