@@ -651,3 +651,15 @@ def test_an_internal_port_collision_gets_its_own_why_not_the_vllm_port_paragraph
     http = top(diagnose_text("OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
                              "address already in use\n", name="http.log").report)
     assert "is not the HTTP port" not in http["why"]
+
+
+def test_the_backends_own_sentences_are_quoted_as_sentences():
+    """C5 (gh-vllm-31936): two refusals of vLLM's selector ran together ("…on this device FlashMLA Sparse is…")."""
+    text = ("ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, "
+            "dtype=torch.bfloat16, kv_cache_dtype=auto, block_size=None, use_mla=True, has_sink=False, "
+            "use_sparse=True, use_mm_prefix=False, attn_type=decoder). Reasons: {FLASH_ATTN_MLA: [sparse not "
+            "supported, compute capability not supported, FlashAttention MLA not supported on this device], "
+            "TRITON_MLA: [sparse not supported], FLASHMLA_SPARSE: [compute capability not supported, FlashMLA Sparse "
+            "is only supported on Hopper and Blackwell devices.]}.\n")
+    why = top(diagnose_text(text, name="mla.log").report)["fixes"][0]["why"]
+    assert "on this device; FlashMLA Sparse is only supported on Hopper and Blackwell devices." in why, why
