@@ -528,6 +528,9 @@ def test_the_free_memory_margin_sentence_states_the_gap_and_no_holder_is_invente
     holder = next(f for f in fixes if "nvidia-smi" in (f.get("command") or ""))
     assert "2.35 GiB of the GPU was taken" in holder["why"] and "CUDA context" in holder["why"]
     assert not holder["title"].startswith("Stop the other processes")
+    busy = text.replace("21.37/23.72", "7.78/23.72")  # 16 GiB is no CUDA context: someone else holds it
+    holder = next(f for f in top(diagnose_text(busy, name="busy.log").report)["fixes"] if "nvidia-smi" in (f.get("command") or ""))
+    assert "15.94 GiB of the GPU was taken" in holder["why"] and "CUDA context" not in holder["why"]
 
 
 def test_a_message_raised_as_a_tuple_of_its_parts_is_read_as_one_message():

@@ -207,6 +207,9 @@ def fit_free(ctx: Context, params: dict) -> Fix | None:
     )
 
 
+CUDA_CONTEXT_GIB = 3.0  # the most a CUDA context (with cuBLAS/NCCL workspaces) takes before vLLM's check
+
+
 @strategy("free-gpu-processes")
 def free_processes(ctx: Context, params: dict) -> Fix | None:
     """Stop the processes that hold GPU memory (named when the log or a snapshot lists them), if the weights fit an
@@ -214,12 +217,14 @@ def free_processes(ctx: Context, params: dict) -> Fix | None:
     others = sorted((p for p in ctx.processes if p.used_gib), key=lambda p: -(p.used_gib or 0))
     if not others:  # the log names no holder: say what is known, not that other processes exist
         total, free = ctx.gpu_total_gib(), ctx.gpu_free_gib()
-        held = f"{size_text(total - free)} of the GPU was taken" if total and free is not None and total > free \
-            else "Part of the GPU was taken"
+        held = total - free if total and free is not None and total > free else None
+        # vLLM's own CUDA context takes a few hundred MiB to about 2.5 GiB: more than that is someone else's
+        who = "another process, or the CUDA context of vLLM's own process (a few hundred MiB, more on large GPUs)" \
+            if held is None or held <= CUDA_CONTEXT_GIB else "another process (or a vLLM that did not exit)"
         return Fix(title="Find what holds the rest of the GPU, and stop it if it is another process",
                    step_command="nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
-                   why=f"{held} before vLLM's check; the log does not say by what: another process, or the CUDA "
-                       "context of vLLM's own process (a few hundred MiB, more on large GPUs), which stays.",
+                   why=f"{size_text(held) + ' of the GPU' if held else 'Part of the GPU'} was taken before vLLM's "
+                       f"check; the log does not say by what: {who}.",
                    cost="downtime", cost_note="other workloads on the GPU stop",
                    not_evaluable="which processes hold the GPU is not in the log (add an nvidia-smi table or a snapshot)")
     listing = ", ".join(f"pid {p.pid}{f' ({p.name})' if p.name else ''} {size_text(p.used_gib)}" for p in others[:6])
