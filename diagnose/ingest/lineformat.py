@@ -90,11 +90,15 @@ def joined_tuple_args(text: str) -> str:
     'RuntimeError: Quantization scheme is not supported for the current GPU. Min capability: 80. Current capability: 75.'
     >>> joined_tuple_args("ValueError: ('a', 1)")  # not strings only: left as it is
     "ValueError: ('a', 1)"
+    >>> joined_tuple_args("KeyError: ('model', 'layers')")  # two items, no sentence cut in pieces
+    "KeyError: ('model', 'layers')"
     """
     match = _TUPLE_ARGS.match(text) if ": ('" in text or ': ("' in text else None
     if not match:
         return text
     parts = [part[1:-1] for part in _STRING_PART.findall(match["args"])]
+    if not all(part.endswith(" ") for part in parts[:-1]):
+        return text  # `KeyError: ('a', 'b')` is a key of two items: only pieces of one sentence end with its spaces
     return f"{match['head']}: {''.join(parts)}"
 
 
