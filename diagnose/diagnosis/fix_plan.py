@@ -19,6 +19,7 @@ from ..fixes.cpu_kv_gate import check_cpu_kv_gate
 from ..fixes.platform_tools import for_platform
 from ..fixes.base import COST_ORDER, Declined, Fix, fill_prose, strategy_for
 from ..knowledge.error_tables import error_meaning
+from ..knowledge.rules import Rule
 from ..launch.print_policy import Printed, printed_command
 from ..util.lazy_pattern import lazy
 from .diagnoses import Diagnosis, RankedFix
@@ -107,10 +108,16 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             if entry.get("title") == fix.title and "outcome" not in entry:
                 named_cure = " a setting the log's own message names as the cure;" if named & set(fix.changes) else ""
                 entry["outcome"] = f"ranked {rank}:{named_cure} {_rank_reason(fix)}"
-    diagnosis.why = fill_prose(diagnosis.rule.why, ctx)
+    diagnosis.why = fill_prose(rule_why(diagnosis.rule, ctx), ctx)
     meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"
+
+
+def rule_why(rule: Rule, ctx: Context) -> str:
+    """The rule's Why for this message: the first `why_when` entry whose predicates all hold (the message says
+    something more specific than the category's boilerplate), else the rule's own `why`."""
+    return next((why for when, why in rule.why_when if evaluate(when, ctx)), rule.why)
 
 
 # settings whose only effect is more output, and the hint (facts/hints.py) that the input already holds that output

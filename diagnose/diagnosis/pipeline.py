@@ -52,14 +52,13 @@ from .feasibility_order import weights_first
 from .fix_plan import plan_fixes
 from .gpu_facts import gpu_fields
 from .launch_disagrees import agrees_with_engine_config, launch_disagreements
+from .no_launch import no_launch_note
 from .unplaced import what_was_seen
 
 if TYPE_CHECKING:  # a snapshot is read only with a file or a live GPU (not --no-gpu): imported there
     from ..gpu.snapshot import Snapshot
 
 MAX_UNEXPLAINED = 10
-NO_LAUNCH_NOTE = ("no launch command in the input: give it with --launch '<your command>' (or paste it with the log) "
-                  "to get each fix as the full corrected command")
 
 
 @dataclass
@@ -168,7 +167,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         leftovers = sorted((line, text) for text, line in {**unexplained.quiet_lines, **unexplained.echo_lines}.items())
     leftovers = fold_launcher_refusals(fired, ctx, leftovers)
     if ctx.launch is None and ctx.launcher is None and any(r.fix.changes for d in fired for r in d.fixes):
-        notes.append(NO_LAUNCH_NOTE)
+        notes.append(no_launch_note(excerpt.lines()))
     notes += launch_disagreements(fired, ctx)
     notes += last_run_notes(sources, [m.text for m in fired[0].evidence] if fired else [])
     seen = None if any(d.basis != "wording" for d in fired) or facts.served else (

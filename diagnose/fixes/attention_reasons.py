@@ -82,7 +82,7 @@ def attention_reasons(ctx: Context, params: dict) -> Fix | None:
     here = f" (this GPU: compute capability {capability:.1f})" if capability else ""
     return Fix(title=f"Run on a GPU that {name} supports, or a model without the features only it implements",
                changes={}, why=(f"{name} is the only backend not refused for the model's features; vLLM refused it for "
-                                f"the GPU{here}." + (f" Its own words: {' '.join(dict.fromkeys(own))}" if own else "")),
+                                f"the GPU{here}." + (f" Its own words: {'; '.join(r.rstrip('.') for r in dict.fromkeys(own))}." if own else "")),
                cost="hardware", cost_note="different hardware, or another model", will_start=None)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from ..context.context import Context
 from ..launch.releases import parse_release
 from ..launch.settings import closest_choice, flag_for_setting, listed_choices, table_choices
-from .base import Fix, strategy
+from .base import TEXT, Fix, fill, strategy
 
 MAX_LISTED = 12
 
@@ -40,3 +42,18 @@ def _help_option(version: str | None) -> str:
     """`--help` lists every flag before 0.10; from 0.10 it lists groups and `--help=all` every flag."""
     release = parse_release(version)
     return "--help" if release is not None and release < (0, 10, 0) else "--help=all"
+
+
+@strategy("valid-choice", params={"flag": TEXT})
+def valid_choice(ctx: Context, params: dict) -> Fix | None:
+    """A value the flag accepts, from the message's own list of choices (auto where it is one)."""
+    flag = fill(params.get("flag", "{flag}"), ctx)
+    choices = re.findall(r"'([^']*)'", ctx.captures.get("choices", ""))
+    if "{" in flag or not choices:
+        return None
+    refused = str(ctx.captures.get("value", ""))  # kept where vLLM lists it in another spelling: torch.bfloat16
+    meant = [c for c in choices if refused and c.lower() in {refused.lower(), re.split(r"[.:/]", refused.lower())[-1]}]
+    value = meant[0] if meant else "auto" if "auto" in choices else choices[0]
+    said = f" {value} is what {refused} names, in the spelling this vLLM lists." if meant else ""
+    return Fix(title=f"Use a value {flag} accepts: {flag} {value}", changes={flag: value},
+               why=f"{refused or 'The value'} is not one of {', '.join(choices)}.{said}", will_start=True)

@@ -146,18 +146,6 @@ def upgrade_for_value(ctx: Context, params: dict) -> Fix | None:
     return upgrade_for_value_fix(ctx, flag, value) if value and flag.startswith("--") else None
 
 
-@strategy("valid-choice", params={"flag": TEXT})
-def valid_choice(ctx: Context, params: dict) -> Fix | None:
-    """A value the flag accepts, from the message's own list of choices (auto where it is one)."""
-    flag = fill(params.get("flag", "{flag}"), ctx)
-    choices = re.findall(r"'([^']*)'", ctx.captures.get("choices", ""))
-    if "{" in flag or not choices:
-        return None
-    value = "auto" if "auto" in choices else choices[0]
-    return Fix(title=f"Use a value {flag} accepts: {flag} {value}", changes={flag: value},
-               why=f"{ctx.captures.get('value', 'The value')!s} is not one of {', '.join(choices)}.", will_start=True)
-
-
 @strategy("set-env", params={
     "name": {"type": "string", "required": True},
     "value": {"type": ["string", "number", "boolean"], "required": True},

@@ -211,7 +211,7 @@ def fit_free(ctx: Context, params: dict) -> Fix | None:
         title=f"Fit vLLM into the memory that is free: --gpu-memory-utilization {value}",
         changes={"--gpu-memory-utilization": f"{value}"},
         why=f"Only {free:.2f} of {total:.2f} GiB is free; {value} × {total:.2f} GiB = {value * total:.2f} GiB stays "
-            f"{margin} GiB below it." + (f" The weights take {weights:.2f} GiB ({weights_source})"
+            f"{free - value * total:.2f} GiB below it (a margin of {margin:g} GiB at least)." + (f" The weights take {weights:.2f} GiB ({weights_source})"
                                          f"{'' if starts else ', more than that budget leaves room for'}." if weights else ""),
         cost="throughput", cost_note=f"KV cache shrinks with the smaller budget ({value * total:.2f} GiB in all)",
         will_start=starts, predicted={"budget_gib": round(value * total, 2), **predict_kv(ctx, value * total)},
@@ -219,15 +219,24 @@ def fit_free(ctx: Context, params: dict) -> Fix | None:
     )
 
 
+CUDA_CONTEXT_GIB = 3.0  # the most a CUDA context (with cuBLAS/NCCL workspaces) takes before vLLM's check
+
+
 @strategy("free-gpu-processes")
 def free_processes(ctx: Context, params: dict) -> Fix | None:
     """Stop the processes that hold GPU memory (named when the log or a snapshot lists them), if the weights fit an
     empty GPU."""
     others = sorted((p for p in ctx.processes if p.used_gib), key=lambda p: -(p.used_gib or 0))
-    if not others:
-        return Fix(title="Stop the other processes that hold GPU memory",
+    if not others:  # the log names no holder: say what is known, not that other processes exist
+        total, free = ctx.gpu_total_gib(), ctx.gpu_free_gib()
+        held = total - free if total and free is not None and total > free else None
+        # vLLM's own CUDA context takes a few hundred MiB to about 2.5 GiB: more than that is someone else's
+        who = "another process, or the CUDA context of vLLM's own process (a few hundred MiB, more on large GPUs)" \
+            if held is None or held <= CUDA_CONTEXT_GIB else "another process (or a vLLM that did not exit)"
+        return Fix(title="Find what holds the rest of the GPU, and stop it if it is another process",
                    step_command="nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv",
-                   why="vLLM sizes its share of the GPU from total memory; memory held by others is not available.",
+                   why=f"{size_text(held) + ' of the GPU' if held else 'Part of the GPU'} was taken before vLLM's "
+                       f"check; the log does not say by what: {who}.",
                    cost="downtime", cost_note="other workloads on the GPU stop",
                    not_evaluable="which processes hold the GPU is not in the log (add an nvidia-smi table or a snapshot)")
     listing = ", ".join(f"pid {p.pid}{f' ({p.name})' if p.name else ''} {size_text(p.used_gib)}" for p in others[:6])

@@ -76,9 +76,35 @@ def strip_headers(line: str) -> str:
     return line[_LEADING_PREFIXES.match(line, 0, MAX_PREFIX_CHARS).end():]
 
 
+_STRING = r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\""
+# `raise RuntimeError("a ", "b")`: the comma a message's author meant as a concatenation makes the exception's args a
+# tuple, printed as its repr; vLLM's compressed-tensors capability check did (gh-vllm-14040)
+_TUPLE_ARGS = lazy(rf"^(?P<head>[\w.]{{0,80}}(?:Error|Exception)): \((?P<args>(?:{_STRING})(?:, (?:{_STRING})){{1,15}}),?\)\s*$")
+_STRING_PART = lazy(_STRING)
+
+
+def joined_tuple_args(text: str) -> str:
+    """An exception printed with a tuple of strings as its message, read as the one message they spell.
+
+    >>> joined_tuple_args("RuntimeError: ('Quantization scheme is not supported for ', 'the current GPU. Min capability: 80. ', 'Current capability: 75.')")
+    'RuntimeError: Quantization scheme is not supported for the current GPU. Min capability: 80. Current capability: 75.'
+    >>> joined_tuple_args("ValueError: ('a', 1)")  # not strings only: left as it is
+    "ValueError: ('a', 1)"
+    >>> joined_tuple_args("KeyError: ('model', 'layers')")  # two items, no sentence cut in pieces
+    "KeyError: ('model', 'layers')"
+    """
+    match = _TUPLE_ARGS.match(text) if ": ('" in text or ': ("' in text else None
+    if not match:
+        return text
+    parts = [part[1:-1] for part in _STRING_PART.findall(match["args"])]
+    if not all(part.endswith(" ") for part in parts[:-1]):
+        return text  # `KeyError: ('a', 'b')` is a key of two items: only pieces of one sentence end with its spaces
+    return f"{match['head']}: {''.join(parts)}"
+
+
 def message_of(line: str) -> str:
     """The log message with every known header and envelope prefix removed."""
-    text = strip_headers(_ESCAPED_ANSI.sub("", line) if "#033[" in line else line)
+    text = joined_tuple_args(strip_headers(_ESCAPED_ANSI.sub("", line) if "#033[" in line else line))
     pydantic = _PYDANTIC.match(text) if "error," in text or "failed," in text else None
     if pydantic:
         rest = text[pydantic.end():]

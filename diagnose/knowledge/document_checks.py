@@ -58,7 +58,10 @@ def check_document(document, node, shown: str, *, trusted: bool, schema, categor
 
 def _name_problems(document: dict, node, shown: str, line_of: Callable) -> list[LoadProblem]:
     conditions, fixes = document.get("conditions") or [], document.get("fixes") or []
-    if not isinstance(conditions, list) or not isinstance(fixes, list) or \
-            not all(isinstance(fix, dict) for fix in fixes) or not all(isinstance(c, str) for c in conditions):
+    why_when = document.get("why_when") or []
+    if not isinstance(conditions, list) or not isinstance(fixes, list) or not isinstance(why_when, list) or \
+            not all(isinstance(fix, dict) for fix in fixes) or not all(isinstance(c, str) for c in conditions) or \
+            not all(isinstance(case, dict) for case in why_when):
         return []  # the schema says what is wrong with their shape
-    return [LoadProblem(shown, line_of(node, path), message) for path, message in vocabulary_problems(conditions, fixes)]
+    return [LoadProblem(shown, line_of(node, path), message)
+            for path, message in vocabulary_problems(conditions, fixes, why_when)]

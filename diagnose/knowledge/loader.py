@@ -259,6 +259,7 @@ def _build_rule(doc: dict, path: str, line: int) -> Rule:
         fixes=fixes,
         vllm_versions=doc.get("vllm_versions", ""),
         conditions=tuple(doc.get("conditions") or ()),
+        why_when=tuple((tuple(case["when"]), case["why"].strip()) for case in doc.get("why_when") or ()),
         fire_on_conditions=doc.get("fire_on_conditions"),
         requires_context=bool(doc.get("requires_context", False)),
         outranks=tuple(doc.get("outranks") or ()),

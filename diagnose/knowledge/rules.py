@@ -78,6 +78,8 @@ class Rule:
     fixes: list[FixSpec]
     vllm_versions: str = ""
     conditions: tuple[str, ...] = ()
+    # the Why for what the message says more specifically: the first entry whose predicates all hold replaces `why`
+    why_when: tuple[tuple[tuple[str, ...], str], ...] = ()
     fire_on_conditions: float | None = None
     requires_context: bool = False
     outranks: tuple[str, ...] = ()

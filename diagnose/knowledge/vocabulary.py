@@ -76,10 +76,13 @@ def nearest_name(name: str, known: Iterable[str]) -> str | None:
     return near[0] if near else None
 
 
-def vocabulary_problems(conditions: list, fixes: list[dict]) -> list[Problem]:
-    """Unknown predicates, strategies and parameters in a rule document's `conditions` and `fixes`."""
+def vocabulary_problems(conditions: list, fixes: list[dict], why_when: list[dict] | None = None) -> list[Problem]:
+    """Unknown predicates, strategies and parameters in a rule document's `conditions`, `fixes` and `why_when`."""
     problems = [(["conditions", i], message) for i, name in enumerate(conditions or ())
                 if (message := condition_problem(name))]
+    for index, case in enumerate(why_when or ()):
+        problems += [(["why_when", index, "when", i], message) for i, name in enumerate(case.get("when") or ())
+                     if (message := condition_problem(name))]
     for index, fix in enumerate(fixes or ()):
         where = ["fixes", index]
         problems += [([*where, "when", i], message) for i, name in enumerate(fix.get("when") or ())

@@ -17,6 +17,7 @@ from ..util.sanitise import inert_json, sanitise_tree
 from .fold import cut_middle
 from .markdown_text import md_block, md_code, md_prose, md_text
 from .memory_bar import memory_bars
+from .restated import listed
 
 
 def shown(tree: Any, emails: bool = True) -> Any:
@@ -34,7 +35,7 @@ def to_markdown(report: dict[str, Any], emails: bool = True) -> str:
     report = shown(report, emails)
     out: list[str] = []
     facts = report["facts"]
-    diagnoses = report["diagnoses"]
+    diagnoses = listed(report["diagnoses"])
     if not diagnoses:
         out.append("## vdiag: no known failure found")
         if report["status"] == "nothing-found" and "bytes" in facts:
@@ -175,7 +176,7 @@ def print_text(report: dict[str, Any], stream=None, emails: bool = True, printer
     printer = printer or Printer(stream)
     say = printer.say
     report = shown(report, emails)
-    diagnoses = report["diagnoses"]
+    diagnoses = listed(report["diagnoses"])
     facts = report["facts"]
     if not diagnoses:
         for text, style in headline_without_diagnosis(report):
