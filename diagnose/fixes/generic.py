@@ -244,7 +244,7 @@ def docker_option(ctx: Context, params: dict) -> Fix | None:
 
 def _in_kubernetes(ctx: Context) -> bool:
     launch = ctx.launch
-    return (launch is not None and launch.frame == "kubernetes") or (
+    return (launch is not None and launch.frame in ("kubernetes", "helm-values")) or (
         ("kubernetes" in ctx.text_hints or ctx.facts.pod.seen) and (launch is None or launch.form != "docker"))
 
 
