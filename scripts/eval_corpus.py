@@ -11,7 +11,10 @@ placeholders in the label (`<…>`, `(…)`, or a description in words such as
 "distinct value per instance") accept any value, `(remove)` means the flag
 is dropped, and a number agrees when it is within 10 % of the label's
 ("strict") or moves the setting in the same direction from where it was
-("same direction", the figure in the last line). The numbers line is the
+("same direction", the figure in the last line): the value the launch or
+the log states where vdiag read one, the run's default only where none
+does. A fix that gives a corrected command and no changes is read by what
+the command changes in the launch. The numbers line is the
 measure of issue #11: over the cases where the rank-1 fix changes every flag
 the label names and the label gives a number for one of them, how often
 every such number is within 10 % of the value that worked.
@@ -84,8 +87,8 @@ def main() -> int:
             if flags:
                 labelled += 1
                 fixes = report["diagnoses"][0]["fixes"] if report["diagnoses"] else []
-                changes = fixes[0]["changes"] if fixes else {}
-                s_ok, l_ok = agreement(flags, changes, outcome.ctx)
+                changes = fix_changes(fixes[0], outcome.ctx.launch) if fixes else {}
+                s_ok, l_ok = agreement(flags, changes, rank1_context(outcome))
                 strict += s_ok
                 lenient += l_ok
                 if numeric := numeric_agreement(flags, changes):
@@ -143,6 +146,71 @@ def half_of(case_id: str) -> str:
     return "dev" if hashlib.sha1(case_id.encode()).digest()[0] % 2 == 0 else "held"
 
 
+def rank1_context(outcome):
+    """The context as the rank-1 diagnosis saw it (with its error line's captures), for the values the run had."""
+    if not outcome.diagnoses:
+        return outcome.ctx
+    top = outcome.diagnoses[0]
+    return outcome.ctx.for_rule(top.captures, top.focus_line)
+
+
+def fix_changes(fix: dict, launch) -> dict:
+    """What a report's fix changes: its `changes`, or, for a fix that gives only a corrected command (`step`), that
+    command's flags, variables and docker options compared with the launch read (`command_changes`)."""
+    if fix.get("changes") or not fix.get("step") or launch is None:
+        return fix.get("changes") or {}
+    return command_changes(launch, fix["step"])
+
+
+def command_changes(launch, command: str) -> dict:
+    """The changes `command` makes to `launch`, in the changes' keys: a flag given or given another value, a flag
+    dropped (None); `env:NAME`, `docker:--option` alike. A positional model given as --model is a --model change
+    (flags as written, the positional model is none); {} when `command` is not the launch corrected (not one of the
+    same form serving the same model: a check to run, such as `ray status` or a `docker run … sh -c 'ldconfig -p'`).
+
+    >>> from diagnose.launch.parse import parse_launch
+    >>> old = parse_launch("docker run --gpus all img serve /m --max-model-len 8192 --enforce-eager")
+    >>> command_changes(old, "docker run --gpus all --ipc host img --model /m --max-model-len 4096")
+    {'--model': '/m', '--max-model-len': '4096', '--enforce-eager': None, 'docker:--ipc': 'host'}
+    >>> command_changes(old, "ray status"), command_changes(old, "docker run --entrypoint sh img -c 'ldconfig -p'")
+    ({}, {})
+    """
+    from diagnose.launch.parse import parse_launch
+
+    fixed = parse_launch(command)
+    if fixed is None or fixed.form != launch.form or not launch.model or fixed.model != launch.model:
+        return {}
+    changes: dict = {}
+    for prefix, before, after in (("", _flags(launch.args), _flags(fixed.args)),
+                                  ("docker:", _flags(_options(launch)), _flags(_options(fixed))),
+                                  ("env:", _variables(launch), _variables(fixed))):
+        for key, values in after.items():
+            if (new := [value for value in values if value not in before.get(key, [])]):
+                changes[prefix + key] = new[-1]
+        changes.update({prefix + key: None for key in before if key not in after})
+    return changes
+
+
+def _flags(args) -> dict[str, list]:
+    """flag → its values as written ("true" for a switch), several for a repeated one (`-v`, `--device`)."""
+    out: dict[str, list] = {}
+    for arg in args:
+        out.setdefault(arg.flag, []).append("true" if arg.value is None else arg.value)
+    return out
+
+
+def _options(launch) -> list:
+    """The docker options, less `-e/--env` (variables, `_variables`)."""
+    return [opt for opt in launch.docker_opts if opt.flag not in ("-e", "--env")]
+
+
+def _variables(launch) -> dict[str, list]:
+    """NAME → [value] of every variable the launch sets: before the command or with docker's `-e NAME=value`."""
+    pairs = list(launch.env) + [tuple(opt.value.split("=", 1)) for opt in launch.docker_opts
+                                if opt.flag in ("-e", "--env") and opt.value and "=" in opt.value]
+    return {name: [value] for name, value in pairs}
+
+
 def agreement(flags: dict, changes: dict, ctx) -> tuple[bool, bool]:
     strict = lenient = True
     for key, want in flags.items():
@@ -182,18 +250,45 @@ def value_agrees(key: str, want, got, ctx) -> tuple[bool, bool]:
     want_n, got_n = _number(want), _number(got)
     if want_n is not None and got_n is not None:
         close = abs(got_n - want_n) <= 0.1 * abs(want_n)
-        before = _number(ctx.arg(key)) if key.startswith("--") else None
-        if key == "--max-model-len":
-            before = before or ctx.max_model_len()
-        if before is None and key == "--max-num-seqs":
-            from diagnose.context.run_defaults import default_max_num_seqs
-
-            before = default_max_num_seqs(ctx)[0]  # V0's, or V1's for the GPU the log shows; else unknown
-        before = before if before is not None else DEFAULTS.get(key)
+        before = before_value(key, ctx)
         same_direction = before is not None and (want_n - before) * (got_n - before) > 0
         return close, close or same_direction
     same = _normal(want, key) == _normal(got, key)
     return same, same
+
+
+def before_value(key: str, ctx) -> float | None:
+    """The value `key` had in the failing run: the run's own where vdiag read it (`run_value`), else the default
+    this run had (V0's or V1's max_num_seqs for the GPU shown, the release's utilization), else DEFAULTS."""
+    if (stated := run_value(key, ctx)) is not None:
+        return stated
+    if key == "--max-num-seqs":
+        from diagnose.context.run_defaults import default_max_num_seqs
+
+        if (default := default_max_num_seqs(ctx)[0]) is not None:  # V0's, or V1's for the GPU the log shows
+            return default
+    if key == "--gpu-memory-utilization":
+        return ctx.utilization()  # the release's default where neither the launch nor the log gives one
+    return DEFAULTS.get(key)
+
+
+def run_value(key: str, ctx) -> float | None:
+    """The value of `key` the launch or the log states, as vdiag's facts hold it: the launch's flag (or vLLM's echo
+    of its arguments), vLLM's engine config, the rank-1 error line's capture of that name ("warming up sampler with
+    1024 dummy requests" is max_num_seqs), the log's memory lines; None where none states it."""
+    if not key.startswith("--"):
+        return None
+    name = key[2:].replace("-", "_")
+    for value in (ctx.arg(key), ctx.facts.engine_config.get(name), ctx.captures.get(name)):
+        if (number := _number(value)) is not None:
+            return number
+    if key == "--max-model-len":
+        return ctx.max_model_len()
+    if key == "--gpu-memory-utilization":
+        return ctx.facts.memory.get("gpu_memory_utilization")
+    if key in ("--tensor-parallel-size", "--pipeline-parallel-size") and ctx.parallel_stated():
+        return float(ctx.tp() if key == "--tensor-parallel-size" else ctx.pp())
+    return None
 
 
 def _is_prose(value: str) -> bool:

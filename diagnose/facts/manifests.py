@@ -98,6 +98,8 @@ class ManifestReader:
             if problem and not quiet:
                 self._note(f"line {line_no}: {problem}")
             return False
+        if launch.frame == "kubernetes" and launch.manifest and launch.manifest[1]:
+            self._runtime_class(text, launch.manifest[1])
         last = line_no + text.count("\n")
         kept = [c for c in self.facts.launches if not line_no <= c.line <= last]  # its lines, read without indentation
         if len(kept) < MAX_LAUNCH_CANDIDATES:
@@ -105,6 +107,14 @@ class ManifestReader:
         self.facts.launches[:] = sorted(kept, key=lambda c: c.line)
         return True
 
+
+    def _runtime_class(self, text: str, container: str) -> None:
+        """The vLLM pod's runtimeClassName from its manifest: "" where its spec sets none (a value read wins)."""
+        from ..launch.kubernetes import pod_runtime_class
+
+        value = pod_runtime_class(text, container)
+        if value is not None and not self.facts.pod.runtime_class:
+            self.facts.pod.runtime_class = value
 
     def _note(self, note: str) -> None:
         if len(self.facts.input_notes) < MAX_NOTES:

@@ -48,6 +48,8 @@ _DESCRIBE_KEY = lazy(r"^[A-Z][A-Za-z ]*:(?:\s|$)")
 _MANIFEST_CONTAINER = lazy(r"^-\s+name:\s+[\"']?(?P<name>[a-z0-9][a-z0-9.-]*)[\"']?\s*$")
 _VLLM_IMAGE = lazy(r"^image:\s+\S*vllm", re.IGNORECASE)
 _POD_NAME = lazy(r"^Name:\s+(?P<name>[a-z0-9][a-z0-9.-]*)\s*$")
+# the pod spec's field (a manifest, `kubectl get pod -o yaml` or `-o json`, chart values), and describe's line
+_RUNTIME_CLASS = lazy(r"^\s*(?:\"?runtimeClassName\"?:\s*[\"']?(?P<spec>[\w.-]*)[\"']?,?|Runtime Class Name:\s+(?P<described>[\w.-]+))\s*$")
 _DESCRIBED_CONTAINER = lazy(r"^\s*(?P<name>[a-z0-9][a-z0-9.-]*):\s*$")
 
 
@@ -58,7 +60,8 @@ class PodExtractor:
                 "probe, will be restarted", "killed and recreated", "restart count:", "reason:", "exit code:", "memory:", "nvidia.com/gpu:",
                 "limits:", "requests:", "events:", "back-off restarting", "crashloopbackoff", "failedscheduling",
                 "kubelet", "last seen", "containers:", "last state:", "restartcount", "exitcode", "laststate",
-                "containerstatuses", "requestgpu:", "limitmemory:", "name:", "command:", "args:", "started container")
+                "containerstatuses", "requestgpu:", "limitmemory:", "name:", "command:", "args:", "started container",
+                "runtimeclassname", "runtime class name:")
     window = MAX_PROBE_LINES
     repeats_change_nothing = True
 
@@ -83,6 +86,9 @@ class PodExtractor:
             self.pod.name = named.group("name")
         if (event := _CONTAINER_EVENT.search(line)) is not None and self.pod.container is None:
             self.pod.container = event.group("container") or event.group("started")
+        if (runtime := _RUNTIME_CLASS.match(line)) is not None:
+            self.pod.runtime_class = runtime.group("spec") or runtime.group("described") or self.pod.runtime_class or ""
+            return
         if (words := _DESCRIBED_WORDS.match(line)) is not None:
             self._described_launch(line_no, words.group("key"), following)
             return

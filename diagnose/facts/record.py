@@ -64,6 +64,9 @@ class PodFacts:
     last_exit_code: int | None = None
     memory_limit: str | None = None  # limits.memory as written (20G, 200Gi)
     gpu_limit: int | None = None  # limits nvidia.com/gpu
+    # the pod's runtimeClassName as its spec or describe's `Runtime Class Name:` says it; "" where a pod spec is
+    # shown that sets none (the node's default runtime runs it); None where the input shows neither
+    runtime_class: str | None = None
 
     def probe_budget_s(self, kind: str) -> int | None:
         """initialDelaySeconds + failureThreshold × periodSeconds of a probe the paste shows, in seconds."""

@@ -232,7 +232,7 @@ def docker_option(ctx: Context, params: dict) -> Fix | None:
 
 def _in_kubernetes(ctx: Context) -> bool:
     launch = ctx.launch
-    return (launch is not None and launch.frame == "kubernetes") or (
+    return (launch is not None and launch.frame in ("kubernetes", "helm-values")) or (
         ("kubernetes" in ctx.text_hints or ctx.facts.pod.seen) and (launch is None or launch.form != "docker"))
 
 
@@ -241,9 +241,9 @@ def _as_pod_spec(ctx: Context, option: str, params: dict) -> Fix | None:
     from ..launch.launch import flag_table
 
     equivalent = (flag_table().get("docker_in_kubernetes") or {}).get(option)
-    if equivalent is None:
-        return None
     gpus = ctx.tp() * ctx.pp()
+    if equivalent is None or option == "--gpus" and (ctx.facts.pod.gpu_limit or 0) >= gpus:  # the pod asks them
+        return None
     shm_gib = max(int(params.get("min_gib", 10)), int(params.get("per_gpu_gib") or 0) * gpus)
     values = {"gpus": gpus, "shm_gib": shm_gib}
     manifest = ctx.launch.manifest if ctx.launch is not None else None

@@ -62,10 +62,31 @@ def manifest_object(text: str) -> tuple[str, str | None] | None:
     return None
 
 
+def pod_runtime_class(text: str, container: str) -> str | None:
+    """The runtimeClassName of the pod spec in a manifest whose containers hold `container` ("" where that spec
+    sets none); None where the manifest holds no such pod spec.
+
+    >>> pod_runtime_class("kind: Pod\\nspec:\\n  runtimeClassName: nvidia\\n  containers:\\n  - name: vllm", "vllm")
+    'nvidia'
+    """
+    from ..util.pasted_yaml import load_documents
+
+    for document in load_documents(text) or []:
+        spec = document if isinstance(document, dict) and document.get("kind") in PATCH_PATHS else None
+        for key in PATCH_PATHS[document["kind"]] if spec is not None else ():
+            spec = spec.get(key) if isinstance(spec, dict) else None
+        containers = spec.get("containers") if isinstance(spec, dict) else None
+        if isinstance(containers, list) and any(isinstance(c, dict) and c.get("name") == container for c in containers):
+            value = spec.get("runtimeClassName") if isinstance(spec, dict) else None
+            return value if isinstance(value, str) else ""
+    return None
+
+
 def pod_spec_patch(kind: str | None, container: str, changes: dict[str, Any], name: str | None = None,
                    pod_changes: dict[str, Any] | None = None) -> str:
     """A strategic-merge patch (`kubectl patch KIND NAME --type strategic --patch-file FILE`) that sets `changes`
-    in the container named `container` (and `pod_changes` in the pod's spec, such as its volumes): containers and
+    in the container named `container` (and `pod_changes` in the pod's spec, such as its volumes; no container
+    entry where `changes` is empty and `pod_changes` is not, as for a runtimeClassName): containers and
     volumes merge by name, volume mounts by their path, so nothing else of the object changes.
 
     >>> print(pod_spec_patch("Pod", "vllm", {"args": ["--max-model-len", "8192"]}))
@@ -85,7 +106,8 @@ def pod_spec_patch(kind: str | None, container: str, changes: dict[str, Any], na
         merge = "merge"
     else:
         kind = kind if kind in PATCH_PATHS else "Deployment"
-        patch = {**(pod_changes or {}), "containers": [{"name": container, **changes}]}
+        patch = {**(pod_changes or {}), **({"containers": [{"name": container, **changes}]} if changes or not pod_changes
+                                            else {})}
         for key in reversed(PATCH_PATHS[kind]):
             patch = {key: patch}
     name = object_name(name, f"<{kind.lower()}>")
