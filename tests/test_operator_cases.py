@@ -698,3 +698,20 @@ def test_the_backends_own_sentences_are_quoted_as_sentences():
             "is only supported on Hopper and Blackwell devices.]}.\n")
     why = top(diagnose_text(text, name="mla.log").report)["fixes"][0]["why"]
     assert "on this device; FlashMLA Sparse is only supported on Hopper and Blackwell devices." in why, why
+
+
+def test_a_misspelt_architecture_of_a_hub_model_upgrades_before_it_respells():
+    """C1 (gh-deepseekocr-244): a name one letter from the registry's, for a hub model (the publisher's config.json)
+    and no release in the log: the first release with the registry's spelling comes first, the respelling second;
+    where the release has that spelling, the respelling alone, and for a folder, the edit of its config.json."""
+    message = ("ValueError: Model architectures ['DeepseekOCRForCausaLM'] are not supported for now. Supported "
+               "architectures: dict_keys(['AquilaModel'])\n")
+    hub = top(diagnose_text("vllm serve deepseek-ai/DeepSeek-OCR\n" + message, name="hub.log").report)["fixes"]
+    assert hub[0]["command"] == "pip install -U 'vllm>=0.11.1'" and "hub id" in hub[0]["why"]
+    assert "DeepseekOCRForCausalLM" in hub[1]["title"]
+    newer = top(diagnose_text("INFO 10-30 09:00:00 [api_server.py:1000] vLLM API server version 0.11.2\n" + message,
+                              name="newer.log").report)["fixes"]
+    assert [fix["title"] for fix in newer] == ["Spell the architecture as vLLM does: DeepseekOCRForCausalLM "
+                                               "(config.json's architectures)"]
+    folder = top(diagnose_text("vllm serve /models/ocr\n" + message, name="folder.log").report)["fixes"]
+    assert folder[0]["command"].endswith("/models/ocr/config.json") and "vllm>=" in folder[1]["command"]
