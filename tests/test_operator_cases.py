@@ -715,3 +715,17 @@ def test_a_misspelt_architecture_of_a_hub_model_upgrades_before_it_respells():
                                                "(config.json's architectures)"]
     folder = top(diagnose_text("vllm serve /models/ocr\n" + message, name="folder.log").report)["fixes"]
     assert folder[0]["command"].endswith("/models/ocr/config.json") and "vllm>=" in folder[1]["command"]
+
+
+def test_a_layout_stated_only_in_the_title_gets_the_tp_within_the_gpus():
+    """C1 (gh-vllm-16456): "invalid device ordinal When Run on 2*H200 with -tp 4", the args printout cut before
+    tensor_parallel_size: no fix at all came out. The TP asked and the GPUs there are, from the prose, give TP 2; a
+    command line the user wrote (no -tp: TP 1) is what ran, whatever a sentence says."""
+    cut = ("INFO 04-10 22:30:34 [api_server.py:1035] args: Namespace(host=None, port=8080, "
+           "model='meta-llama/Llama-3.1-8B-Instruct', dtype='auto', max_model_len\n")
+    title = "CUDA error: invalid device ordinal When Run on 2*H200 with -tp 4 and --distributed-executor-backend mp\n"
+    fix = top(diagnose_text(cut + title, name="title.log").report)["fixes"][0]
+    assert fix["changes"] == {"--tensor-parallel-size": "2"}, fix
+    assert "4 GPUs were requested but only 2" in fix["why"]
+    written = top(diagnose_text("vllm serve meta-llama/Llama-3.1-8B-Instruct\n" + title, name="cmd.log").report)
+    assert not any(f["changes"].get("--tensor-parallel-size") == "2" for f in written["fixes"]), written["fixes"]
