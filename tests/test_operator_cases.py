@@ -719,13 +719,18 @@ def test_a_misspelt_architecture_of_a_hub_model_upgrades_before_it_respells():
 
 def test_a_layout_stated_only_in_the_title_gets_the_tp_within_the_gpus():
     """C1 (gh-vllm-16456): "invalid device ordinal When Run on 2*H200 with -tp 4", the args printout cut before
-    tensor_parallel_size: no fix at all came out. The TP asked and the GPUs there are, from the prose, give TP 2; a
+    tensor_parallel_size: no fix at all came out. The TP asked and the GPUs there are, from the prose, give TP 2, and
+    as TP 4 is a whole multiple of them, the Ray executor second (not for TP 2 on one GPU: a slip, not two nodes); a
     command line the user wrote (no -tp: TP 1) is what ran, whatever a sentence says."""
     cut = ("INFO 04-10 22:30:34 [api_server.py:1035] args: Namespace(host=None, port=8080, "
            "model='meta-llama/Llama-3.1-8B-Instruct', dtype='auto', max_model_len\n")
     title = "CUDA error: invalid device ordinal When Run on 2*H200 with -tp 4 and --distributed-executor-backend mp\n"
-    fix = top(diagnose_text(cut + title, name="title.log").report)["fixes"][0]
-    assert fix["changes"] == {"--tensor-parallel-size": "2"}, fix
-    assert "4 GPUs were requested but only 2" in fix["why"]
+    fixes = top(diagnose_text(cut + title, name="title.log").report)["fixes"]
+    assert fixes[0]["changes"] == {"--tensor-parallel-size": "2"}, fixes
+    assert "4 GPUs were requested but only 2" in fixes[0]["why"]
+    # TP 4 is two nodes of 2: the Ray executor beside it, with the layout the command must keep
+    assert fixes[1]["changes"] == {"--distributed-executor-backend": "ray", "--tensor-parallel-size": "4"}, fixes
+    one = top(diagnose_text(cut + "CUDA error: invalid device ordinal on my RTX 4090 with -tp 2\n", name="one.log").report)
+    assert [f["changes"] for f in one["fixes"]] == [{"--tensor-parallel-size": "1"}], one["fixes"]
     written = top(diagnose_text("vllm serve meta-llama/Llama-3.1-8B-Instruct\n" + title, name="cmd.log").report)
     assert not any(f["changes"].get("--tensor-parallel-size") == "2" for f in written["fixes"]), written["fixes"]
