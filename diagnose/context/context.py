@@ -88,10 +88,11 @@ class Context:
 
     def _prose_size(self, kind: str) -> int | None:
         """The size the paste's prose states (facts/stated_layout.py), where no command line the user wrote is in the
-        input (its unset flag is the default) and vLLM's printout of its arguments does not hold it."""
+        input (its unset flag is the default), nor vLLM's list of non-default args (an absent size there is 1), and
+        its `args: Namespace(...)` printout, which names every argument, was cut before the size."""
         if self.launch is not None and self.launch.form != "reconstructed":
             return None
-        if any(f"{kind}_parallel_size" in (args or {}) for args in (self.facts.namespace_args, self.facts.non_default_args)):
+        if self.facts.non_default_args is not None or f"{kind}_parallel_size" in (self.facts.namespace_args or {}):
             return None
         return plausible_int(self.facts.stated_parallel.get(kind), 1, MAX_PARALLEL)
 
