@@ -698,3 +698,39 @@ def test_the_backends_own_sentences_are_quoted_as_sentences():
             "is only supported on Hopper and Blackwell devices.]}.\n")
     why = top(diagnose_text(text, name="mla.log").report)["fixes"][0]["why"]
     assert "on this device; FlashMLA Sparse is only supported on Hopper and Blackwell devices." in why, why
+
+
+def test_a_misspelt_architecture_of_a_hub_model_upgrades_before_it_respells():
+    """C1 (gh-deepseekocr-244): a name one letter from the registry's, for a hub model (the publisher's config.json)
+    and no release in the log: the first release with the registry's spelling comes first, the respelling second;
+    where the release has that spelling, the respelling alone, and for a folder, the edit of its config.json."""
+    message = ("ValueError: Model architectures ['DeepseekOCRForCausaLM'] are not supported for now. Supported "
+               "architectures: dict_keys(['AquilaModel'])\n")
+    hub = top(diagnose_text("vllm serve deepseek-ai/DeepSeek-OCR\n" + message, name="hub.log").report)["fixes"]
+    assert hub[0]["command"] == "pip install -U 'vllm>=0.11.1'" and "hub id" in hub[0]["why"]
+    assert "DeepseekOCRForCausalLM" in hub[1]["title"]
+    newer = top(diagnose_text("INFO 10-30 09:00:00 [api_server.py:1000] vLLM API server version 0.11.2\n" + message,
+                              name="newer.log").report)["fixes"]
+    assert [fix["title"] for fix in newer] == ["Spell the architecture as vLLM does: DeepseekOCRForCausalLM "
+                                               "(config.json's architectures)"]
+    folder = top(diagnose_text("vllm serve /models/ocr\n" + message, name="folder.log").report)["fixes"]
+    assert folder[0]["command"].endswith("/models/ocr/config.json") and "vllm>=" in folder[1]["command"]
+
+
+def test_a_layout_stated_only_in_the_title_gets_the_tp_within_the_gpus():
+    """C1 (gh-vllm-16456): "invalid device ordinal When Run on 2*H200 with -tp 4", the args printout cut before
+    tensor_parallel_size: no fix at all came out. The TP asked and the GPUs there are, from the prose, give TP 2, and
+    as TP 4 is a whole multiple of them, the Ray executor second (not for TP 2 on one GPU: a slip, not two nodes); a
+    command line the user wrote (no -tp: TP 1) is what ran, whatever a sentence says."""
+    cut = ("INFO 04-10 22:30:34 [api_server.py:1035] args: Namespace(host=None, port=8080, "
+           "model='meta-llama/Llama-3.1-8B-Instruct', dtype='auto', max_model_len\n")
+    title = "CUDA error: invalid device ordinal When Run on 2*H200 with -tp 4 and --distributed-executor-backend mp\n"
+    fixes = top(diagnose_text(cut + title, name="title.log").report)["fixes"]
+    assert fixes[0]["changes"] == {"--tensor-parallel-size": "2"}, fixes
+    assert "4 GPUs were requested but only 2" in fixes[0]["why"]
+    # TP 4 is two nodes of 2: the Ray executor beside it, with the layout the command must keep
+    assert fixes[1]["changes"] == {"--distributed-executor-backend": "ray", "--tensor-parallel-size": "4"}, fixes
+    one = top(diagnose_text(cut + "CUDA error: invalid device ordinal on my RTX 4090 with -tp 2\n", name="one.log").report)
+    assert [f["changes"] for f in one["fixes"]] == [{"--tensor-parallel-size": "1"}], one["fixes"]
+    written = top(diagnose_text("vllm serve meta-llama/Llama-3.1-8B-Instruct\n" + title, name="cmd.log").report)
+    assert not any(f["changes"].get("--tensor-parallel-size") == "2" for f in written["fixes"]), written["fixes"]

@@ -77,12 +77,24 @@ class Context:
         return self._stated_size("pipeline") or 1
 
     def parallel_stated(self) -> bool:
-        """Whether the launch or vLLM's config states a tensor or pipeline size (else tp() and pp() default to 1)."""
+        """Whether the launch, vLLM's config or the paste's prose states a tensor or pipeline size (else tp() and pp()
+        default to 1)."""
         return bool(self._stated_size("tensor") or self._stated_size("pipeline"))
 
     def _stated_size(self, kind: str) -> int | None:
         return (plausible_int(self.arg(f"--{kind}-parallel-size"), 1, MAX_PARALLEL)
-                or plausible_int(self.facts.engine_config.get(f"{kind}_parallel_size"), 1, MAX_PARALLEL))
+                or plausible_int(self.facts.engine_config.get(f"{kind}_parallel_size"), 1, MAX_PARALLEL)
+                or self._prose_size(kind))
+
+    def _prose_size(self, kind: str) -> int | None:
+        """The size the paste's prose states (facts/stated_layout.py), where no command line the user wrote is in the
+        input (its unset flag is the default), nor vLLM's list of non-default args (an absent size there is 1), and
+        its `args: Namespace(...)` printout, which names every argument, was cut before the size."""
+        if self.launch is not None and self.launch.form != "reconstructed":
+            return None
+        if self.facts.non_default_args is not None or f"{kind}_parallel_size" in (self.facts.namespace_args or {}):
+            return None
+        return plausible_int(self.facts.stated_parallel.get(kind), 1, MAX_PARALLEL)
 
     def max_model_len(self) -> int | None:
         return self.resolved_max_model_len()[0]

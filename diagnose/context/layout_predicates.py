@@ -15,9 +15,19 @@ def _multiple(ctx: Context) -> bool:
     """The parallel size the message refuses is a whole multiple (2× or more) of the GPUs it found, two or more: a
     layout meant for several nodes, started where only one node's GPUs are visible (TP 2 on one GPU is a mistake,
     not two nodes)."""
+    wanted, found = refused_layout(ctx)
+    return bool(wanted and found and found >= 2 and wanted > found and wanted % found == 0)
+
+
+def refused_layout(ctx: Context) -> tuple[int | None, int | None]:
+    """The parallel size refused and the GPUs found, as the message states them; where it states neither (CUDA's
+    "invalid device ordinal"), the layout the launch, vLLM's config or the paste states and the GPUs the input
+    shows."""
     wanted = parse_int(ctx.captures.get("tp")) or parse_int(ctx.captures.get("world_size"))
     found = parse_int(ctx.captures.get("gpus"))
-    return bool(wanted and found and found >= 2 and wanted > found and wanted % found == 0)
+    if wanted is None and found is None and ctx.parallel_stated():
+        return ctx.tp() * ctx.pp(), ctx.gpu_count()
+    return wanted, found
 
 
 @predicate("layout-beyond-one-node", means=(
@@ -26,7 +36,7 @@ def _beyond_one_node(ctx: Context) -> bool:
     """TP 16 refused on a node of 8 is two nodes' worth, asked for on purpose: the node is already a full server, so
     shrinking the layout to it halves the memory the plan was made for. On one or two GPUs the same arithmetic is as
     often a typo or a `CUDA_VISIBLE_DEVICES` slip, so those stay with `layout-multiple-of-gpus`."""
-    found = parse_int(ctx.captures.get("gpus"))
+    found = refused_layout(ctx)[1]
     return _multiple(ctx) and found is not None and found >= 4
 
 

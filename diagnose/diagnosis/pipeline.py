@@ -16,6 +16,7 @@ from ..facts.traceback_frames import FramesExtractor
 from ..facts.gpu_csv import GpuCsvExtractor
 from ..facts.gpu_text import GpuTextExtractor
 from ..facts.hub_model import HubModelExtractor
+from ..facts.stated_layout import read_stated_layout
 from ..facts.stated_setup import StatedSetupExtractor
 from ..facts.hints import HintExtractor
 from ..facts.image import ImageExtractor
@@ -131,6 +132,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         if source.notes.truncated_input:
             notes.append(f"{source.name}: {source.notes.truncated_input}")
     stated.settle(excerpt.head)
+    read_stated_layout(facts, excerpt.head)
     if result.regex_timeouts:
         notes.append(f"{result.regex_timeouts} regex match(es) timed out and were skipped")
     if result.budget_spent:

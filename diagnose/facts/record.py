@@ -89,6 +89,7 @@ class Facts:
     memory: dict[str, Any] = field(default_factory=dict)
     gpus: dict[int, GpuFact] = field(default_factory=dict)
     gpu_count_hint: int | None = None
+    stated_parallel: dict[str, int] = field(default_factory=dict)  # sizes a paste's prose states (facts/stated_layout.py)
     workers_seen: int | None = None  # the highest worker rank a line names, plus one (facts/workers.py)
     error_node_ips: list[str] = field(default_factory=list)  # Ray worker nodes that logged errors (facts/workers.py)
     processes: dict[int, GpuProcess] = field(default_factory=dict)

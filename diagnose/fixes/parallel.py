@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..context.context import Context
-from ..util.units import parse_int, plausible_int
+from ..util.units import plausible_int
 from .base import Fix, TEXT, strategy
 
 MAX_PARALLEL = 1 << 16  # no tensor/pipeline size, GPU count or model dimension a log reports is larger
@@ -174,13 +174,18 @@ def ray_executor(ctx: Context, params: dict) -> Fix | None:
     """--distributed-executor-backend ray, to place workers across the nodes of a Ray cluster."""
     if ctx.arg("--distributed-executor-backend") == "ray":
         return None
-    wanted = parse_int(ctx.captures.get("tp")) or parse_int(ctx.captures.get("world_size"))
-    found = parse_int(ctx.captures.get("gpus"))
+    from ..context.layout_predicates import refused_layout
+
+    wanted, found = refused_layout(ctx)
     nodes = (f" {wanted} GPUs are {wanted // found} nodes of {found}: start a Ray cluster over them (`ray start "
              "--head` on one, `ray start --address=…` on the others), then this launch." if wanted and found and
              found >= 2 and wanted % found == 0 and wanted > found else "")
+    changes = {"--distributed-executor-backend": "ray"}
+    for kind, size in (("tensor", ctx.tp()), ("pipeline", ctx.pp())):  # a layout only the prose or config states
+        if size > 1 and ctx.arg(f"--{kind}-parallel-size") is None:
+            changes[f"--{kind}-parallel-size"] = str(size)
     return Fix(title="Place workers across the cluster: --distributed-executor-backend ray",
-               changes={"--distributed-executor-backend": "ray"},
+               changes=changes,
                why="The multiprocessing executor only sees this node's GPUs; the Ray executor places workers on every node "
                    "of the Ray cluster (since 0.11.1 vLLM no longer falls back to Ray by itself)." + nodes,
                cost="config", cost_note="needs a running Ray cluster spanning the nodes", will_start=None,
