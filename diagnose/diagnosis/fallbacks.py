@@ -28,9 +28,10 @@ def place_unfired(leftovers: list[tuple[int, str]], excerpt: ExcerptLines, frame
     from ..knowledge.message_fragments import (
         catalogue_index,  # built only for the pastes that need it
     )
+    from ..knowledge.pattern_templates import rule_patterns
 
     lines = excerpt.lines()
-    placed = excerpt_diagnosis(lines, rules, ctx, catalogue_index())
+    placed = excerpt_diagnosis(lines, rules, ctx, catalogue_index(rule_patterns(rules)))
     if placed is not None:
         _planned([placed], ctx)[0].why += excerpt_note(placed)
         return [placed]
