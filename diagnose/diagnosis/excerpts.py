@@ -191,22 +191,25 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
         matches = index.matches(text)
         if not matches:
             continue
-        top = matches[0]
         # a rule's pattern spells out only the telling part of its message: a few words from anywhere in it are
-        # not enough ("got an unexpected keyword argument"), its beginning is
-        if top.entry.get("rule_pattern") or not telling(top, ERROR_LINE_BAR if on_error_line else PROSE_BAR):
+        # not enough ("got an unexpected keyword argument"), its beginning is (started_piece)
+        spelled = [m for m in matches if not m.entry.get("rule_pattern")]
+        if spelled and telling(spelled[0], ERROR_LINE_BAR if on_error_line else PROSE_BAR):
+            top = spelled[0]
+            rivals = {category_of(m) for m in spelled if m.weight >= TIE_SHARE * top.weight and not dominated(m, top)}
+            weight = top.weight if len(rivals) == 1 else 0.0
+        else:
             started = started_piece(text, matches, index, on_error_line)
             if started is None:
                 continue
             top, weight = started
-        else:
-            rivals = {category_of(m) for m in matches if m.weight >= TIE_SHARE * top.weight and not dominated(m, top)}
-            weight = top.weight if len(rivals) == 1 else 0.0
         category = category_of(top)
         if not weight or category is None or not names_something(text, top):
             continue
-        if (top.entry.get("component") or top.entry.get("rule_pattern")) and not on_error_line:  # vdiag holds no component's messages below ERROR
-            continue  # (as it does vLLM's): in prose a piece of one may be a warning sharing its words
+        # vdiag holds no component's (nor a rule's) messages below ERROR, as it does vLLM's: in prose a piece of one
+        # may be a warning sharing its words
+        if (top.entry.get("component") or top.entry.get("rule_pattern")) and not on_error_line:
+            continue
         if best is None or weight > best.weight:
             best = Piece(line_no, text, top, category, on_error_line, weight)
     return best
