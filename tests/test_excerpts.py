@@ -211,3 +211,18 @@ def test_every_rule_s_error_patterns_read_back_as_templates(ruleset):
     entries = rule_pattern_entries(patterns)
     assert len(entries) >= 0.5 * len(patterns)
     assert all("(?" not in e["template"] and "\\" not in e["template"] for e in entries)
+
+
+def test_the_start_of_a_launcher_s_own_message_is_placed_by_its_category(ruleset):
+    report = diagnose_text("AssertionError: model context length should be", rules=ruleset).report
+    assert report["diagnoses"][0]["category"] == "max-model-len-exceeds-model"
+    assert "part of verl's error message" in report["diagnoses"][0]["why"]
+    # a launcher's message shares a version number with a sentence: no beginning of it, no diagnosis
+    assert _top("Our client gets timeouts on long prompts. vllm 0.8.5, A100. openai.APITimeoutError: Request "
+                "timed out.", ruleset)[0] is None
+
+
+def test_a_line_that_opens_with_error_or_nccl_s_warn_is_an_error_line(ruleset):
+    """NCCL reports its failures at WARN, and its messages open with "Error": a component's piece counts there."""
+    assert _top("NCCL WARN Error while creating shared", ruleset)[0] == "nccl-or-shm"
+    assert _top("gpu-host:123:456 [0] NCCL WARN Cuda failure 'peer access is not", ruleset)[0] == "nccl-or-shm"

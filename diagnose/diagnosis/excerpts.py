@@ -39,7 +39,10 @@ START_BAR = (12.0, 4)
 START_PROSE_BAR = (15.0, 5)
 SHARE_OF_TEMPLATE = 0.3  # and this share of the template's fixed words, up to LONG_RUN_WORDS
 LONG_RUN_WORDS = 8
-_EXCEPTION = lazy(r"(?:^|[\s:(])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b|^(?:ERROR|CRITICAL|FATAL)\b")
+# an error line: an exception, a level, a message that opens with "Error" (NCCL's, argparse's), NCCL's WARN (the level
+# NCCL reports its failures at)
+_EXCEPTION = lazy(r"(?:^|[\s:(])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b|^(?:ERROR|CRITICAL|FATAL)\b"
+                  r"|^[Ee]rror\b|\bNCCL WARN\b")
 _ERROR_HEADER = lazy(r"(?:^|[\s)\]|])(?:ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d|\[\s*(?:ERROR|CRITICAL)\s*\]")
 _FRAME = lazy(r'^\s*File "(?P<path>[^"]+)", line \d+')
 _VLLM_FILE = lazy(r"/vllm/[\w/.-]+\.py$")
@@ -191,9 +194,10 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
         matches = index.matches(text)
         if not matches:
             continue
-        # a rule's pattern spells out only the telling part of its message: a few words from anywhere in it are
-        # not enough ("got an unexpected keyword argument"), its beginning is (started_piece)
-        spelled = [m for m in matches if not m.entry.get("rule_pattern")]
+        # a rule's pattern spells out only the telling part of its message, a wrapper's messages are not vetted
+        # against its quiet ones: a few words from anywhere in one are not enough ("got an unexpected keyword
+        # argument", "vllm 0.8.5"), its beginning is (started_piece)
+        spelled = [m for m in matches if not m.entry.get("beginning_only")]
         if spelled and telling(spelled[0], ERROR_LINE_BAR if on_error_line else PROSE_BAR):
             top = spelled[0]
             rivals = {category_of(m) for m in spelled if m.weight >= TIE_SHARE * top.weight and not dominated(m, top)}

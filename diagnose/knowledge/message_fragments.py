@@ -230,7 +230,27 @@ def catalogue_index(patterns: tuple[tuple[str, str, str], ...] = ()) -> Fragment
     quiet = ({"template": m["template"], "category": None, "startup": False, "quiet": True}
              for m in load_json("generated/vllm_quiet_messages.json")["messages"])
     messages = load_json("vllm_messages.json")["messages"]
-    return FragmentIndex([*messages, *quiet, *component_messages(), *_not_vllm_s(rule_pattern_entries(patterns))])
+    return FragmentIndex([*messages, *quiet, *component_messages(), *wrapper_messages(),
+                          *_not_vllm_s(rule_pattern_entries(patterns))])
+
+
+@lru_cache(maxsize=1)
+def wrapper_messages() -> tuple[dict, ...]:
+    """The messages of the programs that launch vLLM (data/wrapper_messages.json, mined from their sources), as
+    index entries of that program: a categorised one (verl's "model context length should be greater than total
+    sequence length") places a piece of it like a component's wording; the others, and the wrapper's own errors,
+    are rivals only (no category), so a piece they share says nothing.
+
+    >>> entry = next(e for e in wrapper_messages() if e["template"].startswith("model context length should"))
+    >>> entry["component"], entry["category"]
+    ('verl', 'max-model-len-exceeds-model')
+    """
+    from ..util.datafiles import load_json
+
+    return tuple({"template": m["template"], "category": None if m.get("wrapper_own") else m.get("category"),
+                  "component": m["wrapper"], "kind": m.get("kind") or "", "startup": False,
+                  "beginning_only": True}
+                 for m in load_json("wrapper_messages.json")["messages"] if isinstance(m.get("template"), str))
 
 
 def _not_vllm_s(entries: Iterable[dict]) -> list[dict]:
@@ -278,4 +298,5 @@ def component_messages() -> tuple[dict, ...]:
     return tuple(found.values())
 
 
-__all__ = ["FragmentIndex", "FragmentMatch", "catalogue_index", "component_messages", "template_parts", "words"]
+__all__ = ["FragmentIndex", "FragmentMatch", "catalogue_index", "component_messages", "template_parts",
+           "words", "wrapper_messages"]

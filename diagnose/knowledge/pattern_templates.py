@@ -115,7 +115,7 @@ def rule_pattern_entries(patterns: tuple[tuple[str, str, str], ...]) -> tuple[di
     for rule_id, category, regex in patterns:
         for template in pattern_templates(regex):
             found.setdefault((template.lower(), category), {"template": template, "category": category, "rule_pattern": rule_id,
-                                                "kind": ""})
+                                                "kind": "", "beginning_only": True})
     return tuple(found.values())
 
 
