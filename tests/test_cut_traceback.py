@@ -174,6 +174,13 @@ def test_the_message_the_innermost_frame_raises_comes_first(ruleset):
     assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "free-memory-below-utilization"
 
 
+def test_a_frame_of_a_source_checkout_is_read_by_its_path_in_the_package(ruleset):
+    """`pip install -e` of a clone named vllm: the frame's path holds /vllm/ twice, the package is the last."""
+    cut = library_traceback(("/home/dev/workspace/vllm/vllm/v1/worker/gpu_worker.py", "init_device",
+                             "assert self.parallel_config.local_world_size <= visible_device_count, ("))
+    assert diagnose_text(cut, rules=ruleset).report["diagnoses"][0]["category"] == "tp-exceeds-gpus"
+
+
 def test_a_launcher_s_assert_is_read_from_its_own_catalogue(ruleset):
     cut = library_traceback(("/opt/verl/verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py", "__init__",
                              "assert model_hf_config.max_position_embeddings >= config.prompt_length + "

@@ -183,3 +183,46 @@ def test_a_cuda_error_cut_before_its_end_says_whose_message_it_is(ruleset):
     report = diagnose_text("RuntimeError: CUDA error: the provided PTX was compiled with an unsup", rules=ruleset).report
     assert report["diagnoses"][0]["category"] == "driver-or-cuda-mismatch"
     assert "part of CUDA runtime's error message" in report["diagnoses"][0]["why"]
+
+
+def test_a_message_cut_a_few_words_in_is_placed_by_the_template_it_begins(ruleset):
+    """Too few words for a piece from anywhere, but they are the template's own first words, cut where the paste
+    stops; the same words followed by others are another message sharing its start."""
+    assert _top("RuntimeError: max_num_seqs (1024) exceeds available", ruleset)[0] == "mamba-cache-blocks-insufficient"
+    assert _top("I get `max_num_seqs (1024) exceeds available` when launching", ruleset)[0] == \
+        "mamba-cache-blocks-insufficient"
+    assert _top("RuntimeError: max_num_seqs (1024) exceeds available host memory", ruleset)[0] is None
+
+
+def test_the_start_of_a_message_a_rule_spells_out_is_placed_by_that_rule(ruleset):
+    """PyTorch's mmap failure is in no table but host-ram-oom's pattern: its first words on an error line place it;
+    an exception class and a number with two words of the message do not."""
+    report = diagnose_text("RuntimeError: unable to mmap 16933256392 bytes from", rules=ruleset).report
+    assert report["diagnoses"][0]["rule"] == "host-ram-oom"
+    assert report["diagnoses"][0]["basis"] == "message-piece"
+    assert _top("AssertionError: 151552 is not", ruleset)[0] is None
+    assert _top("the docs say unable to mmap 16933256392 bytes from", ruleset)[0] is None  # prose: not an error line
+
+
+def test_every_rule_s_error_patterns_read_back_as_templates(ruleset):
+    from diagnose.knowledge.pattern_templates import rule_pattern_entries, rule_patterns
+
+    patterns = rule_patterns(ruleset.rules)
+    entries = rule_pattern_entries(patterns)
+    assert len(entries) >= 0.5 * len(patterns)
+    assert all("(?" not in e["template"] and "\\" not in e["template"] for e in entries)
+
+
+def test_the_start_of_a_launcher_s_own_message_is_placed_by_its_category(ruleset):
+    report = diagnose_text("AssertionError: model context length should be", rules=ruleset).report
+    assert report["diagnoses"][0]["category"] == "max-model-len-exceeds-model"
+    assert "part of verl's error message" in report["diagnoses"][0]["why"]
+    # a launcher's message shares a version number with a sentence: no beginning of it, no diagnosis
+    assert _top("Our client gets timeouts on long prompts. vllm 0.8.5, A100. openai.APITimeoutError: Request "
+                "timed out.", ruleset)[0] is None
+
+
+def test_a_line_that_opens_with_error_or_nccl_s_warn_is_an_error_line(ruleset):
+    """NCCL reports its failures at WARN, and its messages open with "Error": a component's piece counts there."""
+    assert _top("NCCL WARN Error while creating shared", ruleset)[0] == "nccl-or-shm"
+    assert _top("gpu-host:123:456 [0] NCCL WARN Cuda failure 'peer access is not", ruleset)[0] == "nccl-or-shm"

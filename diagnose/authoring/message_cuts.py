@@ -97,7 +97,7 @@ def benchmark_templates(category: str | None = None) -> list[dict]:
 def component_benchmark_messages(category: str | None = None) -> list[dict]:
     """The categorised error wordings of vLLM's components and the CUDA runtime (knowledge.message_fragments)
     of six words or more, in a stable order: what scripts/fragment_bench.py --components cuts."""
-    from ..knowledge.message_fragments import component_messages
+    from ..knowledge.fragment_catalogue import component_messages
 
     chosen = [m for m in component_messages() if len(m["template"].split()) >= 6
               and (not category or m["category"] == category)]

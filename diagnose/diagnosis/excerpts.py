@@ -33,9 +33,16 @@ DOMINANCE = 2.0  # ... unless what the best alone explains of the piece weighs t
 # messages (scripts/fragment_bench.py) against every headerless INFO/WARNING line of the corpus, which must not pass.
 ERROR_LINE_BAR = (15.0, 3)
 PROSE_BAR = (20.0, 4)
+# (rarity, words) a run that is a template's own beginning must reach, cut where the paste stops: fewer words than a
+# piece from anywhere, since the order and the start are given (fragment_bench's prefix cut, the healthy lines)
+START_BAR = (12.0, 4)
+START_PROSE_BAR = (15.0, 5)
 SHARE_OF_TEMPLATE = 0.3  # and this share of the template's fixed words, up to LONG_RUN_WORDS
 LONG_RUN_WORDS = 8
-_EXCEPTION = lazy(r"(?:^|[\s:(])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b|^(?:ERROR|CRITICAL|FATAL)\b")
+# an error line: an exception, a level, a message that opens with "Error" (NCCL's, argparse's), NCCL's WARN (the level
+# NCCL reports its failures at)
+_EXCEPTION = lazy(r"(?:^|[\s:(])(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception)\b|^(?:ERROR|CRITICAL|FATAL)\b"
+                  r"|^[Ee]rror\b|\bNCCL WARN\b")
 _ERROR_HEADER = lazy(r"(?:^|[\s)\]|])(?:ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d|\[\s*(?:ERROR|CRITICAL)\s*\]")
 _FRAME = lazy(r'^\s*File "(?P<path>[^"]+)", line \d+')
 _VLLM_FILE = lazy(r"/vllm/[\w/.-]+\.py$")
@@ -57,6 +64,7 @@ class Piece:
     match: FragmentMatch
     category: str
     on_error_line: bool
+    weight: float = 0.0  # how much the piece tells: its pairs' rarity (of the run, for a template's beginning)
 
 
 def candidate_texts(lines: list[tuple[int, str]]) -> list[tuple[int, str, bool]]:
@@ -186,23 +194,48 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
         matches = index.matches(text)
         if not matches:
             continue
-        top = matches[0]
-        if not telling(top, ERROR_LINE_BAR if on_error_line else PROSE_BAR):
-            continue
-        if not names_something(text, top):
-            continue
-        if top.entry.get("component") and not on_error_line:  # vdiag holds no component's messages below ERROR
-            continue  # (as it does vLLM's): in prose a piece of one may be a warning sharing its words
-        rivals = {category_of(m) for m in matches if m.weight >= TIE_SHARE * top.weight and not dominated(m, top)}
+        # a rule's pattern spells out only the telling part of its message, a wrapper's messages are not vetted
+        # against its quiet ones: a few words from anywhere in one are not enough ("got an unexpected keyword
+        # argument", "vllm 0.8.5"), its beginning is (started_piece)
+        spelled = [m for m in matches if not m.entry.get("beginning_only")]
+        if spelled and telling(spelled[0], ERROR_LINE_BAR if on_error_line else PROSE_BAR):
+            top = spelled[0]
+            rivals = {category_of(m) for m in spelled if m.weight >= TIE_SHARE * top.weight and not dominated(m, top)}
+            weight = top.weight if len(rivals) == 1 else 0.0
+        else:
+            started = started_piece(text, matches, index, on_error_line)
+            if started is None:
+                continue
+            top, weight = started
         category = category_of(top)
-        if category is None or len(rivals) > 1:
+        if not weight or category is None or not names_something(text, top):
             continue
-        if best is None or top.weight > best.match.weight:
-            best = Piece(line_no, text, top, category, on_error_line)
+        # vdiag holds no component's (nor a rule's) messages below ERROR, as it does vLLM's: in prose a piece of one
+        # may be a warning sharing its words
+        if (top.entry.get("component") or top.entry.get("rule_pattern")) and not on_error_line:
+            continue
+        if best is None or weight > best.weight:
+            best = Piece(line_no, text, top, category, on_error_line, weight)
     return best
 
 
-def rule_for(rules: list[Rule], category: str, ctx: Context | None = None) -> Rule | None:
+def started_piece(text: str, matches: list[FragmentMatch], index: FragmentIndex,
+                  on_error_line: bool) -> tuple[FragmentMatch, float] | None:
+    """The template the text is the beginning of, cut where the paste stops, and the rarity of the run: when that
+    run is long and rare enough, and no template of another category (nor a message logged below ERROR) begins with
+    it as well or holds the text's words as much."""
+    weight_bar, words_bar = START_BAR if on_error_line else START_PROSE_BAR
+    runs = [(index.start_run(m, text), m) for m in matches if m.weight >= weight_bar]
+    runs = [(run, m) for run, m in runs if run[0] >= words_bar and run[1] >= weight_bar]
+    if not runs:
+        return None
+    (fixed, weight), top = max(runs, key=lambda r: (r[0][0], r[0][1]))
+    rivals = {category_of(m) for (words, _w), m in runs if words >= fixed}
+    rivals |= {category_of(m) for m in matches if m.weight >= TIE_SHARE * top.weight and not dominated(m, top)}
+    return (top, weight) if len(rivals) == 1 else None
+
+
+def rule_for(rules: list[Rule], category: str, ctx: Context | None = None, prefer: str = "") -> Rule | None:
     """The rule that carries vLLM's catalogue for the category, else the first rule of it with no conditions, else
     the first whose conditions hold: the out-of-memory rules all say which phase they are for. Given the context,
     a rule whose conditions do not hold is never the answer (NCCL's rule on a CPU build's log)."""
@@ -212,6 +245,9 @@ def rule_for(rules: list[Rule], category: str, ctx: Context | None = None) -> Ru
         return ctx is None or not rule.conditions or evaluate(rule.conditions, ctx.for_rule({}, None))
 
     of_category = [r for r in rules if r.category == category]
+    own = next((r for r in of_category if r.id == prefer), None)  # the rule whose pattern spells the message out
+    if own is not None and holds(own):
+        return own
     for rule in of_category:
         if any(s.table == "vllm_messages" for s in rule.signatures):
             return rule if holds(rule) else None
@@ -224,12 +260,14 @@ def rule_for(rules: list[Rule], category: str, ctx: Context | None = None) -> Ru
 def excerpt_diagnosis(lines: list[tuple[int, str]], rules: list[Rule], ctx: Context,
                       index: FragmentIndex) -> Diagnosis | None:
     piece = best_piece(lines, index)
-    rule = rule_for(rules, piece.category, ctx) if piece else None
+    rule = rule_for(rules, piece.category, ctx, str(piece.match.entry.get("rule_pattern") or "")) if piece else None
     if piece is None or rule is None:
         return None
     captures = {"template": piece.match.entry["template"]}
     if piece.match.entry.get("component"):  # a component's error wording (knowledge.component_messages)
         captures["component"] = piece.match.entry["component"]
+    if piece.match.entry.get("rule_pattern"):  # the message a rule's pattern spells out (knowledge.pattern_templates)
+        captures["rule_pattern"] = piece.match.entry["rule_pattern"]
     for signature in rule.signatures:  # the rule's own patterns may read the figures from the rejoined text
         found = signature.compiled().search(piece.text[:4000], timeout=0.25)
         if found:
@@ -245,6 +283,8 @@ def excerpt_note(diagnosis: Diagnosis) -> str:
     template = diagnosis.captures.get("template", "")
     component = diagnosis.captures.get("component")
     whose = f"{component}'s error message" if component else "vLLM's own message"
+    if diagnosis.captures.get("rule_pattern"):
+        whose = "the error message"
     return (f" The paste holds part of {whose} \"{template[:300]}\"; vdiag placed it by that part, not by "
             "the whole message.")
 

@@ -25,12 +25,13 @@ from .wording import wording_diagnoses, wording_note
 def place_unfired(leftovers: list[tuple[int, str]], excerpt: ExcerptLines, frames: FramesExtractor,
                   rules: list[Rule], ctx: Context) -> list[Diagnosis]:
     """The weak diagnoses of a paste no rule fired on, most likely first, with their fixes planned."""
-    from ..knowledge.message_fragments import (
+    from ..knowledge.fragment_catalogue import (
         catalogue_index,  # built only for the pastes that need it
     )
+    from ..knowledge.pattern_templates import rule_patterns
 
     lines = excerpt.lines()
-    placed = excerpt_diagnosis(lines, rules, ctx, catalogue_index())
+    placed = excerpt_diagnosis(lines, rules, ctx, catalogue_index(rule_patterns(rules)))
     if placed is not None:
         _planned([placed], ctx)[0].why += excerpt_note(placed)
         return [placed]

@@ -21,7 +21,7 @@ MAX_FRAMES = 512  # the latest frames kept: a traceback's innermost ones are the
 TRACEBACK_SPAN = 60  # an exception line belongs to a frame at most this many lines above it
 
 _FRAME = lazy(r'^\s*File "(?P<path>[^"]{1,400})", line \d+, in ')
-_VLLM_PATH = lazy(r"/vllm/(?!.*/vllm/)(?P<rel>[\w/.-]+\.py)$")
+_VLLM_PATH = lazy(r".*/vllm/(?P<rel>[\w/.-]+\.py)$")  # the last /vllm/: a source checkout is …/vllm/vllm/…
 
 
 class FramesExtractor:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Iterable, Sequence
 
 from ..util.lazy_pattern import lazy
@@ -80,6 +79,7 @@ class FragmentIndex:
         self._pairs: dict[tuple[str, str], list[int]] = {}
         self._gapped: dict[tuple[str, str], list[int]] = {}  # pairs across a placeholder
         self._words: dict[str, list[int]] = {}
+        self._parts: list[list[list[str]]] = []
         for entry in entries:
             template = entry.get("template")
             if not isinstance(template, str):
@@ -87,6 +87,7 @@ class FragmentIndex:
             number = len(self.entries)
             self.entries.append(entry)
             parts = template_parts(template)
+            self._parts.append(parts)
             self._fixed_words.append(sum(len(p) for p in parts))
             for pair in {pair for part in parts for pair in zip(part, part[1:])}:
                 self._pairs.setdefault(pair, []).append(number)
@@ -95,6 +96,7 @@ class FragmentIndex:
             spans = [(before[-1], after[0]) for before, after in zip(parts, parts[1:]) if before and after]
             for pair in set(spans):
                 self._gapped.setdefault(pair, []).append(number)
+        self._numbers = {id(entry): number for number, entry in enumerate(self.entries)}
         total = max(len(self.entries), 1)
         self._rarity = {pair: math.log(total / len(found)) for table in (self._pairs, self._gapped)
                         for pair, found in table.items()}
@@ -138,50 +140,81 @@ class FragmentIndex:
                              seen[n]) for n in weight]
         return sorted(out, key=lambda m: (-m.weight, -m.matched_words, m.entry.get("template", "")))
 
+    def start_run(self, match: FragmentMatch, text: str) -> tuple[int, float]:
+        """(fixed words, the rarity of their pairs) of the longest run of the text's words that is the template's
+        own beginning, its placeholders spanning 0-8 words, and that reaches the end of the text or a closing quote:
+        a paste that stopped part-way through the message ("max_num_seqs (1024) exceeds available"). A run the text
+        goes on from in other words is another message sharing the first words, and counts nothing.
+
+        >>> index = FragmentIndex([{"template": "max_num_seqs ({n}) exceeds available Mamba cache blocks ({m})"}])
+        >>> match = index.best("RuntimeError: max_num_seqs (1024) exceeds available")
+        >>> index.start_run(match, "RuntimeError: max_num_seqs (1024) exceeds available")[0]
+        5
+        >>> index.start_run(match, "I see `max_num_seqs (1024) exceeds available` at start")[0]
+        5
+        >>> index.start_run(match, "max_num_seqs (1024) exceeds available memory")[0]
+        0
+        """
+        number = self._numbers.get(id(match.entry))
+        if number is None:
+            return 0, 0.0
+        parts = list(self._parts[number])
+        while parts and not parts[0]:
+            parts.pop(0)  # a template that opens with a value
+        spans = [(m.group(0), m.end()) for m in _WORD.finditer(text.lower()[:MAX_TEXT_WORDS * 12])]
+        found = [word for word, _end in spans]
+        best = (0, 0.0)
+        if not parts:
+            return best
+        for start in range(len(found)):
+            if found[start] != parts[0][0]:
+                continue
+            fixed, weight, end = _follow(parts, found, start, self._rarity)
+            if fixed > best[0] and _stops_there(text, found, spans, end):
+                best = (fixed, weight)
+        return best
+
     def best(self, text: str) -> FragmentMatch | None:
         found = self.matches(text)
         return found[0] if found else None
 
 
-@lru_cache(maxsize=1)
-def catalogue_index() -> FragmentIndex:
-    """The index over vLLM's messages, built on first use (only a paste no rule placed needs it): the error
-    catalogue, and the messages vLLM logs below ERROR (`quiet`: a piece that fits one of them as well as an error
-    is no evidence of the error)."""
-    from ..util.datafiles import load_json
-
-    quiet = ({"template": m["template"], "category": None, "startup": False, "quiet": True}
-             for m in load_json("generated/vllm_quiet_messages.json")["messages"])
-    return FragmentIndex([*load_json("vllm_messages.json")["messages"], *quiet, *component_messages()])
-
-
-@lru_cache(maxsize=1)
-def component_messages() -> tuple[dict, ...]:
-    """The categorised error wordings of the components vLLM runs on (data/component_errors.yaml) and the CUDA
-    runtime's messages (data/cuda_errors.yaml), as index entries: a paste of the first half of "CUDA error: the
-    provided PTX was compiled with an unsupported toolchain" is as telling as a piece of one of vLLM's own. Each
-    wording is a whole message with no placeholder; the index's weights and the excerpt bars decide, as for vLLM's
-    templates, whether a piece of it says enough.
-
-    >>> entry = next(e for e in component_messages() if e["template"].startswith("the provided PTX"))
-    >>> entry["component"], entry["category"]
-    ('CUDA runtime', 'driver-or-cuda-mismatch')
-    """
-    from .error_tables import table_entries, wordings
-
-    found: dict[tuple[str, str], dict] = {}
-    for table in ("component_errors", "cuda_errors"):
-        for entry in table_entries(table):
-            category = entry.get("category")
-            if not category:  # the phase or the context decides (an out-of-memory): a piece of it says nothing
-                continue
-            component = entry.get("component") or "CUDA runtime"
-            for wording in wordings(entry):
-                if len(words(wording)) >= 2:  # a pair at least: one word (a class name) is for the rules to match
-                    found.setdefault((wording.lower(), category), {
-                        "template": wording, "category": category, "component": component,
-                        "kind": entry.get("exception") or ""})
-    return tuple(found.values())
+def _follow(parts: list[list[str]], found: list[str], start: int,
+            rarity: dict[tuple[str, str], float]) -> tuple[int, float, int]:
+    """(fixed words matched, their pairs' rarity, where in `found` the run ends) of the template's parts followed
+    from `found[start]`: each part word for word, a placeholder skipping the fewest words that let the next part go
+    on. The text may end inside a word of the template (a paste cut mid-word: "not supp")."""
+    at, fixed, weight, previous = start, 0, 0.0, ""
+    for number, part in enumerate(parts):
+        if number:
+            if at >= len(found):
+                break
+            gap = next((g for g in range(MAX_GAP_WORDS + 1) if at + g < len(found) and found[at + g] == part[:1][0]),
+                       None) if part else None
+            if gap is None:
+                break
+            at += gap
+        for word in part:
+            if at >= len(found):
+                return fixed, weight, at
+            if found[at] != word:
+                if at == len(found) - 1 and len(found[at]) >= 2 and word.startswith(found[at]):
+                    return fixed, weight, at + 1  # the last word cut short
+                return fixed, weight, at
+            if previous:
+                weight += rarity.get((previous, word), 0.0)
+            previous, fixed, at = word, fixed + 1, at + 1
+    return fixed, weight, at
 
 
-__all__ = ["FragmentIndex", "FragmentMatch", "catalogue_index", "component_messages", "template_parts", "words"]
+_CLOSING = lazy(r"\s*(?:[`'\"\u201d\u2019\u2026]|\.\.\.|$)")
+
+
+def _stops_there(text: str, found: list[str], spans: list[tuple[str, int]], end: int) -> bool:
+    """Whether the text ends, or closes a quote, where the run of a template's words ends."""
+    if end >= len(found):
+        return True
+    return bool(end > 0 and _CLOSING.match(text.lower(), spans[end - 1][1]))
+
+
+__all__ = ["FragmentIndex", "FragmentMatch", "template_parts", "words"]

@@ -1,0 +1,99 @@
+"""What the fragment index (knowledge.message_fragments) holds: every message a paste's piece is compared with.
+
+vLLM's own error templates (the catalogue) and the messages it logs below ERROR (`quiet`: a piece that fits one of
+them as well as an error is no evidence of the error); the categorised error wordings of the components vLLM runs
+on and of the CUDA runtime; the messages mined from the programs that launch vLLM; and the messages the rules'
+error patterns spell out (knowledge.pattern_templates). Entries that are no vLLM message say whose they are
+(`component`, `rule_pattern`), and those whose words are not vetted against quiet messages are counted by their
+beginning only (`beginning_only`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterable
+
+from .message_fragments import FragmentIndex, template_parts, words
+
+
+@lru_cache(maxsize=4)
+def catalogue_index(patterns: tuple[tuple[str, str, str], ...] = ()) -> FragmentIndex:
+    """The index over vLLM's messages, built on first use (only a paste no rule placed needs it): the error
+    catalogue, and the messages vLLM logs below ERROR (`quiet`: a piece that fits one of them as well as an error
+    is no evidence of the error); the components' error wordings; and, given the rules' error patterns as (rule id,
+    category, regex), the messages they spell out (knowledge.pattern_templates)."""
+    from ..util.datafiles import load_json
+    from .pattern_templates import rule_pattern_entries
+
+    quiet = ({"template": m["template"], "category": None, "startup": False, "quiet": True}
+             for m in load_json("generated/vllm_quiet_messages.json")["messages"])
+    messages = load_json("vllm_messages.json")["messages"]
+    return FragmentIndex([*messages, *quiet, *component_messages(), *wrapper_messages(),
+                          *_not_vllm_s(rule_pattern_entries(patterns))])
+
+
+@lru_cache(maxsize=1)
+def wrapper_messages() -> tuple[dict, ...]:
+    """The messages of the programs that launch vLLM (data/wrapper_messages.json, mined from their sources), as
+    index entries of that program: a categorised one (verl's "model context length should be greater than total
+    sequence length") places a piece of it like a component's wording; the others, and the wrapper's own errors,
+    are rivals only (no category), so a piece they share says nothing.
+
+    >>> entry = next(e for e in wrapper_messages() if e["template"].startswith("model context length should"))
+    >>> entry["component"], entry["category"]
+    ('verl', 'max-model-len-exceeds-model')
+    """
+    from ..util.datafiles import load_json
+
+    return tuple({"template": m["template"], "category": None if m.get("wrapper_own") else m.get("category"),
+                  "component": m["wrapper"], "kind": m.get("kind") or "", "startup": False,
+                  "beginning_only": True}
+                 for m in load_json("wrapper_messages.json")["messages"] if isinstance(m.get("template"), str))
+
+
+def _not_vllm_s(entries: Iterable[dict]) -> list[dict]:
+    """The rules' messages that are not vLLM's own: where a rule spells out one of vLLM's, the catalogue's
+    template (and its category) is the one to compare a piece with."""
+    from ..util.datafiles import load_json
+
+    known = " | ".join(" ".join(w for part in template_parts(m["template"]) for w in part)
+                       for m in load_json("vllm_messages.json")["messages"])
+    known = f" | {known} | "
+    kept = []
+    for entry in entries:
+        longest = max((" ".join(part) for part in template_parts(entry["template"])), key=len)
+        if f" {longest} " not in known:
+            kept.append(entry)
+    return kept
+
+
+@lru_cache(maxsize=1)
+def component_messages() -> tuple[dict, ...]:
+    """The categorised error wordings of the components vLLM runs on (data/component_errors.yaml) and the CUDA
+    runtime's messages (data/cuda_errors.yaml), as index entries: a paste of the first half of "CUDA error: the
+    provided PTX was compiled with an unsupported toolchain" is as telling as a piece of one of vLLM's own. Each
+    wording is a whole message with no placeholder; the index's weights and the excerpt bars decide, as for vLLM's
+    templates, whether a piece of it says enough.
+
+    >>> entry = next(e for e in component_messages() if e["template"].startswith("the provided PTX"))
+    >>> entry["component"], entry["category"]
+    ('CUDA runtime', 'driver-or-cuda-mismatch')
+    """
+    from .error_tables import table_entries, wordings
+
+    found: dict[tuple[str, str], dict] = {}
+    for table in ("component_errors", "cuda_errors"):
+        for entry in table_entries(table):
+            category = entry.get("category")
+            if not category:  # the phase or the context decides (an out-of-memory): a piece of it says nothing
+                continue
+            component = entry.get("component") or "CUDA runtime"
+            for wording in wordings(entry):
+                if len(words(wording)) >= 2:  # a pair at least: one word (a class name) is for the rules to match
+                    found.setdefault((wording.lower(), category), {
+                        "template": wording, "category": category, "component": component,
+                        "kind": entry.get("exception") or ""})
+    return tuple(found.values())
+
+
+__all__ = ["catalogue_index", "component_messages", "wrapper_messages"]
