@@ -62,6 +62,18 @@ def test_arguments_in_a_shell_variable_are_read_and_fixed_in_the_variable():
         "export VLLM_ARGS='--max-model-len 4096 --tensor-parallel-size 2'; vllm serve Qwen/Qwen3-8B $VLLM_ARGS --port 8001")
 
 
+def test_an_api_server_model_kept_in_the_variable_is_the_launch_model_and_stays_there():
+    """`--model=M` inside `${VLLM_ARGS}` of an api_server launch (wave3 gh-vllm-10439's form): the model is read, and a
+    fix is written back into the variable, the model with it; a variable without `--model` names no model."""
+    text = ("VLLM_ARGS='--model=/models/Q --gpu-memory-utilization=0.4'\n"
+            "python3 -m vllm.entrypoints.openai.api_server --port=5000 ${VLLM_ARGS}")
+    assert parse_launch(text).model == "/models/Q"
+    assert fixed(text, {"--gpu-memory-utilization": "0.9"}) == (
+        "export VLLM_ARGS='--model=/models/Q --gpu-memory-utilization=0.9'; "
+        "python3 -m vllm.entrypoints.openai.api_server --port=5000 ${VLLM_ARGS}")
+    assert parse_launch(text.replace("--model=/models/Q ", "")).model is None
+
+
 def test_arguments_in_a_container_variable_are_fixed_in_its_env_entry():
     text = ('containers:\n- name: vllm\n  image: vllm/vllm-openai:v0.9.2\n  command: ["/bin/sh", "-c"]\n'
             '  args: ["vllm serve ${MODEL_ID} ${VLLM_ARGS}"]\n  env:\n  - name: MODEL_ID\n    value: Qwen/Qwen3-8B\n'

@@ -149,6 +149,8 @@ def expand_variables(launch: Launch | None) -> Launch | None:
         found = Launch(form=launch.form)
         parse_vllm_args(tokenize(values[name]), found, positional_model=False)
         expanded += [replace(a, via_env=name, via_raw=arg.spelled) for a in found.args]
+        if launch.model is None and found.model is not None:  # `--model=M` kept in the variable: the launch's model
+            launch.model = found.model
     launch.args = expanded
     return launch
 
