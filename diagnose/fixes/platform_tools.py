@@ -37,6 +37,9 @@ def for_platform(fix: Fix, ctx: Context) -> bool:
     """Adapt the fix's command to the log's platform; False where nothing is left of it (a check with no
     counterpart and no change to make)."""
     platform = platform_of(ctx)
+    for name in ("title", "why", "cost_note", "not_evaluable"):
+        if getattr(fix, name):
+            setattr(fix, name, platform_words(getattr(fix, name), ctx))
     if platform is None or not fix.step_command or not _tool_word().search(fix.step_command):
         return True
     entry = _table()["platforms"][platform]
@@ -50,4 +53,27 @@ def for_platform(fix: Fix, ctx: Context) -> bool:
     return bool(fix.changes)
 
 
-__all__ = ["for_platform", "platform_of"]
+_GPU_WORD = re.compile(r"(?<![\w./-])GPU(?P<plural>s|\(s\))?(?![\w-])")
+
+
+def platform_words(text: str, ctx: Context) -> str:
+    """The text in the device word of the log's platform (`with_device_word`)."""
+    return with_device_word(text, platform_of(ctx))
+
+
+def with_device_word(text: str, platform: str | None) -> str:
+    """The text with the platform's own device word where it says "GPU"/"GPUs" (data: `device`); as it is on
+    NVIDIA and on platforms whose device is a GPU.
+
+    >>> with_device_word("Shard over 2 GPUs; the GPU count, GPU(s); nvidia-smi --query-gpu", "tpu")
+    'Shard over 2 TPU chips; the TPU chip count, TPU chips; nvidia-smi --query-gpu'
+    >>> with_device_word("Shard over 2 GPUs", "rocm"), with_device_word("Shard over 2 GPUs", None)
+    ('Shard over 2 GPUs', 'Shard over 2 GPUs')
+    """
+    device = _table()["platforms"][platform].get("device") if platform else None
+    if not device:
+        return text
+    return _GPU_WORD.sub(lambda match: device[1] if match.group("plural") else device[0], text)
+
+
+__all__ = ["for_platform", "platform_of", "platform_words"]
