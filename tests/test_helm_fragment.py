@@ -61,3 +61,18 @@ def test_pieces_that_are_not_a_vllm_launch_are_not_read_as_one():
     for text in (router, template, lowercase):
         assert parse_launch(text) is None, text
         assert diagnose_text(text + "\n" + KV).report["facts"].get("launch") is None, text
+
+
+def test_a_containers_args_list_pasted_alone_is_the_launch_and_its_fix_the_list():
+    piece = "args:\n  - --model\n  - meta-llama/Llama-3.1-8B-Instruct\n  - --max-model-len\n  - \"32768\"\n"
+    report = diagnose_text(piece + "\n" + KV).report
+    assert report["facts"]["launch"]["command"].startswith("{args: [--model, meta-llama/Llama-3.1-8B-Instruct")
+    fixed = yaml.safe_load(report["diagnoses"][0]["fixes"][0]["command"])
+    assert fixed == {"args": ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--max-model-len", "20480"]}
+
+
+def test_an_args_list_of_another_server_is_no_launch():
+    for piece in ("args: [--port, '8080']\n", "args: [--routing-logic, roundrobin, --port, '80']\n",
+                  "args:\n  - serve\n  - --config\n  - /etc/app.yaml\n"):
+        assert parse_launch(piece) is None, piece
+        assert diagnose_text(piece + "\n" + KV).report["facts"].get("launch") is None, piece

@@ -4,7 +4,8 @@ The line scanner hands extractors lines without their indentation, which YAML ne
 block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:`,
 `servingEngineSpec:`, `services:` (a compose file), `modelArtifacts:` (llm-d values), `applications:` or
 `model_loading_config:` (Ray Serve LLM), `stage_args:` (a vLLM-Omni stage config), `max_probe_steps:` or
-`kv_cache_cpu_memory_utilization:` (KAITO's inference config) or `[{"Id":` (docker inspect, JSON being YAML), and
+`kv_cache_cpu_memory_utilization:` (KAITO's inference config), `args:` (a container's arguments pasted alone: read as
+vLLM's when they hold its flags, launch.kubernetes.vllm_words) or `[{"Id":` (docker inspect, JSON being YAML), and
 reads the launch from it. A document that names the chart's keys or a pod's containers but cannot be read says
 why, so the report can tell what it could not read.
 
@@ -30,7 +31,8 @@ MAX_DOCUMENTS = 64  # documents read per diagnosis: a paste has a few; a log of 
 MAX_NOTES = 4
 MAX_CUTS = 4
 _START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:"
-              rb'|stage_args:|max_probe_steps:|kv_cache_cpu_memory_utilization:|\[(?=\s*\{\s*"Id":))', re.MULTILINE)
+              rb'|stage_args:|max_probe_steps:|kv_cache_cpu_memory_utilization:|args:(?=\s*(?:\[|$))|\[(?=\s*\{\s*"Id":))',
+              re.MULTILINE)
 
 
 @lru_cache(maxsize=1)
