@@ -76,3 +76,11 @@ def test_an_args_list_of_another_server_is_no_launch():
                   "args:\n  - serve\n  - --config\n  - /etc/app.yaml\n"):
         assert parse_launch(piece) is None, piece
         assert diagnose_text(piece + "\n" + KV).report["facts"].get("launch") is None, piece
+
+
+def test_a_piece_claims_no_key_it_does_not_show():
+    """The chart writes --no-enable-prefix-caching when enablePrefixCaching is unset; a piece may leave it to the
+    rest of the values, so it is not said."""
+    launch = parse_launch(EXTRA_ARGS)
+    assert launch.get("--no-enable-prefix-caching") is None and launch.get("--enable-prefix-caching") is None
+    assert diagnose_text(EXTRA_ARGS + "\n" + OOM).report["facts"]["launch"]["source"].startswith("a piece of")

@@ -58,6 +58,7 @@ def parse_fragment(text: str) -> Launch | None:
     launch = values_launch(values, fragment=_path_text(at))
     if launch is None or launch.model is None and not _has_vllm_argument(launch, _written_keys(values)):
         return None
+    launch.source_form = f"a piece of production-stack Helm values ({(launch.values_fragment or '').rsplit('.', 1)[-1]})"
     return launch
 
 

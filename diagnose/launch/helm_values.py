@@ -58,8 +58,8 @@ def values_launch(values: Any, fragment: str | None = None) -> Launch | None:
     launch.args = [Arg("--host", "0.0.0.0", values_key=CHART_ARGS), Arg("--port", str(port), values_key=CHART_ARGS)]
     config = entry.get("vllmConfig") if isinstance(entry.get("vllmConfig"), dict) else None
     for key, rule in spec["typed_keys"].items():
-        if config is None or (key not in config and not rule.get("unset_is_false")):
-            continue
+        if config is None or (key not in config and (not rule.get("unset_is_false") or fragment is not None)):
+            continue  # a pasted piece may leave out keys the rest of the values set: an unset one is not known
         value = config.get(key)
         if rule.get("switch"):
             launch.args.append(Arg(rule["flag"] if value else rule["no_flag"], None, values_key=key))
