@@ -50,6 +50,25 @@ def test_a_broken_install_on_a_platform_plugin_is_never_answered_with_the_cuda_w
     text = ('File "/opt/homebrew/lib/python3.12/site-packages/vllm_metal/platform.py", line 12, in <module>\n'
             "ImportError: cannot import name 'AttentionBackend' from 'vllm.attention'\n")
     fixes = diagnose_text(text).report["diagnoses"][0]["fixes"]
-    assert fixes and fixes[0]["title"].startswith("Reinstall this platform's vLLM build and its plugin")
+    assert fixes and "vllm-metal" in fixes[0]["title"]  # the plugin's own install script (data/install_guides.yaml)
+    assert "vllm-metal/main/install.sh" in fixes[0]["command"]
     assert not any("pip install vllm" in (f.get("command") or f.get("step") or "") for f in fixes)
     assert not any("entrypoints.openai.api_server" in (f.get("command") or f.get("step") or "") for f in fixes)
+
+
+@pytest.mark.parametrize("lines, platform", [
+    (["  Expected in:     .../torch/lib/libc10.dylib"], "macos"),                      # dyld's line: a macOS build
+    (["/Users/me/venv/lib/python3.12/site-packages/vllm/_C.abi3.so",
+      "  File \"/Users/me/venv/lib/python3.12/site-packages/vllm_metal/platform.py\", line 3"], "metal"),  # then the plugin
+    (["/usr/local/lib/python3.10/dist-packages/vllm/_C.abi3.so: undefined symbol"], None),  # Linux: a .so
+    (["see libdylibtools for it"], None),                                              # no .dylib suffix
+])
+def test_macos_is_told_by_its_shared_libraries_and_the_plugin_by_its_name(lines, platform):
+    from diagnose.facts.platform_hints import PlatformHintExtractor
+    from diagnose.facts.record import Facts
+
+    facts = Facts()
+    hints = PlatformHintExtractor(facts)
+    for number, line in enumerate(lines, start=1):
+        hints.feed(number, line, [])
+    assert facts.platform_hint == platform

@@ -52,3 +52,28 @@ def test_a_cpu_build_whose_platform_line_is_debug_is_still_no_nccl_log(ruleset):
     report = diagnose_text(log, rules=ruleset).report
     assert report["facts"].get("platform") in (None, "cpu")
     assert not any(d["rule"] == "nccl-generic" for d in report["diagnoses"])
+
+
+TPU_KV = ("  File \"/workspace/tpu_commons/runner/tpu_jax_runner.py\", line 10, in load\n"
+          "ValueError: To serve at least one request with the models's max seq len (131072), (16.00 GiB KV cache is "
+          "needed, which is larger than the available KV cache memory (0.71 GiB). Based on the available memory, the "
+          "estimated maximum model length is 5632. Try increasing `gpu_memory_utilization` or decreasing "
+          "`max_model_len` when initializing the engine.\n")
+
+
+def _prose(text: str, ruleset) -> str:
+    report = diagnose_text(text, rules=ruleset).report
+    return " ".join([d["why"] for d in report["diagnoses"]] + [
+        " ".join([fix["title"], fix.get("why") or "", fix.get("not_evaluable") or ""])
+        for d in report["diagnoses"] for fix in d["fixes"]])
+
+
+def test_a_tpu_log_says_tpu_chips_where_fixes_and_why_said_gpus(ruleset):
+    prose = _prose(TPU_KV, ruleset)
+    assert "TPU chips" in prose  # the sharding fix is still offered, in the platform's word
+    assert "GPUs" not in prose and " GPU " not in prose
+    assert "gpu_memory_utilization" in prose or "--tensor-parallel-size" in prose  # names of settings keep "gpu"
+
+
+def test_the_same_error_without_a_platform_hint_keeps_gpus(ruleset):
+    assert "GPUs" in _prose(TPU_KV.replace("tpu_commons/runner/tpu_jax_runner", "vllm/v1/worker/gpu_worker"), ruleset)

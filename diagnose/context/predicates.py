@@ -263,7 +263,7 @@ def _image_known(ctx: Context) -> bool:
     return bool((ctx.launch is not None and ctx.launch.image) or ctx.facts.container_image)
 
 
-NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron", "metal"})
+NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron", "metal", "macos"})
 
 
 @predicate("platform-not-gpu", means=(
@@ -295,3 +295,4 @@ from . import layout_predicates  # noqa: F401  (registers the predicates on para
 from . import nccl_predicates  # noqa: F401  (registers the predicates on NCCL's transports)
 from . import model_predicates  # noqa: F401  (registers the predicates on the model value quoted back)
 from . import message_predicates  # noqa: F401  (registers the predicates on what the message itself says)
+from . import install_predicates  # noqa: F401  (registers the predicates on how the platform installs vLLM)

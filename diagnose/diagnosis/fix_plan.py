@@ -16,7 +16,7 @@ from ..fixes.advice_conditions import applies
 from ..fixes.advice_install import INSTALL_CATEGORIES
 from ..fixes.container_steps import in_container
 from ..fixes.cpu_kv_gate import check_cpu_kv_gate
-from ..fixes.platform_tools import for_platform
+from ..fixes.platform_tools import for_platform, platform_words
 from ..fixes.base import COST_ORDER, Declined, Fix, fill_prose, strategy_for
 from ..knowledge.error_tables import error_meaning
 from ..knowledge.rules import Rule
@@ -108,7 +108,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             if entry.get("title") == fix.title and "outcome" not in entry:
                 named_cure = " a setting the log's own message names as the cure;" if named & set(fix.changes) else ""
                 entry["outcome"] = f"ranked {rank}:{named_cure} {_rank_reason(fix)}"
-    diagnosis.why = fill_prose(rule_why(diagnosis.rule, ctx), ctx)
+    diagnosis.why = platform_words(fill_prose(rule_why(diagnosis.rule, ctx), ctx), ctx)
     meaning = error_meaning(diagnosis.captures["error"]) if diagnosis.captures.get("error") else None
     if meaning and meaning not in diagnosis.why:
         diagnosis.why = f"{diagnosis.why} {meaning}"

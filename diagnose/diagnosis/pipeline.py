@@ -131,7 +131,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
             notes.append(f"{source.name}: {source.notes.truncated_lines} line(s) longer than 64 KiB were cut")
         if source.notes.truncated_input:
             notes.append(f"{source.name}: {source.notes.truncated_input}")
-    stated.settle(excerpt.head)
+    stated.settle(excerpt.head, excerpt.tail)
     read_stated_layout(facts, excerpt.head)
     if result.regex_timeouts:
         notes.append(f"{result.regex_timeouts} regex match(es) timed out and were skipped")

@@ -4,7 +4,8 @@ The line scanner hands extractors lines without their indentation, which YAML ne
 block's raw text instead, cuts out every YAML document that starts at column 0 with `apiVersion:`, `kind:`,
 `servingEngineSpec:`, `services:` (a compose file), `modelArtifacts:` (llm-d values), `applications:` or
 `model_loading_config:` (Ray Serve LLM), `stage_args:` (a vLLM-Omni stage config), `max_probe_steps:` or
-`kv_cache_cpu_memory_utilization:` (KAITO's inference config) or `[{"Id":` (docker inspect, JSON being YAML), and
+`kv_cache_cpu_memory_utilization:` (KAITO's inference config), `args:` (a container's arguments pasted alone: read as
+vLLM's when they hold its flags, launch.kubernetes.vllm_words) or `[{"Id":` (docker inspect, JSON being YAML), and
 reads the launch from it. A document that names the chart's keys or a pod's containers but cannot be read says
 why, so the report can tell what it could not read.
 
@@ -19,6 +20,7 @@ why, so the report can tell what it could not read.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..util.lazy_pattern import lazy
 from .record import MAX_LAUNCH_CANDIDATES, Facts, LaunchCandidate
@@ -29,7 +31,21 @@ MAX_DOCUMENTS = 64  # documents read per diagnosis: a paste has a few; a log of 
 MAX_NOTES = 4
 MAX_CUTS = 4
 _START = lazy(rb"^(?:apiVersion:|kind:|servingEngineSpec:|services:|modelArtifacts:|applications:|model_loading_config:"
-              rb'|stage_args:|max_probe_steps:|kv_cache_cpu_memory_utilization:|\[(?=\s*\{\s*"Id":))', re.MULTILINE)
+              rb'|stage_args:|max_probe_steps:|kv_cache_cpu_memory_utilization:|args:(?=\s*(?:\[|$))|\[(?=\s*\{\s*"Id":))',
+              re.MULTILINE)
+
+
+@lru_cache(maxsize=1)
+def _starts() -> re.Pattern[bytes]:
+    """_START, and the top keys of a pasted piece of Helm values (`extraArgs:`, `- modelURL:`: helm_fragment)."""
+    from ..launch.helm_fragment import fragment_keys
+
+    keys = b"|".join(re.escape(k.encode()) + b":" for k in fragment_keys())
+    start = _START.pattern
+    assert isinstance(start, bytes)
+    return re.compile(start + rb"|^(?:-\s+)?(?:" + keys + rb")", re.MULTILINE)
+
+
 _YAML_LINE = lazy(r"^(?:\s*$|\s*#|\s+\S|-(?:\s|$)|---|\]|[\w.\"'/-]+:(?:\s|$))")
 
 
@@ -43,7 +59,7 @@ class ManifestReader:
 
     def feed_block(self, data: bytes, cut: int, first_line: int) -> None:
         read_to = 0  # a document's own `kind:` line starts no other
-        for match in _START.finditer(data, 0, cut):
+        for match in _starts().finditer(data, 0, cut):
             if match.start() < read_to or match.start() > 0 and data[match.start() - 1:match.start()] != b"\n":
                 continue
             line_no = first_line + data.count(b"\n", 0, match.start())

@@ -22,9 +22,11 @@ _PLATFORMS = (
     ("hpu", lazy(r"habana|vllm_gaudi|\bHPU\b|\bGaudi\b")),
     ("xpu", lazy(r"intel_extension_for_pytorch|\bXPU\b|oneccl|\bArc A\d")),
     ("neuron", lazy(r"neuronx|torch_neuron|aws-neuron|\bInferentia\b|\bTrainium\b")),
-    # Apple silicon: the vllm-metal plugin (MLX, torch's MPS backend) on macOS, whose paths are Homebrew's and /Users
-    ("metal", lazy(r"vllm_metal|vllm-metal|\bmlx(?:_lm)?\b|torch\.backends\.mps|\bMPS backend|\bmacOS\b|arm64-apple-darwin|"
-                   r"/opt/homebrew/|/Users/[\w.-]+/")),
+    # Apple silicon: the vllm-metal plugin (MLX, torch's MPS backend)
+    ("metal", lazy(r"vllm_metal|vllm-metal|\bmlx(?:_lm)?\b|torch\.backends\.mps|\bMPS backend")),
+    # macOS without the plugin's own names: Homebrew's and /Users paths, and its shared libraries, .dylib files
+    # (dyld's "Expected in: …/libc10.dylib"); a later line of the plugin makes it `metal`
+    ("macos", lazy(r"\bmacOS\b|arm64-apple-darwin|/opt/homebrew/|/Users/[\w.-]+/|\.dylib\b")),
     # the CPU build: from 0.2x its "detected platform cpu" line is DEBUG, so its own settings and files tell it
     ("cpu", lazy(r"VLLM_CPU_(?:KVCACHE_SPACE|OMP_THREADS_BIND)|\bCPU KV cache size\b|OMP threads binding of Process|"
                  r"doesn't include CPU backend|/vllm/v1/worker/cpu_(?:worker|model_runner)\.py|/vllm/platforms/cpu\.py")),
@@ -40,13 +42,15 @@ class PlatformHintExtractor:
                 "habana", "gaudi", " hpu", "hpu ", "hpu:", "(hpu", "intel_extension", " xpu", "xpu ", "xpu:", "(xpu",
                 "oneccl", "arc a3", "arc a5", "arc a7", "neuron", "inferentia", "trainium", "vllm_cpu_", "cpu kv cache size",
                 "omp threads binding", "cpu backend", "worker/cpu_", "platforms/cpu.py", "vllm_metal", "vllm-metal", "mlx",
-                "backends.mps", "mps backend", "macos", "apple-darwin", "/opt/homebrew/", "/users/")
+                "backends.mps", "mps backend", "macos", "apple-darwin", "/opt/homebrew/", "/users/", ".dylib")
     window = 0
 
     def __init__(self, facts: Facts):
         self.facts = facts
 
     def feed(self, line_no: int, message: str, following: list[str]) -> None:
+        if self.facts.platform_hint == "macos" and dict(_PLATFORMS)["metal"].search(message[:4000]):
+            self.facts.platform_hint = "metal"  # macOS, and the plugin's own name: the plugin ran
         if self.facts.platform_hint is not None:
             return
         for name, pattern in _PLATFORMS:

@@ -37,6 +37,11 @@ def for_platform(fix: Fix, ctx: Context) -> bool:
     """Adapt the fix's command to the log's platform; False where nothing is left of it (a check with no
     counterpart and no change to make)."""
     platform = platform_of(ctx)
+    texts = ("title", "why", "cost_note", "not_evaluable")
+    if not any(_names_nvidia(getattr(fix, name) or "") for name in (*texts, "step_command")):
+        for name in texts:
+            if getattr(fix, name):
+                setattr(fix, name, platform_words(getattr(fix, name), ctx))
     if platform is None or not fix.step_command or not _tool_word().search(fix.step_command):
         return True
     entry = _table()["platforms"][platform]
@@ -50,4 +55,40 @@ def for_platform(fix: Fix, ctx: Context) -> bool:
     return bool(fix.changes)
 
 
-__all__ = ["for_platform", "platform_of"]
+_GPU_WORD = re.compile(r"(?:\b(?P<article>an?) )?(?<![\w./-])GPU(?P<plural>s|\(s\))?(?![\w-])")
+
+
+def platform_words(text: str, ctx: Context) -> str:
+    """The text in the device word of the log's platform (`with_device_word`)."""
+    return with_device_word(text, platform_of(ctx))
+
+
+def with_device_word(text: str, platform: str | None) -> str:
+    """The text with the platform's own device word where it says "GPU"/"GPUs" (data: `device`); as it is on
+    NVIDIA and on platforms whose device is a GPU.
+
+    >>> with_device_word("Shard over 2 GPUs; the GPU count, GPU(s); --gpu-memory-utilization", "tpu")
+    'Shard over 2 TPU chips; the TPU chip count, TPU chips; --gpu-memory-utilization'
+    >>> with_device_word("Shard over 2 GPUs", "rocm"), with_device_word("Shard over 2 GPUs", None)
+    ('Shard over 2 GPUs', 'Shard over 2 GPUs')
+    >>> with_device_word("give it a GPU of its own", "npu"), with_device_word("a GPU: check nvidia-smi", "npu")
+    ('give it an NPU of its own', 'a GPU: check nvidia-smi')
+    """
+    device = _table()["platforms"][platform].get("device") if platform else None
+    if not device or _names_nvidia(text):
+        return text
+    one, several, article = device
+
+    def word(match: re.Match[str]) -> str:
+        if match.group("plural"):
+            return several
+        return f"{article} {one}" if match.group("article") else one
+
+    return _GPU_WORD.sub(word, text)
+
+
+def _names_nvidia(text: str) -> bool:
+    return any(word in text for word in _table()["nvidia_words"])
+
+
+__all__ = ["for_platform", "platform_of", "platform_words"]

@@ -120,7 +120,7 @@ def _resources_command(ctx: Context, chart_key: str, value, change: dict) -> str
     values), else a strategic-merge patch of the container."""
     path = _values_path(ctx)
     if path:
-        return values_lines({f"{path}.{chart()[chart_key]}": value})
+        return values_lines({f"{path}.{chart()[chart_key]}": value}, ctx.launch.values_fragment if ctx.launch else None)
     return deployment_patch(_container(ctx), change, ctx)
 
 

@@ -40,18 +40,26 @@ def looks_like_values(text: str) -> bool:
 def parse_values(text: str) -> Launch | None:
     """The launch of the first model of a production-stack values file; None when the text is no such values
     (not YAML as written, a template with `{{ }}`, or no model in it): `values_problem` says which."""
-    entry, index = _first_model(text)
+    return values_launch(_loaded(text))
+
+
+def values_launch(values: Any, fragment: str | None = None) -> Launch | None:
+    """The launch of the first model of loaded production-stack values (`fragment`: the key path the pasted
+    piece of them starts at, when only a piece was pasted: helm_fragment)."""
+    entry, index = _model_entry(values, model_needed=fragment is None)
     if entry is None:
         return None
     spec = chart()
-    launch = Launch(form="vllm-serve", head=["vllm", "serve"], model=str(entry[spec["model_key"]]),
+    model = entry.get(spec["model_key"])
+    launch = Launch(form="vllm-serve", head=["vllm", "serve"], model=model if isinstance(model, str) else None,
                     model_positional=True, frame="helm-values", values_path=f"{'.'.join(spec['entries'])}[{index}]")
-    port = (_loaded(text).get(spec["port_key"][0]) or {}).get(spec["port_key"][1]) or spec["default_port"]
+    launch.values_fragment = fragment
+    port = (values.get(spec["port_key"][0]) or {}).get(spec["port_key"][1]) or spec["default_port"]
     launch.args = [Arg("--host", "0.0.0.0", values_key=CHART_ARGS), Arg("--port", str(port), values_key=CHART_ARGS)]
     config = entry.get("vllmConfig") if isinstance(entry.get("vllmConfig"), dict) else None
     for key, rule in spec["typed_keys"].items():
-        if config is None or (key not in config and not rule.get("unset_is_false")):
-            continue
+        if config is None or (key not in config and (not rule.get("unset_is_false") or fragment is not None)):
+            continue  # a pasted piece may leave out keys the rest of the values set: an unset one is not known
         value = config.get(key)
         if rule.get("switch"):
             launch.args.append(Arg(rule["flag"] if value else rule["no_flag"], None, values_key=key))
@@ -97,13 +105,35 @@ def render_values(launch: Launch, render_command: Callable[[Launch], str]) -> st
     if not launch.fixed:
         return render_command(_as_command(launch))
     now, before = _key_values(launch), launch.values_original or {}
-    lines = [HEADER]
+    lines = [fragment_header(launch.values_fragment)]
     for key in [*before, *(k for k in now if k not in before)]:
         if now.get(key) != before.get(key):
-            lines.append(f"{launch.values_path}.{key}: {_yaml_value(now.get(key))}")
+            lines.append(f"{key_path(launch, key)}: {_yaml_value(now.get(key))}")
     for key, value in launch.values_set.items():
-        lines.append(f"{launch.values_path}.{key}: {_yaml_value(value)}")
+        lines.append(f"{key_path(launch, key)}: {_yaml_value(value)}")
     return "\n".join(lines)
+
+
+def key_path(launch: Launch, key: str) -> str:
+    """Where a key of the model's entry is written: its full path in the values, or, where only a piece of them
+    was pasted (`extraArgs: [...]`), its path from the piece's top when the key is in the piece."""
+    return relative_path(f"{launch.values_path}.{key}", launch.values_fragment)
+
+
+def relative_path(path: str, fragment: str | None) -> str:
+    """`path` from the pasted piece's top (`fragment`), when it is below it; else as it is.
+
+    >>> relative_path("servingEngineSpec.modelSpec[0].vllmConfig.extraArgs", "servingEngineSpec.modelSpec[0].vllmConfig")
+    'extraArgs'
+    """
+    return path[len(fragment) + 1:] if fragment and path.startswith(fragment + ".") else path
+
+
+def fragment_header(fragment: str | None) -> str:
+    """The header over values keys: where the pasted piece sits, when it was only a piece."""
+    if not fragment:
+        return HEADER
+    return HEADER.replace("# values.yaml: set these keys", f"# values.yaml, in the piece you pasted ({fragment}): set these keys")
 
 
 def set_key(launch: Launch, key: str, value: Any) -> None:
@@ -118,14 +148,15 @@ def set_key(launch: Launch, key: str, value: Any) -> None:
         launch.values_set = {**launch.values_set, key: value}
 
 
-def values_lines(settings: dict[str, Any]) -> str:
+def values_lines(settings: dict[str, Any], fragment: str | None = None) -> str:
     """Values keys to set, each at its full key path, under the header that says how to apply them.
 
     >>> print(values_lines({"servingEngineSpec.startupProbe.failureThreshold": 180}))
     # values.yaml: set these keys (then helm upgrade <release> vllm/vllm-stack -f values.yaml; or pass each with --reuse-values --set)
     servingEngineSpec.startupProbe.failureThreshold: 180
     """
-    return "\n".join([HEADER, *(f"{path}: {_yaml_value(value)}" for path, value in settings.items())])
+    return "\n".join([fragment_header(fragment),
+                      *(f"{relative_path(path, fragment)}: {_yaml_value(value)}" for path, value in settings.items())])
 
 
 def set_value_paths(values: dict, fragment: str) -> dict:
@@ -176,7 +207,8 @@ def _key_values(launch: Launch) -> dict[str, Any]:
         elif goes_typed and arg.flag in no_flags:
             keys[f"vllmConfig.{no_flags[arg.flag]}"] = False
         else:
-            extra += [arg.spelled] if arg.value is None else [arg.spelled, arg.value]
+            extra += [arg.spelled] if arg.value is None else (
+                [f"{arg.spelled}={arg.value}"] if arg.equals else [arg.spelled, arg.value])
     if extra or launch.values_original and f"vllmConfig.{spec['extra_args_key']}" in launch.values_original:
         keys[f"vllmConfig.{spec['extra_args_key']}"] = extra
     if launch.env or launch.env_from_elsewhere:  # modelSpec[].env: the container's env entries, a list set whole
@@ -191,12 +223,17 @@ def _as_command(launch: Launch) -> Launch:
 
 
 def _first_model(text: str) -> tuple[dict | None, int]:
+    return _model_entry(_loaded(text))
+
+
+def _model_entry(values: Any, model_needed: bool = True) -> tuple[dict | None, int]:
+    """The first model entry (with its modelURL; a pasted piece of the values may lack it: `model_needed`)."""
     spec = chart()
-    node: Any = _loaded(text)
+    node: Any = values
     for step in spec["entries"]:
         node = node.get(step) if isinstance(node, dict) else None
     for index, entry in enumerate(node if isinstance(node, list) else []):
-        if isinstance(entry, dict) and isinstance(entry.get(spec["model_key"]), str):
+        if isinstance(entry, dict) and (isinstance(entry.get(spec["model_key"]), str) or not model_needed):
             return entry, index
     return None, 0
 

@@ -223,7 +223,9 @@ def _spec(container: dict, entrypoint_serves) -> ContainerSpec | None:
     image = container.get("image") if isinstance(container.get("image"), str) else None
     words = [str(w) for w in (command or []) + (args or [])]
     if not command:
-        if image is None or not entrypoint_serves(image):
+        if image is None and not (set(container) <= set(_CONTAINER_KEYS) and vllm_words(words)):
+            return None
+        if image is not None and not entrypoint_serves(image):
             return None
         words = ["vllm", "serve", *words]
     if not any("vllm" in w for w in words[:4]):
@@ -239,6 +241,22 @@ def _spec(container: dict, entrypoint_serves) -> ContainerSpec | None:
         elif isinstance(entry, dict) and "name" in entry:
             spec.env_from_elsewhere.append(entry)
     return spec
+
+
+def vllm_words(words: list[str]) -> bool:
+    """Whether a bare `args:` list (pasted without its container: no image, no command) is vLLM's: two flags of
+    vLLM's engine arguments at least, or `--model` (one `--port` is any server's).
+
+    >>> vllm_words(["--model", "m"]), vllm_words(["--tensor-parallel-size", "2", "--max-model-len", "4096"])
+    (True, True)
+    >>> vllm_words(["--port", "8080"]), vllm_words(["--routing-logic", "roundrobin", "--port", "80"])
+    (False, False)
+    """
+    from .launch import canonical_flag
+    from .releases import flag_entry
+
+    flags = {canonical_flag(w.split("=", 1)[0]) for w in words if w.startswith("--")}
+    return "--model" in flags or len([f for f in flags if flag_entry(f) is not None]) >= 2
 
 
 def render_container(image: str | None, command: list[str] | None, args: list[str], env: list[tuple[str, str]],

@@ -93,6 +93,7 @@ class Launch:
     values_path: str | None = None  # read from Helm values: the model's entry (`servingEngineSpec.modelSpec[0]`)
     values_original: dict[str, Any] = field(default_factory=dict)  # the keys as read, to print only what a fix changes
     values_set: dict[str, Any] = field(default_factory=dict)  # other keys a fix sets (`shmSize`), below values_path
+    values_fragment: str | None = None  # only a piece of the values was pasted: the key path its top stands at
     compose_forms: tuple[str, str, tuple[str, ...]] | None = None  # a compose service's command and environment forms
     model_via_env: str | None = None  # the model came from a variable, with the arguments in it
     model_via_raw: str | None = None

@@ -22,6 +22,7 @@ from .arguments import entrypoint_serves, looks_like_option, parse_vllm_args
 from .service_units import is_unit_text, split_unit
 from .compose import looks_like_compose, parse_compose
 from .docker_inspect import looks_like_docker_inspect, parse_docker_inspect
+from .helm_fragment import looks_like_fragment, parse_fragment
 from .helm_values import looks_like_values, parse_values
 from .keyed_forms import looks_like_keyed, parse_keyed
 from .kserve import looks_like_inference_service, parse_inference_service
@@ -77,6 +78,8 @@ def parse_launch(text: str) -> Launch | None:
         return _parse_unit(stripped)
     if looks_like_values(stripped):
         return parse_values(text)
+    if looks_like_fragment(stripped) and (piece := parse_fragment(text)) is not None:
+        return piece
     if looks_like_docker_inspect(stripped) and (inspected := parse_docker_inspect(stripped, argv_launch)) is not None:
         return inspected
     if looks_like_keyed(stripped) and (keyed := parse_keyed(text)) is not None:
