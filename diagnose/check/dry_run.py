@@ -10,6 +10,7 @@ as verify bounds it (`VLLM_CPU_KVCACHE_SPACE`).
 
 from __future__ import annotations
 
+import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,7 @@ from ..verify.candidates import diagnosis_summary
 from ..verify.isolation import empty_folder
 from ..verify.allowlist import sanitize
 from ..verify.policy import LaunchRefused
-from ..verify.preflight import CPU_KV_ENV, CpuKv, check_vllm, cpu_kv_setting
+from ..verify.preflight import CPU_KV_ENV, CpuKv, bounded_cpu_kv, check_vllm, cpu_kv_setting
 from ..verify.process import FatalWatcher, Probe, run_attempt
 from .estimate import picture
 
@@ -94,7 +95,15 @@ def dry_run(target, ruleset: RuleSet, python: str | None, timeout_s: float, allo
     running = apply_changes(launch, changes)
     shown_env = passed_env(running, allow_env)
     estimated = target.with_changes(changes)
-    if install is not None and install.cpu and launch.env_value(CPU_KV_ENV) is None:
+    note: str | None = None
+    if install is not None and install.cpu and CPU_KV_ENV in os.environ:  # the operator's own always wins
+        env[CPU_KV_ENV] = os.environ[CPU_KV_ENV]
+    elif install is not None and install.cpu and CPU_KV_ENV in env:  # the launch's, bounded as verify's own is
+        env[CPU_KV_ENV], note = bounded_cpu_kv(env[CPU_KV_ENV])
+        if note:
+            shown_env = [(CPU_KV_ENV, env[CPU_KV_ENV]), *((k, v) for k, v in shown_env if k != CPU_KV_ENV)]
+            notes.append(note)
+    elif install is not None and install.cpu:
         bound = picture(estimated).kv_bytes_per_token
         model = target.model
         env[CPU_KV_ENV], note = cpu_kv_setting(CpuKv(bound, launch.model or "the model",

@@ -3,7 +3,8 @@
 A ticket here is a light reference (an id and where its text lives); the text
 is read later, in the worker that diagnoses it, so a batch of 10,000 tickets
 never sits in memory at once. Only regular files are read: a FIFO, socket or
-device among the tickets becomes a ticket with an error. A record that cannot be read becomes a ticket
+device among the tickets becomes a ticket with an error, and so does a symbolic link in a folder that points
+outside it. A record that cannot be read becomes a ticket
 that carries its error, so one bad ticket never stops the batch.
 
 >>> dotted_get({"fields": {"body": "log", "tags": ["a", "b"]}}, "fields.tags.1")
@@ -95,7 +96,11 @@ def count_and_list(paths: tuple[str, ...], fields: JsonlFields) -> tuple[int, It
         if os.path.isdir(given):
             for path in _ticket_files(given):
                 relative = shown_name(Path(path).relative_to(given).as_posix())
-                if path.lower().endswith(EXPORT_SUFFIX):
+                if outside := _links_outside(path, given):
+                    plan.append(("error", f"a symbolic link to {outside} (outside the folder {given}); not read",
+                                 relative))
+                    total += 1
+                elif path.lower().endswith(EXPORT_SUFFIX):
                     plan.append(("jsonl", path, relative))
                     inferred[path] = _inferred_fields(path, fields)
                     total += _count_records(path)
@@ -130,6 +135,20 @@ def _ticket_files(folder: str) -> list[str]:
     return sorted(found, key=lambda p: Path(p).as_posix())
 
 
+def _links_outside(path: str, folder: str) -> str | None:
+    """Where a ticket file of `folder` that is a symbolic link points, when that is outside the folder (an unpacked
+    bundle's `t.log -> /etc/shadow` is not the customer's text, and is not read), else None.
+
+    >>> import tempfile; d = tempfile.mkdtemp(); os.symlink("/etc/hostname", d + "/t.log")
+    >>> _links_outside(d + "/t.log", d), _links_outside(d + "/none.log", d)
+    ('/etc/hostname', None)
+    """
+    if not os.path.islink(path):
+        return None
+    target, inside = os.path.realpath(path), os.path.realpath(folder)
+    return None if os.path.commonpath([target, inside]) == inside and target != inside else target
+
+
 def _count_records(path: str) -> int:
     with open_regular(path, ".jsonl file") as handle:
         return sum(1 for line, _ in _bounded_lines(handle, MAX_RECORD_BYTES) if line.strip())
@@ -155,6 +174,8 @@ def _iterate(plan: list[tuple[str, str, str]], fields: JsonlFields,
         if kind == "jsonl":
             own, note = inferred.get(path) or (fields, None)
             yield from jsonl_tickets(path, own, ticket_id, note)
+        elif kind == "error":  # `path` holds why the file is not read
+            yield Ticket(id=ticket_id, error=path)
         else:
             yield Ticket(id=ticket_id, path=path)
 

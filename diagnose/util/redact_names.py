@@ -21,9 +21,12 @@ from .redact_screen import literal_search, name_words, required_literals
 
 MASK = "[REDACTED]"
 
+# The separator after a name: `=`, `:`, blanks; after a quoted name also a subscript's `]` (`os.environ["HF_TOKEN"]
+# = …`) and a call's comma before a quoted value (`os.environ.setdefault("HF_TOKEN", "…")`, `os.putenv('HF_TOKEN',
+# '…')`: mask_keyed_values takes the comma only after the call's opening parenthesis).
 _KEY_SEP = lazy(
     r"(?<![\w.\-])(?P<key>-{0,2}[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P<close>\\?[\"']?)"
-    r"(?P<sep>[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
+    r"(?P<sep>(?<=[\"'])\][ \t]{0,3}=(?!=)[ \t]{0,3}|(?<=[\"'])[ \t]{0,3},[ \t]{0,3}(?=\\?[\"'])|[ \t]{0,3}[:=][ \t]{0,3}|[ \t]{1,3})"
 )
 _BARE = r"[^\s\"'`&<>|]{1,1024}"  # a value written without quotes: up to a blank, a quote or a shell operator
 _VALUE = lazy(
@@ -162,7 +165,10 @@ def mask_keyed_values(text: str) -> str:
         is_flag = key.startswith("-")
         if not is_secret_name(key):
             continue
-        if not (is_flag or sep.strip()):  # `name VALUE`: only a value of a secret's own shape
+        if "," in sep and not text[:max(match.start() - 1, 0)].rstrip(" \t").endswith("("):
+            continue  # `, ` only after a call's first argument (`setdefault("HF_TOKEN", …)`), not in a list or object
+        if not (is_flag or sep.strip() or "\t" in sep):  # `name VALUE`: only a value of a secret's own shape
+            # (a tab is a column separator, as `=` is: `HF_TOKEN<TAB>value` in a table of variables)
             bare = _BARE_VALUE.match(text, match.end())
             if bare is None or not _TOKENISH.fullmatch(bare.group(0).rstrip(_TRAILING)):
                 continue

@@ -11,6 +11,7 @@ timeout.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -45,7 +46,8 @@ from .allowlist import sanitize
 from .candidates import candidates_of, diagnosis_summary, primary_of
 from .isolation import empty_folder
 from .policy import LaunchRefused, machine_failure
-from .preflight import CPU_KV_ENV, CpuKv, check_model_here, check_vllm, cpu_kv_for, cpu_kv_setting
+from .preflight import (CPU_KV_ENV, CpuKv, bounded_cpu_kv, check_model_here, check_vllm, cpu_kv_for,
+                        cpu_kv_setting)
 from .process import AttemptRun, FatalWatcher, Probe, run_attempt
 from .result import Attempt, Candidate, VerifyOptions, VerifyResult
 
@@ -223,8 +225,14 @@ def _prepare(number: int, launch: Launch, fixed: Launch, candidate: Candidate, o
     attempt.notes = [*(n for n in build_notes if n not in said), *notes]
     shown_env = passed_env(fixed, options.allow_env)
     running = apply_changes(launch, changes)
-    if target.cpu_kv is not None and running.env_value(CPU_KV_ENV) is None:  # a fix that sets it is tried as it is
+    note: str | None = None
+    if CPU_KV_ENV in os.environ:  # the operator's own setting always wins over the launch's
+        env[CPU_KV_ENV] = os.environ[CPU_KV_ENV]
+    elif target.cpu_kv is not None and CPU_KV_ENV not in env:
         env[CPU_KV_ENV], note = cpu_kv_setting(target.cpu_kv, running)
+    elif target.cpu_kv is not None and f"env:{CPU_KV_ENV}" not in changes:  # a fix's own value is tried as it is;
+        env[CPU_KV_ENV], note = bounded_cpu_kv(env[CPU_KV_ENV])  # the launch's is bounded as verify's own is
+    if note:
         shown_env = [(CPU_KV_ENV, env[CPU_KV_ENV]), *((k, v) for k, v in shown_env if k != CPU_KV_ENV)]  # said once
         attempt.notes.append(note)
     attempt.ran = shown_command(argv, shown_env)

@@ -142,8 +142,9 @@ class CpuKv:
 
 
 def cpu_kv_for(outcome, launch, install: VllmInstall | None) -> CpuKv | None:
-    """Bound the KV cache only for a CPU build, and never over the operator's or the launch's own setting."""
-    if install is None or not install.cpu or CPU_KV_ENV in os.environ or launch.env_value(CPU_KV_ENV) is not None:
+    """Bound the KV cache only for a CPU build, and never over the operator's own setting (the launch's is bounded
+    as verify's own is: `bounded_cpu_kv`)."""
+    if install is None or not install.cpu or CPU_KV_ENV in os.environ:
         return None
     from ..model.memory import kv_bytes_per_token
 
@@ -171,6 +172,35 @@ def cpu_kv_setting(cpu_kv: CpuKv, running) -> tuple[str, str]:
     return str(gib), note
 
 
+def bounded_cpu_kv(value: str) -> tuple[str, str | None]:
+    """The launch's (or a fix's) own VLLM_CPU_KVCACHE_SPACE, at most what verify would take of this host's memory
+    (a ticket does not choose how much of the verifying machine the child takes), and the note when it was cut.
+
+    >>> bounded_cpu_kv("1")
+    ('1', None)
+    >>> bounded_cpu_kv("10000000")[0] == str(cpu_kv_cache_cap_gib())
+    True
+    """
+    cap = cpu_kv_cache_cap_gib()
+    try:
+        asked = int(value)
+    except ValueError:
+        return value, None  # the environment policy passed only an int; vLLM reads anything else as its default
+    if asked <= cap:
+        return value, None
+    return str(cap), (f"CPU build of vLLM: the launch's {CPU_KV_ENV}={asked} is bounded to {cap} GiB, what verify "
+                      f"takes of this host's memory at most; set {CPU_KV_ENV} yourself to choose")
+
+
+def cpu_kv_cache_cap_gib() -> int:
+    """The most GiB of KV cache verify gives a CPU build: a share of the memory available now."""
+    import psutil
+
+    table = policy()["cpu_kv_cache"]
+    return max(int(table["min_gib"]), math.floor(psutil.virtual_memory().available / GIB
+                                                 * float(table["max_share_of_available"])))
+
+
 def cpu_kv_cache_gib(kv_bytes_per_token: int | None, max_len_tokens: int | None, available_gib: float) -> int:
     """GiB of KV cache for a CPU build: one sequence of `max_len_tokens` with headroom, capped by available memory."""
     table = policy()["cpu_kv_cache"]
@@ -182,4 +212,4 @@ def cpu_kv_cache_gib(kv_bytes_per_token: int | None, max_len_tokens: int | None,
     return max(int(table["min_gib"]), min(math.ceil(wanted), cap))
 
 
-__all__ = ["CPU_KV_ENV", "CpuKv", "VllmInstall", "check_model_here", "check_vllm", "cpu_kv_cache_gib", "cpu_kv_for", "cpu_kv_setting"]
+__all__ = ["CPU_KV_ENV", "CpuKv", "VllmInstall", "bounded_cpu_kv", "check_model_here", "check_vllm", "cpu_kv_cache_gib", "cpu_kv_for", "cpu_kv_setting"]
