@@ -68,6 +68,20 @@ def test_the_growth_check_flags_b1_and_passes_its_fix():
     assert not measured(B1_FIXED).super_linear
 
 
+def test_a_slow_machine_flags_no_linear_pattern_and_still_flags_a_quadratic_one():
+    """The decision is on growth, not on seconds: a linear pattern on a machine 40 times slower (both searches slow
+    alike, the longer one past a second) is not flagged; a longer search that ran out of a budget far past linear is
+    (the CI failure of a loaded machine, when the longer search's one-second timeout decided alone)."""
+    from diagnose.authoring.pattern_growth import BUDGET_S, GROWTH, Growth, long_budget
+
+    assert not Growth(0.3, 2.4, "").super_linear  # x8: linear, however slow
+    assert Growth(0.02, 0.9, "").super_linear  # x45 past the floor
+    budget = long_budget(0.3)
+    assert budget >= 0.3 * GROWTH and Growth(0.3, budget, "", long_ran_out=True).super_linear
+    assert not Growth(0.5, 10.0, "", long_ran_out=True).super_linear  # the cap: x20 proves no growth past x24
+    assert Growth(BUDGET_S, BUDGET_S, "").super_linear  # 512 characters alone ran out
+
+
 def test_rules_lint_reports_a_user_rule_with_the_b1_shape(tmp_path):
     from diagnose.authoring.lint import lint
     from diagnose.knowledge.loader import load_rule_files, rule_files

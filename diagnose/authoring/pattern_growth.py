@@ -6,8 +6,10 @@ the pattern needs is missing, so the literal is what makes a quadratic search sh
 `SIZE` and at `FACTOR` × `SIZE` characters, with the engine's own timeout as the budget: a linear pattern takes
 about 8 times as long on the longer input (the slowest bundled one, a catalogue alternation, about 0.2 s at 4 KB),
 a quadratic one 64 times. A pattern is flagged when the longer search passes `FLOOR_S` and grows over `GROWTH`
-times (min of `TRIES`), or when it runs out of `BUDGET_S`: generous margins both ways, and no absolute time is
-asserted for a linear pattern.
+times (min of `TRIES`), when the shorter search alone runs out of `BUDGET_S`, or when the longer one runs out of
+its budget: `HEADROOM` × `GROWTH` times the shorter search's (at least `BUDGET_S`, at most `CAP_S`). The longer
+search's budget is relative, so a loaded or slow machine, which slows both searches alike, flags nothing linear:
+no absolute time decides a linear pattern.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ FACTOR = 8
 GROWTH = 24.0  # linear: 8; quadratic: 64
 FLOOR_S = 0.02  # below this the longer search is fast whatever its growth (noise and constant costs dominate)
 BUDGET_S = 1.0
+HEADROOM = 2.0
+CAP_S = 10.0
 TRIES = 3
 MAX_INPUTS = 24
 _BREAKERS = "\n\x01~ x"
@@ -36,6 +40,7 @@ class Growth:
     short_s: float
     long_s: float
     sample: str
+    long_ran_out: bool = False  # the longer search hit its budget: long_s is a lower bound
 
     @property
     def ratio(self) -> float:
@@ -43,7 +48,16 @@ class Growth:
 
     @property
     def super_linear(self) -> bool:
-        return self.long_s >= BUDGET_S or (self.long_s >= FLOOR_S and self.ratio > GROWTH)
+        if self.short_s >= BUDGET_S:
+            return True
+        if self.long_ran_out and self.ratio > GROWTH:  # a lower bound on the growth already past it
+            return True
+        return self.long_s >= FLOOR_S and self.ratio > GROWTH
+
+
+def long_budget(short_s: float) -> float:
+    """The longer search's timeout: far past what a linear pattern needs after the shorter search took short_s."""
+    return min(CAP_S, max(BUDGET_S, short_s * GROWTH * HEADROOM))
 
 
 def adversarial_inputs(pattern: str) -> list[tuple[str, str, str]]:
@@ -67,10 +81,13 @@ def growth(compiled: Any, pattern: str, size: int = SIZE) -> Growth:
     for lead, char, tail in adversarial_inputs(pattern):
         short = lead + char * size + tail
         long = lead + char * (FACTOR * size) + tail
-        measured = Growth(_seconds(compiled, short), _seconds(compiled, long), (lead + char * 8 + "…" + tail)[:80])
+        sample = (lead + char * 8 + "…" + tail)[:80]
+        measured = _measure(compiled, short, long, sample)
         if measured.super_linear:  # confirm with the fastest of a few tries: one slow try is the machine, not the pattern
-            measured = Growth(min(measured.short_s, *(_seconds(compiled, short) for _ in range(TRIES - 1))),
-                              min(measured.long_s, *(_seconds(compiled, long) for _ in range(TRIES - 1))), measured.sample)
+            tries = [measured, *(_measure(compiled, short, long, sample) for _ in range(TRIES - 1))]
+            short_s = min(t.short_s for t in tries)
+            fastest = min(tries, key=lambda t: t.long_s)
+            measured = Growth(short_s, fastest.long_s, sample, fastest.long_ran_out)
         if measured.super_linear:
             return measured  # one input is enough to flag the pattern
         if measured.long_s > worst.long_s:
@@ -78,13 +95,20 @@ def growth(compiled: Any, pattern: str, size: int = SIZE) -> Growth:
     return worst
 
 
-def _seconds(compiled: Any, text: str) -> float:
+def _measure(compiled: Any, short: str, long: str, sample: str) -> Growth:
+    short_s, _ = _seconds(compiled, short, BUDGET_S)
+    long_s, ran_out = _seconds(compiled, long, long_budget(short_s))
+    return Growth(short_s, long_s, sample, ran_out)
+
+
+def _seconds(compiled: Any, text: str, budget: float) -> tuple[float, bool]:
+    """Seconds the search took, and whether it ran out of the budget (then the budget is the seconds)."""
     start = time.perf_counter()
     try:
-        compiled.search(text, timeout=BUDGET_S)
+        compiled.search(text, timeout=budget)
     except TimeoutError:
-        return BUDGET_S
-    return time.perf_counter() - start
+        return budget, True
+    return time.perf_counter() - start, False
 
 
 def _chars(name: str, av: Any) -> list[str]:
