@@ -19,7 +19,8 @@ Inputs, generated deterministically into a temporary folder and deleted afterwar
 Each vdiag run is checked (exit status, a JSON report on stdout); a tool that does not run, or an export with no
 patterns, stops the benchmark with an error rather than timing a no-op. Engines: `aho-corasick` (what installs
 everywhere; `VDIAG_NO_ACCEL=1`) and `hyperscan` (the `accel` extra), when vdiag's interpreter has it.
-Start-up is compared with the same interpreter's `-c pass`.
+Start-up is compared with the same interpreter's `-c pass`, on a crash log a rule places and on short pastes
+no rule places (half an error line, an issue title: they read the fragment index of every message).
 
 `--big` (see bench_inputs.py for how each is made): the month-long log of a serving vLLM that ends in a CUDA OOM, as
 plain text, journal text, docker json-file, `journalctl -o json` and through a pipe; a crash loop (one real failing
@@ -239,6 +240,26 @@ def timed(argv: list[str], env: dict | None = None) -> tuple[float, float]:
     return seconds, usage.ru_utime + usage.ru_stime
 
 
+# Pastes no rule's wording places (the common case of a real excerpt): the first paste of that kind reads the
+# fragment index of every message (diagnosis.fallbacks), which a crash log no rule misses never needs.
+UNPLACED = {"half line": "ValueError: max_num_seqs (1024) exceeds available Mamba\n",
+            "title": "vLLM fails to start: Model architectures are not supported for now on my cluster\n"}
+
+
+def unplaced_pastes(workdir: Path) -> list[tuple[str, Path]]:
+    """The UNPLACED pastes as files, each checked to be placed by no rule (else its figure would time a rule)."""
+    found = []
+    for name, text in UNPLACED.items():
+        path = workdir / f"unplaced-{len(found)}.txt"
+        path.write_text(text, encoding="utf-8")
+        run_vdiag([str(path)], {}, workdir)
+        report = json.loads((workdir / "report.json").read_text())
+        if any(d.get("basis") == "rule" for d in report["diagnoses"]):
+            raise BenchError(f"a rule places the paste {text.strip()!r} now: choose one no rule places")
+        found.append((name, path))
+    return found
+
+
 def startup(runs: int, workdir: Path) -> None:
     # as a pip install leaves it: every module byte-compiled (the child may not write .pyc files itself)
     run([PYTHON, "-m", "compileall", "-q", str(ROOT / "diagnose")], ok=(0,))
@@ -255,7 +276,9 @@ def startup(runs: int, workdir: Path) -> None:
     cases = [("json, typical crash log", ["--format", "json"], TYPICAL, False),
              ("text, typical crash log", ["--format", "text"], TYPICAL, False),
              ("json, a real 1 MiB log", ["--format", "json"], one_mb, False),
-             ("json, cold cache", ["--format", "json"], TYPICAL, True)]
+             ("json, cold cache", ["--format", "json"], TYPICAL, True),
+             *((f"json, unplaced {name}", ["--format", "json"], path, False)
+               for name, path in unplaced_pastes(workdir))]
     for label, fmt, log, cold in cases:
         timed([*VDIAG, *fmt, "--no-gpu", str(log)])  # warm the cache and the page cache
         times = []

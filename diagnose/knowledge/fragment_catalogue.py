@@ -15,21 +15,75 @@ from typing import Iterable
 
 from .message_fragments import FragmentIndex, template_parts, words
 
+SHIPPED_INDEX = "generated/fragment_index.json"  # scripts/build_fragment_index.py
+# what the index is made of besides the rules' patterns: the shipped tables hold while these are as they were
+INDEX_SOURCES = ("vllm_messages.json", "generated/vllm_quiet_messages.json", "wrapper_messages.json",
+                 "component_errors.yaml", "cuda_errors.yaml")
+
 
 @lru_cache(maxsize=4)
 def catalogue_index(patterns: tuple[tuple[str, str, str], ...] = ()) -> FragmentIndex:
-    """The index over vLLM's messages, built on first use (only a paste no rule placed needs it): the error
-    catalogue, and the messages vLLM logs below ERROR (`quiet`: a piece that fits one of them as well as an error
-    is no evidence of the error); the components' error wordings; and, given the rules' error patterns as (rule id,
-    category, regex), the messages they spell out (knowledge.pattern_templates)."""
+    """The index over vLLM's messages, on first use (only a paste no rule placed needs it): the error catalogue,
+    and the messages vLLM logs below ERROR (`quiet`: a piece that fits one of them as well as an error is no
+    evidence of the error); the components' error wordings; the launchers' messages; and, given the rules' error
+    patterns as (rule id, category, regex), the messages they spell out (knowledge.pattern_templates).
+
+    Read from data/generated/fragment_index.json where that was made from these sources and patterns (the bundled
+    rules'); built here only for other rules (a user's rule folder) or a source changed since."""
+    shipped = _shipped_index(patterns)
+    return shipped if shipped is not None else FragmentIndex([*_vllm_entries(), *other_entries(patterns)])
+
+
+def index_data(patterns: tuple[tuple[str, str, str], ...]) -> dict:
+    """What data/generated/fragment_index.json holds for these patterns: the digest of its sources, the entries
+    that are not read from vLLM's message tables, and the index's tables."""
+    others = other_entries(patterns)
+    return {"sources": sources_digest(patterns), "entries": others,
+            "tables": FragmentIndex([*_vllm_entries(), *others]).tables()}
+
+
+def sources_digest(patterns: tuple[tuple[str, str, str], ...]) -> str:
+    """sha256 of the rules' patterns and of the data files the index is made of (INDEX_SOURCES), by content."""
+    import hashlib
+    import json
+
+    from ..util.datafiles import DATA_DIR
+
+    digest = hashlib.sha256(json.dumps(patterns).encode())
+    for name in INDEX_SOURCES:
+        digest.update(f"\0{name}\0".encode())
+        digest.update((DATA_DIR / name).read_bytes())
+    return digest.hexdigest()
+
+
+def _shipped_index(patterns: tuple[tuple[str, str, str], ...]) -> FragmentIndex | None:
+    """The index from the shipped tables, or None where they were made of other sources or patterns."""
     from ..util.datafiles import load_json
-    from .pattern_templates import rule_pattern_entries
+
+    try:
+        shipped = load_json(SHIPPED_INDEX)
+        if shipped.get("sources") != sources_digest(patterns):
+            return None
+        return FragmentIndex([*_vllm_entries(), *shipped["entries"]], shipped["tables"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _vllm_entries() -> list[dict]:
+    """vLLM's error catalogue, then the messages it logs below ERROR (`quiet`)."""
+    from ..util.datafiles import load_json
 
     quiet = ({"template": m["template"], "category": None, "startup": False, "quiet": True}
              for m in load_json("generated/vllm_quiet_messages.json")["messages"])
-    messages = load_json("vllm_messages.json")["messages"]
-    return FragmentIndex([*messages, *quiet, *component_messages(), *wrapper_messages(),
-                          *_not_vllm_s(rule_pattern_entries(patterns))])
+    return [*load_json("vllm_messages.json")["messages"], *quiet]
+
+
+def other_entries(patterns: tuple[tuple[str, str, str], ...]) -> list[dict]:
+    """The index's entries after vLLM's: the components' wordings, the launchers' messages, and the rules'
+    messages that are not vLLM's own."""
+    from .pattern_templates import rule_pattern_entries
+
+    return [*component_messages(), *wrapper_messages(), *_not_vllm_s(rule_pattern_entries(patterns))]
 
 
 @lru_cache(maxsize=1)
@@ -96,4 +150,5 @@ def component_messages() -> tuple[dict, ...]:
     return tuple(found.values())
 
 
-__all__ = ["catalogue_index", "component_messages", "wrapper_messages"]
+__all__ = ["INDEX_SOURCES", "SHIPPED_INDEX", "catalogue_index", "component_messages", "index_data",
+           "other_entries", "sources_digest", "wrapper_messages"]

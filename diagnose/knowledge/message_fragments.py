@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from ..util.lazy_pattern import lazy
 
@@ -71,37 +71,53 @@ class FragmentMatch:
 
 
 class FragmentIndex:
-    """Word pairs of every template, each with the templates it occurs in and its rarity."""
+    """Word pairs of every template, each with the templates it occurs in and its rarity.
 
-    def __init__(self, entries: Iterable[dict]):
-        self.entries: list[dict] = []
-        self._fixed_words: list[int] = []
-        self._pairs: dict[tuple[str, str], list[int]] = {}
-        self._gapped: dict[tuple[str, str], list[int]] = {}  # pairs across a placeholder
-        self._words: dict[str, list[int]] = {}
-        self._parts: list[list[list[str]]] = []
-        for entry in entries:
-            template = entry.get("template")
-            if not isinstance(template, str):
-                continue
-            number = len(self.entries)
-            self.entries.append(entry)
-            parts = template_parts(template)
-            self._parts.append(parts)
-            self._fixed_words.append(sum(len(p) for p in parts))
-            for pair in {pair for part in parts for pair in zip(part, part[1:])}:
-                self._pairs.setdefault(pair, []).append(number)
-            for word in {word for part in parts for word in part}:
-                self._words.setdefault(word, []).append(number)
-            spans = [(before[-1], after[0]) for before, after in zip(parts, parts[1:]) if before and after]
-            for pair in set(spans):
-                self._gapped.setdefault(pair, []).append(number)
+    Pairs are keyed "word word" (a word has no space). `tables()` is the index as JSON-able data, and
+    `FragmentIndex(entries, tables)` takes it back for the same entries without reading a template
+    (data/generated/fragment_index.json holds the shipped index's, so a paste no rule placed builds nothing).
+    """
+
+    def __init__(self, entries: Iterable[dict], tables: dict | None = None):
+        self.entries: list[dict] = [entry for entry in entries if isinstance(entry.get("template"), str)]
+        if tables is None:
+            tables = _tables(self.entries)
+        elif len(tables["fixed_words"]) != len(self.entries):
+            raise ValueError("the index's tables are of other entries")
+        else:
+            tables = {name: table if name == "fixed_words" else _Packed(table) for name, table in tables.items()}
+        self._fixed_words: list[int] = tables["fixed_words"]
+        self._pairs: Mapping[str, list[int]] = tables["pairs"]
+        self._gapped: Mapping[str, list[int]] = tables["gapped"]  # pairs across a placeholder
+        self._rare: Mapping[str, list[int]] = tables["rare_words"]  # words in at most RARE_WORD_TEMPLATES templates
+        self._parts: dict[int, list[list[str]]] = {}  # the templates start_run follows, as it needs them
+        self._rarities: dict[str, float] = {}
         self._numbers = {id(entry): number for number, entry in enumerate(self.entries)}
-        total = max(len(self.entries), 1)
-        self._rarity = {pair: math.log(total / len(found)) for table in (self._pairs, self._gapped)
-                        for pair, found in table.items()}
-        self._rare_words = {word: (found, RARE_WORD_WEIGHT * math.log(total / len(found)))
-                            for word, found in self._words.items() if len(found) <= RARE_WORD_TEMPLATES}
+        self._total = max(len(self.entries), 1)
+
+    def tables(self) -> dict:
+        """The index's tables as JSON-able data, the keys sorted; each key's templates (their numbers, in entry
+        order) are one string, "3 17 402", which costs a reader less than a list and is read only when used.
+
+        >>> index = FragmentIndex([{"template": "CUDA out of memory"}, {"template": "out of memory: {n} GiB free"}])
+        >>> index.tables()["pairs"]
+        {'cuda out': '0', 'gib free': '1', 'of memory': '0 1', 'out of': '0 1'}
+        >>> FragmentIndex(index.entries, index.tables()).best("Error: out of memory: 2 GiB").entry["template"]
+        'out of memory: {n} GiB free'
+        """
+        return {"fixed_words": list(self._fixed_words),
+                **{name: dict(sorted((key, " ".join(map(str, table[key]))) for key in table)) for name, table in
+                   (("pairs", self._pairs), ("gapped", self._gapped), ("rare_words", self._rare))}}
+
+    def _rarity(self, key: str) -> float | None:
+        """How rare a pair is: log(templates / templates holding it), across a placeholder where it spans one."""
+        rarity = self._rarities.get(key)
+        if rarity is None:
+            found = self._gapped.get(key) or self._pairs.get(key)
+            if not found:
+                return None
+            rarity = self._rarities[key] = math.log(self._total / len(found))
+        return rarity
 
     def matches(self, text: str) -> list[FragmentMatch]:
         """Every template the text shares a word pair with, the most telling first."""
@@ -111,9 +127,7 @@ class FragmentIndex:
         peak: dict[int, float] = {}
         seen: dict[int, dict[tuple[str, str], float]] = {}
 
-        def count(pair: tuple[str, str], numbers: Sequence[int], positions: tuple[int, ...],
-                  rarity: float | None = None) -> None:
-            rarity = self._rarity[pair] if rarity is None else rarity
+        def count(pair: tuple[str, str], numbers: Sequence[int], positions: tuple[int, ...], rarity: float) -> None:
             for number in numbers:
                 pairs = seen.setdefault(number, {})
                 covered.setdefault(number, set()).update(positions)
@@ -123,19 +137,19 @@ class FragmentIndex:
                     peak[number] = max(peak.get(number, 0.0), rarity)
 
         for word in found:
-            rare = self._rare_words.get(word)
-            if rare is not None:
-                count((word, ""), rare[0], (), rare[1])  # weight, not coverage: words are counted in pairs
+            rare = self._rare.get(word)
+            if rare is not None:  # weight, not coverage: words are counted in pairs
+                count((word, ""), rare, (), RARE_WORD_WEIGHT * math.log(self._total / len(rare)))
         for at in range(len(found) - 1):
-            pair = (found[at], found[at + 1])
-            if pair in self._pairs:
-                count(pair, self._pairs[pair], (at, at + 1))
+            key = f"{found[at]} {found[at + 1]}"
+            if key in self._pairs:
+                count((found[at], found[at + 1]), self._pairs[key], (at, at + 1), self._rarity(key) or 0.0)
             for gap in range(2, MAX_GAP_WORDS + 2):
                 if at + gap >= len(found):
                     break
-                spanned = (found[at], found[at + gap])
-                if spanned in self._gapped:
-                    count(spanned, self._gapped[spanned], (at, at + gap))
+                key = f"{found[at]} {found[at + gap]}"
+                if key in self._gapped:
+                    count((found[at], found[at + gap]), self._gapped[key], (at, at + gap), self._rarity(key) or 0.0)
         out = [FragmentMatch(self.entries[n], len(covered[n]), self._fixed_words[n], weight[n], peak[n],
                              seen[n]) for n in weight]
         return sorted(out, key=lambda m: (-m.weight, -m.matched_words, m.entry.get("template", "")))
@@ -158,6 +172,8 @@ class FragmentIndex:
         number = self._numbers.get(id(match.entry))
         if number is None:
             return 0, 0.0
+        if number not in self._parts:
+            self._parts[number] = template_parts(self.entries[number]["template"])
         parts = list(self._parts[number])
         while parts and not parts[0]:
             parts.pop(0)  # a template that opens with a value
@@ -180,7 +196,7 @@ class FragmentIndex:
 
 
 def _follow(parts: list[list[str]], found: list[str], start: int,
-            rarity: dict[tuple[str, str], float]) -> tuple[int, float, int]:
+            rarity: Callable[[str], float | None]) -> tuple[int, float, int]:
     """(fixed words matched, their pairs' rarity, where in `found` the run ends) of the template's parts followed
     from `found[start]`: each part word for word, a placeholder skipping the fewest words that let the next part go
     on. The text may end inside a word of the template (a paste cut mid-word: "not supp")."""
@@ -202,9 +218,52 @@ def _follow(parts: list[list[str]], found: list[str], start: int,
                     return fixed, weight, at + 1  # the last word cut short
                 return fixed, weight, at
             if previous:
-                weight += rarity.get((previous, word), 0.0)
+                weight += rarity(f"{previous} {word}") or 0.0
             previous, fixed, at = word, fixed + 1, at + 1
     return fixed, weight, at
+
+
+class _Packed(Mapping[str, list]):
+    """A table of the shipped index (`tables()`): each key's numbers read from their string on first use."""
+
+    def __init__(self, packed: dict[str, str]):
+        self._packed = packed
+        self._read: dict[str, list[int]] = {}
+
+    def __getitem__(self, key: str) -> list[int]:
+        found = self._read.get(key)
+        if found is None:
+            found = self._read[key] = [int(number) for number in self._packed[key].split()]
+        return found
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._packed
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+
+def _tables(entries: list[dict]) -> dict:
+    """The tables of an index of these entries: each template's count of fixed words; for each pair of words (in
+    one part, and across a placeholder) and each rare word, the templates holding it, in entry order."""
+    fixed: list[int] = []
+    pairs: dict[str, list[int]] = {}
+    gapped: dict[str, list[int]] = {}
+    counted: dict[str, list[int]] = {}
+    for number, entry in enumerate(entries):
+        parts = template_parts(entry["template"])
+        fixed.append(sum(len(p) for p in parts))
+        for key in {f"{a} {b}" for part in parts for a, b in zip(part, part[1:])}:
+            pairs.setdefault(key, []).append(number)
+        for word in {word for part in parts for word in part}:
+            counted.setdefault(word, []).append(number)
+        for key in {f"{before[-1]} {after[0]}" for before, after in zip(parts, parts[1:]) if before and after}:
+            gapped.setdefault(key, []).append(number)
+    rare = {word: found for word, found in counted.items() if len(found) <= RARE_WORD_TEMPLATES}
+    return {"fixed_words": fixed, "pairs": pairs, "gapped": gapped, "rare_words": rare}
 
 
 _CLOSING = lazy(r"\s*(?:[`'\"\u201d\u2019\u2026]|\.\.\.|$)")
