@@ -4,9 +4,9 @@ A log chooses `--tensor-parallel-size`, `--api-server-count`, `--swap-space` or 
 vLLM with them as the operator (often root). Each number the allowlist passed is checked against the kind
 `bounds.names` of data/verify_policy.yaml gives its flag, `--json-flag.key` or variable: a count of processes
 against this machine's CPUs or devices (whichever is more; the `parallel` ones multiply into one world size), a
-count of threads against its CPUs, a size against its memory, and every number against `bounds.ceiling`. A value
-past its bound refuses the launch (`LaunchRefused`, naming the flag, the value and the bound); the operator keeps
-it with `--allow-flag` / `--allow-env`.
+count of threads against its CPUs (`per_cpu` each), a size against its memory, and every number against
+`bounds.ceiling`. A value past its bound refuses the launch (`LaunchRefused`, naming the flag, the value and the
+bound); the operator keeps it with `--allow-flag` / `--allow-env`.
 
 >>> machine = Machine(cpus=4, devices=0, memory_bytes=16 * 2**30)
 >>> check_numbers([("--tensor-parallel-size", "2"), ("--max-model-len", "32k")], machine)
@@ -111,11 +111,13 @@ def check_numbers(pairs: Iterable[tuple[str, Any]], machine: Machine | None = No
 
 
 def _check_count(name: str, raw: Any, value: float, spec: dict, machine: Machine, allow: str) -> None:
+    each = int(spec.get("per_cpu", 1))
     if spec["counts"] == "threads":
-        if value > machine.cpus:
-            _refuse(name, raw, f"starts {value:.0f} threads, more than this machine's {machine.cpus} CPUs", allow)
+        if value > machine.cpus * each:
+            _refuse(name, raw, f"starts {value:.0f} threads, more than {each} for each of this machine's "
+                               f"{machine.cpus} CPUs", allow)
         return
-    if value > max(machine.cpus, machine.devices):
+    if value > max(machine.cpus, machine.devices) * each:
         _refuse(name, raw, f"starts {value:.0f} processes, more than this machine has CPUs or devices for "
                            f"({_has(machine)})", allow)
 
