@@ -173,3 +173,12 @@ def test_the_dry_run_starts_nothing_for_a_process_count_past_any_machine(tmp_pat
 def test_the_dry_run_runs_a_count_every_machine_has(tmp_path, vdiag_of_this_tree):
     child = _dry_run_env(tmp_path, "OMP_NUM_THREADS=1 vllm serve {model} --max-model-len 4096 -tp 1")
     assert child["OMP_NUM_THREADS"] == "1"
+
+
+def test_a_containers_thread_count_past_the_bound_is_refused(small_machine):
+    from diagnose.verify.allowlist import sanitize
+
+    with pytest.raises(LaunchRefused, match="OMP_NUM_THREADS=100000"):
+        sanitize(parse_launch("docker run --gpus all -e OMP_NUM_THREADS=100000 vllm/vllm-openai:latest --model M"))
+    clean, _notes = sanitize(parse_launch("docker run --gpus all -e OMP_NUM_THREADS=4 vllm/vllm-openai:latest --model M"))
+    assert any(o.value == "OMP_NUM_THREADS=4" for o in clean.docker_opts)

@@ -79,6 +79,10 @@ def sanitize(launch: Launch, allow_env: Iterable[str] = (), allow_flags: Iterabl
         from .docker import check_docker, plain_image
 
         clean.docker_opts, docker_notes = check_docker(launch, allow_env)
+        if bound:  # the container's variables (`-e OMP_NUM_THREADS=…`) run on this machine too
+            inside = [tuple(o.value.split("=", 1)) for o in clean.docker_opts
+                      if o.spelled == "--env" and o.value and "=" in o.value]
+            check_launch([], inside, release, kept_flags, allow_env)  # type: ignore[arg-type]
         clean.image = plain_image(launch.image)
         notes += docker_notes
     return clean, notes
