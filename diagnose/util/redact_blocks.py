@@ -42,8 +42,9 @@ _KEY = lazy(r"(?P<q>[\"']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)")
 _INDICATOR = lazy(r"[ \t]{1,8}[|>][1-9+-]{0,2}")
 _LEAD = lazy(r"[ \t]{0,256}")
 _DASHES = lazy(r"(?:-[ \t]{1,8}){1,8}")
-# what a block line in a stream must end with to be worth decoding: a colon, or a block indicator
-_ENDINGS = (b":\n", b":\r\n", b"|\n", b">\n", b"-\n", b"+\n")
+# a newline after what a key line ends with (a colon, a block indicator, a colon and a blank): found in C, since the
+# search starts with the newline itself; only such lines of a stream are decoded and looked at
+_KEY_END = lazy(rb"\n(?:(?<=[:|>+\-]\n)|(?<=: \n))")
 
 
 @lru_cache(maxsize=1)
@@ -79,13 +80,27 @@ class BlockMasker:
         return line
 
     def block(self, data: bytes) -> bytes:
-        """A block of whole lines (UTF-8, each ending with a newline) with the secret blocks in it masked."""
-        if self.column is None and not any(ending in data for ending in _ENDINGS):
-            return data
-        text = data.decode("utf-8", "surrogateescape")
-        lines = text.split("\n")
-        masked = [self.line(line) for line in lines[:-1]] + lines[-1:]
-        return "\n".join(masked).encode("utf-8", "surrogateescape")
+        """A block of whole lines (UTF-8, each ending with a newline) with the secret blocks in it masked.
+
+        Outside a block only the lines that end like a key (`_KEY_END`: one search for newlines, in C) are decoded
+        and looked at: a log's other lines cost next to nothing here."""
+        out: list[bytes] = []
+        done = at = 0
+        while at < len(data):
+            if self.column is None:
+                found = _KEY_END.search(data, at)
+                if found is None:
+                    break
+                at = data.rfind(b"\n", 0, found.start()) + 1  # the start of that line
+            end = data.find(b"\n", at)
+            end = len(data) if end < 0 else end
+            line = data[at:end].decode("utf-8", "surrogateescape")
+            shown = self.line(line)
+            if shown is not line:
+                out += [data[done:at], shown.encode("utf-8", "surrogateescape")]
+                done = end
+            at = end + 1
+        return data if not out else b"".join(out) + data[done:]
 
 
 def mask_yaml_blocks(text: str) -> str:
