@@ -148,6 +148,12 @@ FORMS = [
     ("xml-password", "text", "<settings><username>bot</username><password>xml_pw-Tool14</password></settings>",
      ["xml_pw-Tool14"]),
     ("xml-token-attrs", "text", '<hf:token scope="read">xml_tok-Tool15</hf:token>', ["xml_tok-Tool15"]),
+    # r11 S4: a YAML block under a secret key (the value is on the lines below the key)
+    ("yaml-list-under-password", "text", "password:\n  - yaml_pw-Block16\n  - yaml_pw-Block17",
+     ["yaml_pw-Block16", "yaml_pw-Block17"]),
+    ("yaml-literal-under-token", "text", "hf_token: |\n  yaml_tok-Block18\n  yaml_tok-Block19",
+     ["yaml_tok-Block18", "yaml_tok-Block19"]),
+    ("yaml-folded-under-api-key", "text", "api_key: >-\n    yaml_key-Block20", ["yaml_key-Block20"]),
 ]
 FORM_IDS = [form[0] for form in FORMS]
 
@@ -180,6 +186,9 @@ NEAR_MISSES = [
     "redis-cli -h cache ping", "ssh-keygen -t ed25519 -f key", "<max_tokens>16</max_tokens>", "<tokenizer>m</tokenizer>",
     "git clone https://github.com/org/weights.git", "https://huggingface.co/org/m/resolve/main/config.json",
     "openssl s_client -connect hub:443 -servername hub", "7z x -o/models weights.7z",
+    # near the r11 S4 forms: blocks under keys that hold no secret, and a secret key with its value on its line
+    "args:\n  - --model\n  - org/m", "tokenizer:\n  - org/m", "secrets:\n  - hf-token-secret-name",
+    "max_tokens: |\n  4096", "password: <set-me>\n  - not-its-value", "Invalid token:\n  File \"x.py\", line 3",
 ]
 ERROR_TAIL = "(max_tokens=16, token_ids=[1, 2], tokenizer=meta-llama/Llama-3.1-8B-Instruct, # GPU blocks: 2730)"
 KV_ERROR = (

@@ -222,8 +222,8 @@ def test_no_form_reaches_the_verify_status_line(form_id):
     from diagnose.verify.progress import AttemptStatus
 
     secrets = FORM_BY_ID[form_id][3]
+    status = AttemptStatus(1, clock=lambda: 0.0)  # one attempt's stream: a YAML block's lines follow its key's
     for line in _echoes(form_id):
-        status = AttemptStatus(1, clock=lambda: 0.0)
         status.feed(line)
         shown = status.text(4000)
         assert shown.startswith("attempt 1 · 0:00 · ")

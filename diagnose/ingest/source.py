@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, BinaryIO, Iterable, Iterator
 
 from ..util.errors import InputError
+from ..util.redact_blocks import BlockMasker
 from ..util.safeio import open_regular
 from .budget import INPUT_BUDGET, BudgetMeter, InputBudget
 from .emptiness import holds_text
@@ -82,9 +83,14 @@ class Source:
                 raw.close()
 
     def noted(self, meter: BudgetMeter, blocks: Iterator[bytes]) -> Iterator[bytes]:
-        """`blocks`, with whether any text was read (see emptiness), and the lines and bytes, in the notes."""
+        """`blocks`, with whether any text was read (see emptiness), and the lines and bytes, in the notes.
+
+        The lines of a YAML block under a secret key (`password:` then `  - value`) are masked here, as they are
+        read (util.redact_blocks): a line at a time, redaction could not tell that `  - value` is a secret."""
+        masker = BlockMasker()
         try:
             for block in blocks:
+                block = masker.block(block)
                 if not self.notes.holds_text:
                     self.notes.holds_text = holds_text(block, self.notes.marker_lines)
                 yield block

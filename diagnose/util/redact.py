@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any
 
 from .lazy_pattern import lazy
+from .redact_blocks import mask_block_lines, mask_yaml_blocks
 from .redact_tools import mask_tool_options
 from .redact_names import (MASK, is_placeholder, is_secret_name, mask_encoded_values, mask_keyed_values,
                            mask_name_value_pairs, mask_xml_elements, looks_like_token, secret_table)
@@ -68,7 +69,9 @@ def redact(text: str, emails: bool = True, screen: bool = True, encoded: bool = 
         text = _URL_USER.sub(lambda m: m.group(1) + (MASK if looks_like_token(m.group(2)) else m.group(2)), text)
     lower = text.lower()  # the names are ASCII, and no other letter matches `(?i)bearer`
     if not screen or table.name_words is None or table.name_words.search(lower):
-        masked = mask_keyed_values(text)
+        # a YAML block under a secret key first: `token: |` would lose its `|` to mask_keyed_values
+        masked = mask_yaml_blocks(text) if "\n" in text else text
+        masked = mask_keyed_values(masked)
         if not screen or "%3d" in lower or "%253d" in lower:  # `api_key%3D…`, a pair URL-encoded in a URL
             masked = mask_encoded_values(masked)
         if not screen or "</" in text:
@@ -155,13 +158,35 @@ def _redact_node(node: Any, emails: bool, key: str | None, done: dict[str, str])
         return {(_redact_node(k, emails, None, done) if isinstance(k, str) else k):
                 _redact_node(v, emails, k if isinstance(k, str) else None, done) for k, v in node.items()}
     if isinstance(node, (list, tuple)):
+        lines = bool(node) and all(_is_line(item) for item in node)
+        blocks = _block_masks(node) if lines else {}  # read on the lines as written, before each is masked alone
         items = [_redact_node(item, emails, None, done) for item in node]
-        return _mask_wrapped_lines(items) if items and all(_is_line(item) for item in items) else items
+        for at, text in blocks.items():
+            items[at]["text"] = text
+        return _mask_wrapped_lines(items) if lines else items
     return node
 
 
 def _is_line(item: Any) -> bool:
     return isinstance(item, dict) and isinstance(item.get("text"), str) and isinstance(item.get("line"), int)
+
+
+def _block_masks(items: list | tuple) -> dict[int, str]:
+    """Evidence lines: index → masked text for the lines of a YAML block under a secret key (`password:` then
+    `  - value`), found in each run of consecutive lines of one source."""
+    out: dict[int, str] = {}
+    start = 0
+    for at in range(1, len(items) + 1):
+        if at < len(items) and items[at]["line"] == items[at - 1]["line"] + 1 \
+                and items[at].get("source") == items[at - 1].get("source"):
+            continue
+        if at - start > 1:
+            masked = mask_block_lines([item["text"] for item in items[start:at]])
+            for offset, text in enumerate(masked or []):
+                if text is not items[start + offset]["text"]:
+                    out[start + offset] = text
+        start = at
+    return out
 
 
 def _mask_wrapped_lines(items: list[dict]) -> list[dict]:

@@ -40,11 +40,15 @@ def allowed_flags(flags: Iterable[str], release: str | None = None) -> set[str]:
 
 
 def sanitize(launch: Launch, allow_env: Iterable[str] = (), allow_flags: Iterable[str] = (),
-             release: str | None = None) -> tuple[Launch, list[str]]:
+             release: str | None = None, bound: bool = True) -> tuple[Launch, list[str]]:
     """A copy of `launch` holding only data, and notes naming what was dropped; `release`: the flag table's.
 
-    Raises LaunchRefused for a model that is not one, and for docker options that would leave the sandbox.
+    `bound` False: its numbers are not held against this machine yet (verify bounds each attempt's, what runs).
+
+    Raises LaunchRefused for a model that is not one, for a number past what this machine has (`verify.bounds`),
+    and for docker options that would leave the sandbox.
     """
+    from .bounds import check_launch
     from .environment import env_note, filter_env
     from .flags import dropped_note, vet_args
     from .values import NotData, vet
@@ -60,8 +64,11 @@ def sanitize(launch: Launch, allow_env: Iterable[str] = (), allow_flags: Iterabl
             model = vet("model", model, on_host)
         except NotData as why:
             raise LaunchRefused(f"refusing to verify: the model {model[:80]!r}: {why}") from None
-    args, dropped = vet_args(launch.args, release, allowed_flags(allow_flags, release), on_host)
+    kept_flags = allowed_flags(allow_flags, release)
+    args, dropped = vet_args(launch.args, release, kept_flags, on_host)
     notes += dropped_note(dropped)
+    if bound:
+        check_launch(args, env, release, kept_flags, allow_env)  # no number asks for more than this machine has
     kwargs = {k: v for k, v in launch.python_kwargs.items() if "--" + k.replace("_", "-") not in dropped}
     if launch.head and "/" in launch.head[0]:
         notes.append(f"the launch's program {launch.head[0]} is not run; verify runs the operator's own "
@@ -72,6 +79,10 @@ def sanitize(launch: Launch, allow_env: Iterable[str] = (), allow_flags: Iterabl
         from .docker import check_docker, plain_image
 
         clean.docker_opts, docker_notes = check_docker(launch, allow_env)
+        if bound:  # the container's variables (`-e OMP_NUM_THREADS=…`) run on this machine too
+            inside = [tuple(o.value.split("=", 1)) for o in clean.docker_opts
+                      if o.spelled == "--env" and o.value and "=" in o.value]
+            check_launch([], inside, release, kept_flags, allow_env)  # type: ignore[arg-type]
         clean.image = plain_image(launch.image)
         notes += docker_notes
     return clean, notes

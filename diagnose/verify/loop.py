@@ -111,7 +111,8 @@ def verify(outcome: Outcome, options: VerifyOptions, launch_text: str | None = N
         raise LaunchRefused(f"refusing to verify this launch: {reason}")
     check_launch(launch)
     check_model_here(launch)
-    launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags, outcome.ctx.version)
+    # the launch's numbers are bounded on what each attempt runs (build_argv): a fix may change the one past a bound
+    launch, result.notes = sanitize(launch, options.allow_env, options.allow_flags, outcome.ctx.version, bound=False)
     result.notes += form_notes(launch)
     candidates, advice_notes = candidates_of(primary, launch, options)
     result.notes += advice_notes
