@@ -38,7 +38,10 @@ def test_without_a_launch_the_origin_of_max_model_len_is_unknown(ruleset):
 def test_direction_only_advice_says_the_utilization_it_steps_from_is_assumed(ruleset):
     fixes = _top(LOWER_ADVICE, ruleset)["fixes"]
     advice = next(f for f in fixes if f["title"].startswith("As vLLM's message suggests"))
-    assert "a step of 0.05 from 0.9 (assumed: the release's default)" in advice["why"]
+    # the log names no release: which default applies is not known either (0.9, 0.92 from 0.20.2), so none is claimed
+    assert "a step of 0.05 from 0.9 (assumed: vLLM's default, 0.92 from 0.20.2; not in the log)" in advice["why"]
+    named = _top("INFO 05-18 10:00:00 [api_server.py:1] vLLM API server version 0.21.0\n" + LOWER_ADVICE, ruleset)
+    assert any("a step of 0.05 from 0.92 (assumed: 0.21.0's default)" in f["why"] for f in named["fixes"])
     given = _top("$ vllm serve m --gpu-memory-utilization 0.8\n" + LOWER_ADVICE, ruleset)["fixes"]
     assert any("a step of 0.05 from 0.8." in f["why"] for f in given)
 
@@ -52,7 +55,7 @@ CUDAGRAPH_OOM = ("INFO 02-03 03:43:49 model_runner.py:625] Capturing the model f
 def test_a_lower_utilization_is_not_said_to_replace_a_value_the_log_never_showed(ruleset):
     fixes = _top(CUDAGRAPH_OOM, ruleset)["fixes"]
     lowered = [f["why"] for f in fixes if "instead of" in (f["why"] or "")]
-    assert lowered and all("instead of 0.9 (assumed: the release's default)" in why for why in lowered)
+    assert lowered and all("instead of 0.9 (assumed: vLLM's default, 0.92 from 0.20.2" in why for why in lowered)
 
 
 def test_the_bar_after_a_fix_draws_no_budget_the_log_did_not_give():

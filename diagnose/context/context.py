@@ -121,12 +121,13 @@ class Context:
         return parse_float(self.arg("--gpu-memory-utilization"))
 
     def utilization_text(self) -> str:
-        """The utilization as a sentence may state it: the figure, and "(assumed: the release's default)" when
-        neither the launch nor the log gives it (issue #24: a default is never stated as a fact)."""
+        """The utilization as a sentence may state it: the figure, and "(assumed: …)" when
+        neither the launch nor the log gives it, naming the release only where the log does (issue #24: a default is
+        never stated as a fact, nor the release it is the default of)."""
         value = self.utilization()
         if self.utilization_given() is not None or self.facts.memory.get("gpu_memory_utilization") is not None:
             return f"{value:g}"
-        return f"{value:g} (assumed: the release's default)"
+        return f"{value:g} ({memory.assumed_utilization_note(self.version)})"
 
     def gpu_total_gib(self) -> float | None:
         figures = self.facts.memory

@@ -104,7 +104,8 @@ def _rejected_serve(ctx: Context) -> bool:
     if _SERVE_COMMAND.search(rejected):
         return True
     launch = ctx.launch
-    return bool(launch is not None and launch.form == "docker" and launch.head[2:] == ["serve"] and launch.model
+    return bool(launch is not None and launch.form == "docker" and launch.model
+                and (launch.head[2:] or launch.entrypoint_repeats) == ["serve"]
                 and rejected.split()[:1] == [launch.model])
 
 

@@ -81,7 +81,7 @@ def fire_rules(rules: list[Rule], ctx: Context) -> list[Diagnosis]:
         else:
             continue
         matches = sorted({m.line: m for h in [*errors, *contexts] for m in [*h.first, h.last] if m}.values(), key=lambda m: m.line)
-        fired.append(Diagnosis(rule, round(min(confidence, 0.99), 2), _bounded(matches), captures, inferred=not errors,
+        fired.append(Diagnosis(rule, round(min(confidence, 0.99), 2), _bounded(matches, captures), captures, inferred=not errors,
                                focus_line=focus_line, family=bool(errors) and all(h.signature.family for h in errors)))
     return order(_beneath_specific(fired))
 
@@ -99,17 +99,23 @@ def _beneath_specific(fired: list[Diagnosis]) -> list[Diagnosis]:
     return [d for d in fired if not d.family or d.rule.category not in specific]
 
 
-def _bounded(matches: list[Match]) -> list[Match]:
+def _bounded(matches: list[Match], captures: dict[str, str]) -> list[Match]:
     """The evidence shown: each distinct line once (a log repeats its error per rank and per retry), at most
-    MAX_EVIDENCE, the last one kept."""
+    MAX_EVIDENCE, the last one kept; of lines run together, the pieces that hold the rule's captures."""
+    from dataclasses import replace
+
+    from .evidence import decisive_text
+
     seen: set[str] = set()
     distinct = []
+    matches = [replace(m, text=decisive_text(m.text, {**captures, **m.captures})) for m in matches]
     for match in matches:
         source = _RAISE_SOURCE.match(match.text)
         if source and any(source["said"].strip() in other.text for other in matches if other is not match):
             continue  # the code that raised the message another line quotes: the message once is enough
-        if match.text not in seen:
-            seen.add(match.text)
+        key = " ".join(match.text.split())  # the same line, spaced otherwise (a wrap re-joined), is shown once
+        if key not in seen:
+            seen.add(key)
             distinct.append(match)
     if len(distinct) <= MAX_EVIDENCE:
         return distinct

@@ -5,12 +5,9 @@ from __future__ import annotations
 from ..context.context import Context
 from ..launch.model_registry import (closest_architecture, first_release, in_registry, named_architectures,
                                       newest_release)
-from ..util.lazy_pattern import lazy
+from ..model.reference import model_kind
 from .base import Declined, Fix, strategy
 from .release_levers import upgrade_fix
-
-# a Hugging Face hub id (`org/name`), not a folder (`/models/x`, `./x`, `~/x`): its config.json is the publisher's
-_HUB_ID = lazy(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,95}$")
 
 
 @strategy("upgrade-to-architecture-release")
@@ -82,8 +79,11 @@ def _close_name_fixes(ctx: Context, architecture: str, close: str) -> list[Fix]:
     first_close = first_release(close)
     has_it = bool(ctx.version and in_registry(close, ctx.version))
     model = ctx.model_name() or ""
-    hub = bool(_HUB_ID.match(model)) and not model.startswith((".", "~"))
-    folder = model.rstrip("/") if model.startswith(("/", "./", "~/")) and " " not in model and "'" not in model else None
+    # a hub id (`org/name`): its config.json is the publisher's; a folder (`./x`, `/x`, `a/b/c`, one vdiag read)
+    kind = model_kind(model, folder_seen=ctx.model is not None and ctx.model.source == "config.json")
+    hub = kind == "hub" and "/" in model
+    plain = kind == "folder" and (not model.startswith("~") or model.startswith("~/"))
+    folder = model.rstrip("/") if plain and " " not in model and "'" not in model and "\\" not in model else None
     where = (f"this vLLM ({ctx.version}) has it" if has_it else f"vLLM has it from {first_close} on")
     respell = Fix(title=f"Spell the architecture as vLLM does: {close} (config.json's architectures)",
                   step_command=f"sed -i 's/\"{architecture}\"/\"{close}\"/' {folder}/config.json" if folder else None,

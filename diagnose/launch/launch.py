@@ -73,6 +73,9 @@ class Launch:
     args: list[Arg] = field(default_factory=list)
     docker_opts: list[Arg] = field(default_factory=list)
     image: str | None = None
+    # words after an image whose entrypoint already runs the server that repeat its command (`serve`, `vllm serve`):
+    # the entrypoint receives them as arguments (and refuses them); the launch as rendered leaves them out
+    entrypoint_repeats: list[str] = field(default_factory=list)
     tail: list[str] = field(default_factory=list)
     python_kwargs: dict[str, Any] = field(default_factory=dict)
     python_call: str = "LLM"  # the call the keywords were given to: LLM, EngineArgs, AsyncEngineArgs, LLMConfig

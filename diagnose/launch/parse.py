@@ -271,13 +271,14 @@ def _parse_docker(tokens: list[Token], env: list[tuple[str, str]]) -> Launch:
         i += 1
     rest = tokens[i:]
     words = [t.value for t in rest]
+    # the words after the image are its entrypoint's arguments: vllm/vllm-openai's runs the server (`vllm serve`, or
+    # `python3 -m vllm.entrypoints.openai.api_server` up to 0.11), so a `vllm serve`/`serve` there is repeated
+    serving = entrypoint_serves(launch.image) and not any(o.spelled == "--entrypoint" for o in launch.docker_opts)
     if len(words) >= 2 and words[0] == "vllm" and words[1] == "serve":
-        if not entrypoint_serves(launch.image):  # vllm/vllm-openai runs `vllm serve` itself: the model goes first
-            launch.head += [t.raw for t in rest[:2]]
+        _command_words(launch, [t.raw for t in rest[:2]], serving)
         parse_vllm_args(rest[2:], launch, positional_model=True)
     elif len(words) >= 2 and words[0] == "serve" and not looks_like_option(words[1]):
-        if not entrypoint_serves(launch.image):  # `IMAGE serve M`: an entrypoint of `vllm`, or `serve` repeated
-            launch.head += [rest[0].raw]
+        _command_words(launch, [rest[0].raw], serving)  # `IMAGE serve M`: an entrypoint of `vllm`, or a repeat
         parse_vllm_args(rest[1:], launch, positional_model=True)
     elif len(words) >= 3 and words[0].startswith("python") and words[1] == "-m":
         launch.head += [t.raw for t in rest[:3]]
@@ -285,3 +286,11 @@ def _parse_docker(tokens: list[Token], env: list[tuple[str, str]]) -> Launch:
     else:
         parse_vllm_args(rest, launch, positional_model=True)
     return launch
+
+
+def _command_words(launch: Launch, words: list[str], serving: bool) -> None:
+    """The command words after the image: run by it (the head), or repeated to an entrypoint that runs the server."""
+    if serving:
+        launch.entrypoint_repeats = words
+    else:
+        launch.head += words

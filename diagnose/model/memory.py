@@ -43,6 +43,26 @@ def default_gpu_memory_utilization(version: str | None) -> float:
     return float(value) if isinstance(value, (int, float)) else 0.9
 
 
+def assumed_utilization_note(version: str | None) -> str:
+    """What a default utilization the log does not state is, said without claiming a release the log never named:
+    the release's own default where the log names it, else each default vLLM has had and since when.
+
+    >>> assumed_utilization_note("0.20.1"), assumed_utilization_note(None)
+    ("assumed: 0.20.1's default", "assumed: vLLM's default, 0.92 from 0.20.2; not in the log")
+    """
+    from ..launch.releases import flag_entry, parse_release
+
+    if parse_release(version) is not None:
+        return f"assumed: {version}'s default"
+    steps = [s for s in (flag_entry("--gpu-memory-utilization") or {}).get("defaults") or [] if "value" in s]
+    usual = default_gpu_memory_utilization(None)
+    others = [s for s in steps if s["value"] != usual]
+    if not others:
+        return "assumed: vLLM's default"
+    later = ", ".join(f"{s['value']:g} from {s['since']}" for s in others)
+    return f"assumed: vLLM's default, {later}; not in the log"
+
+
 def kv_bytes_per_token(model: ModelInfo, tp: int = 1, kv_cache_dtype: str | None = None,
                        hybrid_allocator: bool = True, mla_head_size: int | None = None) -> int | None:
     """KV cache bytes one token of context needs on one GPU (the formula in the module docstring).

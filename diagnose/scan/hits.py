@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..knowledge.rules import REGEX_TIMEOUT_S, Signature
+from ..util.urls import bound_captures
 from .window import MAX_WINDOW_LINE_CHARS
 
 MAX_EVIDENCE_PER_SIGNATURE = 4
@@ -71,8 +72,8 @@ class SignatureHits:
 
 
 def named_captures(found) -> dict[str, str]:
-    """A match's named groups that took part in it."""
-    return {key: value for key, value in found.groupdict().items() if value is not None}
+    """A match's named groups that took part in it, a URL among them bounded by URL syntax (util/urls.py)."""
+    return bound_captures({key: value for key, value in found.groupdict().items() if value is not None})
 
 
 def _captures(signature: Signature, text: str) -> dict[str, str]:
