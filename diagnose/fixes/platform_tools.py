@@ -12,6 +12,7 @@ from functools import lru_cache
 
 from ..context.context import Context
 from .base import Fix
+from ..util.lazy_pattern import lazy
 
 @lru_cache(maxsize=1)
 def _table() -> dict:
@@ -55,7 +56,7 @@ def for_platform(fix: Fix, ctx: Context) -> bool:
     return bool(fix.changes)
 
 
-_GPU_WORD = re.compile(r"(?:\b(?P<article>an?) )?(?<![\w./-])GPU(?P<plural>s|\(s\))?(?![\w-])")
+_GPU_WORD = lazy(r"(?:\b(?P<article>an?) )?(?<![\w./-])GPU(?P<plural>s|\(s\))?(?![\w-])")
 
 
 def platform_words(text: str, ctx: Context) -> str:

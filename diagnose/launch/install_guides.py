@@ -12,13 +12,13 @@
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import Any
 
 from .releases import parse_release
+from ..util.lazy_pattern import lazy
 
-_DEV_BUILD = re.compile(r"\.dev\d|\+g[0-9a-f]{6,}")
+_DEV_BUILD = lazy(r"\.dev\d|\+g[0-9a-f]{6,}")
 
 
 @lru_cache(maxsize=1)

@@ -22,13 +22,13 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .policy import LaunchRefused, policy
+from ..util.lazy_pattern import lazy
 
-_HUMAN = re.compile(r"(-?[0-9]+(?:\.[0-9]+)?)([kKmMgGtT]?)")
+_HUMAN = lazy(r"(-?[0-9]+(?:\.[0-9]+)?)([kKmMgGtT]?)")
 _POWERS = {"k": 1, "m": 2, "g": 3, "t": 4}
 
 
