@@ -27,6 +27,10 @@ hf_token: |
 <BLANKLINE>
     [REDACTED]
 next: 1
+>>> print(mask_yaml_blocks("secretKeyRef:\\n  name: hf-token-secret\\n  key: token"))  # a reference, no value
+secretKeyRef:
+  name: hf-token-secret
+  key: token
 >>> BlockMasker().block(b"ERROR x: bad config: api_key:\\n  - k1\\nINFO next\\n")
 b'ERROR x: bad config: api_key:\\n  - [REDACTED]\\nINFO next\\n'
 """
@@ -42,6 +46,7 @@ _KEY = lazy(r"(?P<q>[\"']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)")
 _INDICATOR = lazy(r"[ \t]{1,8}[|>][1-9+-]{0,2}")
 _LEAD = lazy(r"[ \t]{0,256}")
 _DASHES = lazy(r"(?:-[ \t]{1,8}){1,8}")
+_MAPPING = lazy(r"[\"']?[A-Za-z_][A-Za-z0-9_.\-]{0,63}[\"']?:(?:[ \t]|$)")
 # a newline after what a key line ends with (a colon, a block indicator, a colon and a blank): found in C, since the
 # search starts with the newline itself; only such lines of a stream are decoded and looked at
 _KEY_END = lazy(rb"\n(?:(?<=[:|>+\-]\n)|(?<=: \n))")
@@ -60,6 +65,7 @@ class BlockMasker:
     def __init__(self) -> None:
         self.column: int | None = None  # the column a line must reach to be in the open block; None: no block
         self.taken = 0
+        self.scalar = False  # the open block is a block scalar (`|`, `>-`): its lines are text, never keys
 
     def line(self, line: str) -> str:
         """`line` (without its newline) as shown: masked when it is in a secret key's block."""
@@ -70,13 +76,16 @@ class BlockMasker:
             lead = len(_LEAD.match(body).group(0))  # type: ignore[union-attr]
             dashes = _DASHES.match(body, lead)
             ends = lead < self.column or (lead == self.column and dashes is None)
+            start = dashes.end() if dashes else lead
+            rest = body[start:]
+            if not ends and not self.scalar and _MAPPING.match(rest):
+                ends = True  # `secretKeyRef:` then `name: …`/`key: …`: a mapping names where the secret is, holds none
             if not ends and self.taken < _budget():
                 self.taken += 1
-                start = dashes.end() if dashes else lead
-                rest = body[start:]
                 return line if not rest or is_placeholder(rest) else body[:start] + MASK + line[len(body):]
             self.column = None
         self.column, self.taken = secret_key_column(line), 0
+        self.scalar = self.column is not None and not line.rstrip().endswith(":")  # `token: |`: every line is text
         return line
 
     def block(self, data: bytes) -> bytes:
