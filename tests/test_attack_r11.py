@@ -87,7 +87,8 @@ exit 1
 """
 
 
-def _verify_env(tmp_path: Path, launch: str, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+def _fake_python_and_model(tmp_path: Path) -> tuple[Path, Path]:
+    """The recording interpreter verify runs, and a local model folder with a config.json."""
     python = tmp_path / "bin" / "python3"
     python.parent.mkdir()
     python.write_text(FAKE_PYTHON)
@@ -95,6 +96,11 @@ def _verify_env(tmp_path: Path, launch: str, extra_env: dict[str, str] | None = 
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
+    return python, model
+
+
+def _verify_env(tmp_path: Path, launch: str, extra_env: dict[str, str] | None = None) -> dict[str, str]:
+    python, model = _fake_python_and_model(tmp_path)
     log = ROOT / "tests" / "fixtures" / "verify" / "max_model_len_4096.log"
     env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
     env.update(extra_env or {})
@@ -153,13 +159,7 @@ def test_a_ticket_folders_symlink_to_a_file_outside_it_is_not_read(tmp_path):
 
 
 def _dry_run_env(tmp_path: Path, launch: str, extra_env: dict[str, str] | None = None) -> dict[str, str]:
-    python = tmp_path / "bin" / "python3"
-    python.parent.mkdir()
-    python.write_text(FAKE_PYTHON)
-    python.chmod(0o755)
-    model = tmp_path / "model"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"], "model_type": "llama"}))
+    python, model = _fake_python_and_model(tmp_path)
     env = {k: v for k, v in os.environ.items() if k != "VLLM_CPU_KVCACHE_SPACE"}
     env.update(extra_env or {})
     subprocess.run([*VDIAG, "check", "--dry-run", "--yes", "--no-gpu", "--vllm-python", str(python),

@@ -28,10 +28,10 @@ _RAISED = lazy(r"^(?:[\w.]*\.)?[A-Z]\w*(?:Error|Exception): ")
 
 def pattern_templates(pattern: str) -> list[str]:
     """The templates a regex spells out, each with a run of at least MIN_WORDS words; none if it cannot be read."""
-    import re._parser as parser  # type: ignore[import-not-found]  # the standard library's own regex reader
+    from .rule_safety import sre_parse  # the standard library's own regex reader, as rule_safety reads it
 
     try:
-        parsed = parser.parse(pattern)
+        parsed = sre_parse.parse(pattern)
     except Exception:  # noqa: BLE001 - a pattern only the `regex` module reads spells out nothing here
         return []
     found = _expand(list(parsed))

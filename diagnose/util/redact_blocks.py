@@ -42,11 +42,12 @@ from functools import lru_cache
 from .lazy_pattern import lazy
 from .redact_names import MASK, is_placeholder, is_secret_name
 
-_KEY = lazy(r"(?P<q>[\"']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)")
+_KEY_TEXT = r"(?P<q>[\"']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)"
+_KEY = lazy(_KEY_TEXT)
 _INDICATOR = lazy(r"[ \t]{1,8}[|>][1-9+-]{0,2}")
 _LEAD = lazy(r"[ \t]{0,256}")
 _DASHES = lazy(r"(?:-[ \t]{1,8}){1,8}")
-_MAPPING = lazy(r"[\"']?[A-Za-z_][A-Za-z0-9_.\-]{0,63}[\"']?:(?:[ \t]|$)")
+_MAPPING = lazy(_KEY_TEXT + r":(?:[ \t]|$)")  # a key and its colon: the line is a mapping's entry
 # a newline after what a key line ends with (a colon, a block indicator, a colon and a blank): found in C, since the
 # search starts with the newline itself; only such lines of a stream are decoded and looked at
 _KEY_END = lazy(rb"\n(?:(?<=[:|>+\-]\n)|(?<=: \n))")
