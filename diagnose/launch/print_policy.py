@@ -38,6 +38,9 @@ _CONTROL = lazy("[^\x20-\x7e\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]|[\ufe
 _NAMED_VOLUME = lazy(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _WORD = lazy(r"[A-Za-z_][A-Za-z0-9_]*")  # the names in a dotted spelling or a JSON value, where a key is one
 _SHORT_VALUE_OPTIONS = set("vepuwmlh")  # docker's one-letter options that take a value (`-v/:/host` is `-v /:/host`)
+_MODULE_PATH = lazy(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")  # `evilmod.fn`: what a qualname is
+_QUOTED = lazy(r"\"([^\"\\]*)\"|'([^'\\]*)'")
+_MOUNT_KEY_ALIASES = {"src": "source", "dst": "target", "destination": "target"}  # docker/cli opts/mount.go
 _SPLIT_UNLIKE_WORDS = lazy(r"['\"\\*?\[]")  # what bash's splitting of an unquoted $NAME reads unlike a tokenizer
 
 
@@ -122,11 +125,48 @@ def _code_flag_reason(launch: Launch) -> str | None:
         words = set(_WORD.findall(f"{arg.spelled.partition('.')[2]} {json_value}"))
         if key := next((k for k in code_keys if k in words), None):
             return f"the launch passes {name} with `{key}`, which {code_keys[key]}"
+        if path := _module_path_in(arg, json_value):
+            return (f"the launch passes {name} with `{path[:60]}`, a module path, which vLLM imports where a config "
+                    "takes a class or function by name (`backend`, connectors, policies)")
         if not arg.spelled.startswith("--"):
             continue
         if known and name not in known and (longer := sorted(f for f in known if f.startswith(name))):
             return f"the launch abbreviates a flag: vLLM reads `{arg.spelled[:60]}` as {longer[0]}"
     return None
+
+
+def _module_path_in(arg, json_value: str) -> str | None:
+    """A dotted Python name (`evilmod.fn`) among the strings of a JSON flag's value or of its dotted spelling's value
+    (`-O.backend=evilmod.fn`): vLLM resolves such a name to a class or function in more config fields than any
+    list of keys holds (`compilation_config.backend` under mode 1, KV connectors, offloading policies).
+
+    >>> from diagnose.launch.launch import Arg
+    >>> _module_path_in(Arg("-O", '{"mode": 1, "backend": "evilmod.fn"}'), '{"mode": 1, "backend": "evilmod.fn"}')
+    'evilmod.fn'
+    >>> _module_path_in(Arg("-O.backend=inductor", None), ""), _module_path_in(Arg("-O", '{"level": 3}'), '{"level": 3}')
+    (None, None)
+    """
+    import json
+
+    spelled, _, inline = arg.spelled.partition("=")
+    strings: list[str] = []
+    if "." in spelled.lstrip("-"):  # `--json-flag.key value`: the value is one of the object's
+        strings.append(inline or arg.value or "")
+    if json_value:
+        try:
+            strings += _strings_of(json.loads(json_value))
+        except (ValueError, RecursionError):
+            strings += [a or b for a, b in _QUOTED.findall(json_value)]  # a Python dict of an LLM(...) call
+    return next((text for text in strings if _MODULE_PATH.fullmatch(text.strip())), None)
+
+
+def _strings_of(node: Any, depth: int = 0) -> list[str]:
+    if depth > 32:
+        return []
+    if isinstance(node, str):
+        return [node]
+    items = [*node.keys(), *node.values()] if isinstance(node, dict) else node if isinstance(node, list) else []
+    return [text for item in items for text in _strings_of(item, depth + 1)]
 
 
 def _values(launch: Launch) -> Iterator[str]:
@@ -237,9 +277,9 @@ def _mount_sources(name: str, value: str) -> list[str]:
         key = key.strip().lower()
         if key == "volume-opt" and item.partition("=")[0].strip().lower() == "device":
             sources.append(item.partition("=")[2])
-        fields[key] = item
+        fields[_MOUNT_KEY_ALIASES.get(key, key)] = item  # docker: `src` is `source`, and the last one given wins
     if fields.get("type", "volume").strip().lower() == "bind":
-        sources.append(fields.get("source") or fields.get("src") or "")
+        sources.append(fields.get("source") or "")
     return [s for s in sources if s]
 
 
