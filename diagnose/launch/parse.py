@@ -28,7 +28,7 @@ from .keyed_forms import looks_like_keyed, parse_keyed
 from .kserve import looks_like_inference_service, parse_inference_service
 from .kubernetes import container_of, looks_like_container, manifest_object
 from .launch import Arg, Launch, Token
-from .python_forms import CALL, parse_llm_call
+from .python_forms import CALL, interpreter_at, parse_llm_call
 from .shell_words import line_syntax, tokenize
 from .wrapped import line_breaks_outside_quotes, shell_string, variable_named
 
@@ -227,13 +227,14 @@ def _launch_in(rest: list[Token], env: list[tuple[str, str]]) -> Launch | None:
             parse_vllm_args(rest[k + 2:], launch, positional_model=True)
             return None if _is_placeholder(launch.model) else launch
         module = words[k + 1] if word == "-m" and k + 1 < len(words) else ""
-        start = k - 1 if module and k > 0 and words[k - 1].rsplit("/", 1)[-1].startswith("python") else k
+        start = interpreter_at(words, k) if module else k
         if module == "vllm.entrypoints.cli.main" and k + 2 < len(words) and words[k + 2] == "serve":
             launch = Launch(form="vllm-serve", env=env, head=[t.raw for t in rest[start:k + 3]])
             parse_vllm_args(rest[k + 3:], launch, positional_model=True)  # the `vllm` command's own module
             return None if _is_placeholder(launch.model) else launch
         if module.startswith("vllm.entrypoints") or (launcher := _launcher_module(f"-m {module}")) is not None:
-            launch = Launch(form="api-server", env=env, head=[t.raw for t in rest[start:k + 2]])
+            launch = Launch(form="api-server", env=env, head=[t.raw for t in (*rest[start:start + 1], *rest[k:k + 2])]
+                            if start < k else [t.raw for t in rest[k:k + 2]])
             parse_vllm_args(rest[k + 2:], launch, positional_model=False)
             if not module.startswith("vllm.entrypoints"):  # its server takes vLLM's engine flags as vLLM spells them
                 from .launchers import name_of

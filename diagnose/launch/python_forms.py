@@ -154,3 +154,22 @@ def from_engine_args(args: dict[str, Any], origin: str = "non-default args") -> 
         else:
             launch.args.append(Arg(flag, str(value)))
     return launch
+
+
+def interpreter_at(words: list[str], k: int) -> int:
+    """Where the interpreter of `python [OPTIONS] -m MODULE` is, for the `-m` at `k` (`k` itself when none is).
+
+    Its own options (`-u`, `-X dev`, `-W error::mod.Warn`) are not vLLM's: the launch's head is the interpreter,
+    `-m` and the module, so a printed command names the interpreter and none of them (`-W` imports the warning
+    class it names).
+
+    >>> interpreter_at(["python3", "-u", "-W", "ignore", "-m", "vllm.x"], 4), interpreter_at(["-m", "vllm.x"], 0)
+    (0, 0)
+    """
+    j = k - 1
+    while j >= 0 and (words[j].startswith("-") or (j > 0 and words[j - 1] in _INTERPRETER_VALUE_OPTIONS)):
+        j -= 2 if not words[j].startswith("-") else 1
+    return j if j >= 0 and words[j].rsplit("/", 1)[-1].startswith("python") else k
+
+
+_INTERPRETER_VALUE_OPTIONS = ("-W", "-X", "--check-hash-based-pycs")
