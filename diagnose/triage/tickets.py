@@ -212,7 +212,7 @@ def jsonl_tickets(path: str, fields: JsonlFields, name: str | None = None, note:
             if fields.id:
                 found = dotted_get(record, fields.id)
                 if isinstance(found, (str, int, float)) and not isinstance(found, bool) and str(found).strip():
-                    ticket_id = str(found).strip()
+                    ticket_id = shown_name(str(found).strip())  # an id is one line, as a file name is
             texts: list[str] = []
             for dotted in fields.text:
                 texts += strings_of(dotted_get(record, dotted), MAX_RECORD_TEXTS + 1 - len(texts))
