@@ -35,6 +35,7 @@ from .environment import filter_env
 from .flags import engine_words
 from .isolation import interpreter_flags, isolated_env
 from .policy import SHELLS, LaunchRefused, policy
+from .values import LOOPBACK
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 DEFAULT_PORT = 8000
@@ -260,10 +261,8 @@ def free_port() -> int:
 
 
 def local_changes(launch: Launch, changes: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Changes needed to run here without touching the user's fix: a free port.
-
-    (A `--host` other than loopback or any never gets this far: it is not a value of its kind, `bind-host`.)
-    """
+    """Changes needed to run here without touching the user's fix: a free port, and loopback only (the probe's;
+    vLLM's default and `--host 0.0.0.0` are every interface, with the input's switches, run as the operator)."""
     fixed = apply_changes(launch, changes)
     extra: dict[str, Any] = {}
     notes: list[str] = []
@@ -273,6 +272,9 @@ def local_changes(launch: Launch, changes: dict[str, Any]) -> tuple[dict[str, An
             extra["--port"] = str(free_port())
             why = "is busy here" if 0 < port < 65536 else "is no TCP port"
             notes.append(f"port {port} {why}; this attempt uses port {extra['--port']}")
+        if (host := (fixed.get("--host") or "").strip()) not in LOOPBACK:  # no --host: every interface too
+            extra["--host"] = "127.0.0.1"
+            notes += [f"--host {host} listens on every interface; this attempt listens on 127.0.0.1 only"] if host else []
     return extra, notes
 
 

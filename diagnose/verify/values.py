@@ -35,7 +35,8 @@ from typing import Any
 
 from ..util.lazy_pattern import lazy
 
-LOOPBACK_OR_ANY = ("", "0.0.0.0", "::", "[::]", "127.0.0.1", "localhost", "::1")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+LOOPBACK_OR_ANY = ("", "0.0.0.0", "::", "[::]", *LOOPBACK)
 _LOGIC_KINDS = ("model", "bind-host")
 _CONTAINER_PATH = lazy(r"/[A-Za-z0-9_.@+-]+(?:/[A-Za-z0-9_.@+-]+)*/?")
 
@@ -144,4 +145,4 @@ def _member(spec: Any, value: Any, on_host: bool, where: str) -> Any:
     return passed if isinstance(value, str) else value
 
 
-__all__ = ["LOOPBACK_OR_ANY", "NotData", "known_kind", "vet"]
+__all__ = ["LOOPBACK", "LOOPBACK_OR_ANY", "NotData", "known_kind", "vet"]
