@@ -159,3 +159,23 @@ def test_an_allocation_count_past_this_machines_memory_is_refused(flags):
                                    "--speculative-config '{\"model\": \"org/d\", \"num_speculative_tokens\": 3}'"])
 def test_ordinary_counts_pass(flags):
     _bounded(flags)
+
+
+# a secret key after a log header that does not end in `: ` (r11's documented leftover)
+
+
+@pytest.mark.parametrize("key_line", ["[config] password:", "2026-01-01 12:00:00 INFO [loader.py:10] hf_token:",
+                                      "RuntimeError: config| api_key:", "2026-01-01 - app - INFO - password:"])
+def test_a_secret_block_after_a_log_header_is_masked(key_line):
+    from diagnose.util.redact import redact
+
+    out = redact(f"{key_line}\n  - Hunter2SecretValue\n    Hunter3SecretValue")
+    assert "Hunter2SecretValue" not in out and "Hunter3SecretValue" not in out
+    assert out.startswith(key_line)
+
+
+@pytest.mark.parametrize("text", ["ValueError: [x.py:1] Invalid token:\n  File x.py", "INFO [x.py:1] args:\n  - --model"])
+def test_a_header_before_a_key_that_is_no_secret_masks_nothing(text):
+    from diagnose.util.redact import redact
+
+    assert redact(text) == text

@@ -4,7 +4,8 @@
 indented under it. Here a line that ends in a key the secret table names (`is_secret_name`), with nothing after
 its colon but a block indicator (`|`, `>-`), masks the lines of its block: those indented deeper than the key, and
 a list's `- ` items at the key's own column. The key is the line's whole content (`  - token:`), or follows a
-message's `: ` (`RuntimeError: bad config: password:`, whose block is what is indented under the line). Each masked
+message's `: ` or a log header's end (`RuntimeError: bad config: password:`, `INFO [loader.py:10] hf_token:`),
+whose block is what is indented under the line. Each masked
 line keeps its indentation and `- ` marker; a blank line inside the block stays blank. A non-secret key's block
 (`args:`, `env:`) is left as it is.
 
@@ -42,6 +43,9 @@ from functools import lru_cache
 from .lazy_pattern import lazy
 from .redact_names import MASK, is_placeholder, is_secret_name
 
+# what the text before a message's last word ends with: a message's `: `, a log header's `[file.py:12] `, a
+# `name | ` column, Python logging's ` - ` (the key must still be all that follows: `Invalid token:` is no key)
+_HEADER_ENDS = (": ", "] ", "| ", " - ")
 _KEY_TEXT = r"(?P<q>[\"']?)(?P<key>[A-Za-z_][A-Za-z0-9_.\-]{0,63})(?P=q)"
 _KEY = lazy(_KEY_TEXT)
 _INDICATOR = lazy(r"[ \t]{1,8}[|>][1-9+-]{0,2}")
@@ -131,6 +135,8 @@ def secret_key_column(line: str) -> int | None:
 
     >>> secret_key_column("  - token:"), secret_key_column("ERROR bad: hf_token: |"), secret_key_column("args:")
     (4, 1, None)
+    >>> secret_key_column("INFO 01-01 [loader.py:10] password:"), secret_key_column("[x.py:1] Invalid token:")
+    (1, None)
     """
     body = line.rstrip()
     if not body or len(body) > 1024 or body[-1] not in ":|>-+123456789":
@@ -149,8 +155,8 @@ def secret_key_column(line: str) -> int | None:
     key = _KEY.fullmatch(body, start)
     if key is not None:  # the line is the key: its block is indented under the key itself
         return start if is_secret_name(key.group("key")) else None
-    before, sep, last = body.rpartition(": ")
-    key = _KEY.fullmatch(last) if sep else None
+    cut = max((body.rfind(sep) + len(sep) for sep in _HEADER_ENDS if sep in body), default=-1)
+    key = _KEY.fullmatch(body, cut) if cut > 0 else None
     if key is None or not is_secret_name(key.group("key")):
         return None
     return lead + 1  # a message's last word: its block is what is indented under the line
