@@ -9,9 +9,10 @@ a title-case issue title (title). For each cut it reports how often the top diag
 category, beside the full message's rate (issue #23: a cut message is recognised >= 90 % as often as the full one). With
 --components it cuts, in the same ways, the categorised error wordings of the components vLLM runs on and of the
 CUDA runtime (data/component_errors.yaml, data/cuda_errors.yaml) instead: a paste of the first half of a CUDA or
-Hugging Face error is to be recognised as well.
+Hugging Face error is to be recognised as well; --origin checked cuts only the hand-checked wordings, --origin mined
+only the messages mined from the components' source (data/generated/component_messages.json).
 
-    scripts/fragment_bench.py [--sample N] [--seed S] [--category C] [--components] [-v]
+    scripts/fragment_bench.py [--sample N] [--seed S] [--category C] [--components [--origin checked|mined]] [-v]
 """
 
 from __future__ import annotations
@@ -42,10 +43,13 @@ def main() -> int:
     parser.add_argument("--category", help="only templates of this category")
     parser.add_argument("--components", action="store_true",
                         help="cut the components' and the CUDA runtime's error wordings, not vLLM's templates")
+    parser.add_argument("--origin", choices=("checked", "mined"), default="",
+                        help="with --components: only the hand-checked wordings, or only those mined from source")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every miss and the figures per category")
     args = parser.parse_args()
     rng = random.Random(args.seed)
-    templates = (component_benchmark_messages if args.components else benchmark_templates)(args.category)
+    templates = (component_benchmark_messages(args.category, args.origin) if args.components
+                 else benchmark_templates(args.category))
     if args.sample and len(templates) > args.sample:
         templates = rng.sample(templates, args.sample)
     rules = load_rules()

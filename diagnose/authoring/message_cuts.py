@@ -94,12 +94,16 @@ def benchmark_templates(category: str | None = None) -> list[dict]:
     return sorted(chosen, key=lambda m: (m["category"], m["template"]))
 
 
-def component_benchmark_messages(category: str | None = None) -> list[dict]:
+def component_benchmark_messages(category: str | None = None, origin: str = "") -> list[dict]:
     """The categorised error wordings of vLLM's components and the CUDA runtime (knowledge.message_fragments)
-    of six words or more, in a stable order: what scripts/fragment_bench.py --components cuts."""
-    from ..knowledge.fragment_catalogue import component_messages
+    of six words or more, in a stable order: what scripts/fragment_bench.py --components cuts. `origin` "checked"
+    keeps the hand-checked wordings (data/component_errors.yaml, data/cuda_errors.yaml), "mined" the messages
+    mined from the components' source (data/generated/component_messages.json); empty keeps both."""
+    from ..knowledge import fragment_catalogue as catalogue
 
-    chosen = [m for m in component_messages() if len(m["template"].split()) >= 6
+    source = {"checked": catalogue.checked_component_messages, "mined": catalogue.mined_component_messages}.get(
+        origin, catalogue.component_messages)
+    chosen = [m for m in source() if m.get("category") and len(m["template"].split()) >= 6
               and (not category or m["category"] == category)]
     return sorted(chosen, key=lambda m: (m["category"], m["template"]))
 

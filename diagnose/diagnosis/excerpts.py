@@ -210,9 +210,11 @@ def best_piece(lines: list[tuple[int, str]], index: FragmentIndex) -> Piece | No
         category = category_of(top)
         if not weight or category is None or not names_something(text, top):
             continue
-        # vdiag holds no component's (nor a rule's) messages below ERROR, as it does vLLM's: in prose a piece of one
-        # may be a warning sharing its words
-        if (top.entry.get("component") or top.entry.get("rule_pattern")) and not on_error_line:
+        # in prose a piece of a message may be a warning sharing its words: the index holds the messages vLLM and
+        # the `vetted` components (knowledge.fragment_catalogue) log below ERROR as rivals, not a wrapper's nor a
+        # rule's
+        if not on_error_line and (top.entry.get("rule_pattern")
+                                  or (top.entry.get("component") and not top.entry.get("vetted"))):
             continue
         if best is None or weight > best.weight:
             best = Piece(line_no, text, top, category, on_error_line, weight)

@@ -18,7 +18,8 @@ from .message_fragments import FragmentIndex, template_parts, words
 SHIPPED_INDEX = "generated/fragment_index.json"  # scripts/build_fragment_index.py
 # what the index is made of besides the rules' patterns: the shipped tables hold while these are as they were
 INDEX_SOURCES = ("vllm_messages.json", "generated/vllm_quiet_messages.json", "wrapper_messages.json",
-                 "component_errors.yaml", "cuda_errors.yaml")
+                 "component_errors.yaml", "cuda_errors.yaml", "generated/component_messages.json")
+MINED_COMPONENTS = "generated/component_messages.json"  # scripts/build_component_messages.py
 
 
 @lru_cache(maxsize=4)
@@ -124,31 +125,77 @@ def _not_vllm_s(entries: Iterable[dict]) -> list[dict]:
 @lru_cache(maxsize=1)
 def component_messages() -> tuple[dict, ...]:
     """The categorised error wordings of the components vLLM runs on (data/component_errors.yaml) and the CUDA
-    runtime's messages (data/cuda_errors.yaml), as index entries: a paste of the first half of "CUDA error: the
-    provided PTX was compiled with an unsupported toolchain" is as telling as a piece of one of vLLM's own. Each
-    wording is a whole message with no placeholder; the index's weights and the excerpt bars decide, as for vLLM's
-    templates, whether a piece of it says enough.
+    runtime's messages (data/cuda_errors.yaml), then the messages mined from the components' source
+    (data/generated/component_messages.json), as index entries: a paste of the first half of "CUDA error: the
+    provided PTX was compiled with an unsupported toolchain" is as telling as a piece of one of vLLM's own. A
+    hand-checked wording is a whole message with no placeholder; a mined one a template. The index's weights and
+    the excerpt bars decide, as for vLLM's templates, whether a piece of it says enough.
+
+    A mined error with no category, and every message a component logs below ERROR (`quiet`), is a rival only: a
+    piece it holds as well as a categorised one says nothing. A component whose quiet messages are in the index
+    is `vetted`, as vLLM's own are: a piece of its errors may place a paste from prose or a title, where a piece
+    of another's is read on an error line only.
 
     >>> entry = next(e for e in component_messages() if e["template"].startswith("the provided PTX"))
     >>> entry["component"], entry["category"]
     ('CUDA runtime', 'driver-or-cuda-mismatch')
+    >>> entry = next(e for e in component_messages() if e["template"].startswith("The server socket has failed to bind"))
+    >>> entry["component"], entry["category"], entry["vetted"]
+    ('torch', 'port-in-use', True)
     """
+    found: dict[str, dict] = {}
+    for entry in (*checked_component_messages(), *mined_component_messages()):
+        found.setdefault(entry["template"].lower() + (" \0quiet" if entry.get("quiet") else ""), entry)
+    return tuple(found.values())
+
+
+@lru_cache(maxsize=1)
+def checked_component_messages() -> tuple[dict, ...]:
+    """The index entries of the hand-checked wordings (component_errors.yaml, cuda_errors.yaml) with a category."""
     from .error_tables import table_entries, wordings
 
-    found: dict[tuple[str, str], dict] = {}
+    vetted = {*_mined()["components"], CUDA_RUNTIME}  # the CUDA runtime logs nothing: its messages are its errors
+    found: dict[str, dict] = {}
     for table in ("component_errors", "cuda_errors"):
         for entry in table_entries(table):
             category = entry.get("category")
             if not category:  # the phase or the context decides (an out-of-memory): a piece of it says nothing
                 continue
-            component = entry.get("component") or "CUDA runtime"
+            component = entry.get("component") or CUDA_RUNTIME
             for wording in wordings(entry):
                 if len(words(wording)) >= 2:  # a pair at least: one word (a class name) is for the rules to match
-                    found.setdefault((wording.lower(), category), {
+                    found.setdefault(wording.lower(), {
                         "template": wording, "category": category, "component": component,
-                        "kind": entry.get("exception") or ""})
+                        "kind": entry.get("exception") or "", **({"vetted": True} if component in vetted else {})})
     return tuple(found.values())
 
 
-__all__ = ["INDEX_SOURCES", "SHIPPED_INDEX", "catalogue_index", "component_messages", "index_data",
+@lru_cache(maxsize=1)
+def mined_component_messages() -> tuple[dict, ...]:
+    """The index entries of the messages mined from the components' source (generated/component_messages.json)."""
+    out = []
+    for message in _mined()["messages"]:
+        if len(words(message["template"])) < 2:
+            continue
+        entry = {"template": message["template"], "category": message.get("category"),
+                 "component": message["component"], "kind": message.get("kind") or "", "vetted": True}
+        if not entry["category"]:
+            entry["startup"] = False  # a rival: never placed by another release's wording or its file
+        if message.get("quiet"):
+            entry["quiet"] = True
+        out.append(entry)
+    return tuple(out)
+
+
+def _mined() -> dict:
+    from ..util.datafiles import load_json
+
+    return load_json(MINED_COMPONENTS)
+
+
+CUDA_RUNTIME = "CUDA runtime"
+
+
+__all__ = ["CUDA_RUNTIME", "INDEX_SOURCES", "MINED_COMPONENTS", "SHIPPED_INDEX", "catalogue_index",
+           "checked_component_messages", "component_messages", "mined_component_messages", "index_data",
            "other_entries", "sources_digest", "wrapper_messages"]
