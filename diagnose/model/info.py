@@ -40,7 +40,8 @@ class ModelInfo:
     hybrid: dict | None = None
     quantized_variants: list[str] = field(default_factory=list)
     gated: bool = False
-    trust_remote_code: bool = False
+    trust_remote_code: bool = False  # the repository ships its own configuration/model code
+    builtin_elsewhere: bool = True  # ... whose model_type a transformers release (or vLLM) may have built in
     catalog_id: str | None = None
 
     def as_json(self) -> dict[str, Any]:
@@ -167,6 +168,7 @@ def _from_config(name: str, config: dict, source: str) -> ModelInfo:
         experts=(_count(text.get("num_local_experts")) or _count(text.get("n_routed_experts"))
                  or _count(text.get("num_experts"))),
         kv_layout="mla" if mla else ("sliding" if sliding else None), mla=mla, sliding_window=sliding,
+        trust_remote_code="AutoConfig" in _dict(config.get("auto_map")),  # the repo's own config class
     )
     entry = catalog_entry(name)
     if entry:
@@ -186,6 +188,7 @@ def _from_catalog(name: str, entry: dict) -> ModelInfo:
         kv_layout=entry.get("kv_layout"), mla=entry.get("mla"), sliding_window=entry.get("sliding_window"),
         hybrid=entry.get("hybrid"), quantized_variants=list(entry.get("quantized_variants") or []),
         gated=bool(entry.get("gated")), trust_remote_code=bool(entry.get("trust_remote_code")),
+        builtin_elsewhere=bool(entry.get("transformers_builtin")),
     )
 
 
