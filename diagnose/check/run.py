@@ -11,14 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..foresight import architecture, flags, hardware, limits, parallel, remote_code  # noqa: F401  (registered)
+from ..foresight import architecture, flags, hardware, limits, mamba_align, parallel, remote_code  # noqa: F401  (registered)
 from ..foresight.findings import CHECKS, Finding
 from ..foresight.target import Target
 from . import container, env_vars, memory_fit, model_folder, ports  # noqa: F401  (registered)
 from .estimate import MemoryPicture, picture
 
-ORDER = ("flags", "env", "container", "port", "model-files", "remote-code", "architecture", "context-length", "token-budget", "gpu-count",
-         "divisibility", "dtype", "quantization", "attention-backend", "gpu-generation", "memory")
+ORDER = ("flags", "env", "container", "port", "model-files", "remote-code", "architecture", "context-length",
+         "token-budget", "mamba-align", "gpu-count", "divisibility", "dtype", "quantization", "attention-backend",
+         "gpu-generation", "memory")
 NOT_FORESEEN = ("whether the model and its tokenizer can be fetched (a gated repo, a token, a wrong path)",
                 "the installed vLLM, torch and driver working together", "the model's own code (an architecture the "
                 "Transformers backend must build; trust_remote_code is checked only where the catalog or a config.json "
