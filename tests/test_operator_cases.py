@@ -734,3 +734,44 @@ def test_a_layout_stated_only_in_the_title_gets_the_tp_within_the_gpus():
     assert [f["changes"] for f in one["fixes"]] == [{"--tensor-parallel-size": "1"}], one["fixes"]
     written = top(diagnose_text("vllm serve meta-llama/Llama-3.1-8B-Instruct\n" + title, name="cmd.log").report)
     assert not any(f["changes"].get("--tensor-parallel-size") == "2" for f in written["fixes"]), written["fixes"]
+
+
+def test_a_message_naming_utilization_under_explicit_kv_bytes_names_the_kv_bytes():
+    """vLLM says "Try increasing `gpu_memory_utilization` or decreasing `max_model_len`" even where
+    --kv-cache-memory-bytes sizes the cache and utilization is ignored (issue #24: the message names the cure). The
+    cure it names is then the KV bytes; naming only max_model_len would put a cut of the context first."""
+    diagnosis = top(report_for("kv-bytes-explicit-message-names-utilization-0.11.log",
+                               launch="vllm serve Qwen/Qwen3-8B --kv-cache-memory-bytes 1073741824"))
+    assert list(diagnosis["fixes"][0]["changes"]) == ["--kv-cache-memory-bytes"]
+    assert int(diagnosis["fixes"][0]["changes"]["--kv-cache-memory-bytes"]) > 1073741824
+    assert not any("--gpu-memory-utilization" in fix["changes"] for fix in diagnosis["fixes"])
+    capped = next(fix for fix in diagnosis["fixes"] if "--max-model-len" in fix["changes"])
+    assert capped["rank"] > 1
+
+
+def test_a_debugging_hint_is_no_fix():
+    """torch's "For debugging consider passing CUDA_LAUNCH_BLOCKING=1" asks for more output, not a cure."""
+    report = report_for("cudagraph-oom-debug-hint-and-prose-advice-0.10.1.log")
+    assert report["diagnoses"]
+    assert not any("env:CUDA_LAUNCH_BLOCKING" in fix["changes"] for fix in every_fix(report))
+
+
+@pytest.mark.parametrize(("sentence", "changes"), [
+    ("Try decreasing `max_num_seqs` to 128.", {"--max-num-seqs": "128"}),
+    ("Set --gpu-memory-utilization to 0.95", {"--gpu-memory-utilization": "0.95"}),
+    ("Increase `--gpu-memory-utilization` to more than 0.65.", {"--gpu-memory-utilization": "0.7"}),
+    ("Try passing --enforce-eager", {"--enforce-eager": True}),
+    ("you can try `--max-model-len 4096`", {"--max-model-len": "4096"}),
+    ("Please specify --kv-cache-dtype fp8", {"--kv-cache-dtype": "fp8"}),
+    ("Please set VLLM_USE_V1=0 to use the V0 engine.", {"env:VLLM_USE_V1": "0"}),
+    ("Use --max-model-len smaller than the context", {}),
+])
+def test_advice_in_prose_gives_the_messages_own_value(sentence, changes):
+    """The forms vLLM's messages name a cure in (issue #24): any verb form, underscore or dash spelling, backticks,
+    `=` or "to"; the value the message states, or none where it states none (the fix then says so)."""
+    from diagnose.fixes.advice import advice_fixes
+
+    fixes = advice_fixes([sentence], {"--gpu-memory-utilization": 0.9})
+    assert fixes and fixes[0].changes == changes
+    if not changes:
+        assert fixes[0].mentions == ("--max-model-len",) and "states no value" in fixes[0].title

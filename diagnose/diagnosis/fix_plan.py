@@ -88,7 +88,7 @@ def plan_fixes(diagnosis: Diagnosis, ctx: Context) -> None:
             entry["outcome"] = "left out: an install the message names, where the failure is not an install's"
             continue
         advised.append(fix)  # it names the cure, even where a rule's fix computes the value
-        if covered & set(fix.changes):
+        if covered & (set(fix.changes) or set(fix.mentions)):  # a setting named without a value: by what it names
             entry["outcome"] = "left out: a rule's fix computes a value for the same setting"
         elif _in_effect(fix, ctx):
             entry["outcome"] = "left out: the launch already has it"
@@ -173,13 +173,15 @@ def _rank_key(fix: Fix, position: int, named: set[str] | frozenset[str] = frozen
     the cure (vLLM's "Try increasing gpu_memory_utilization", "set --allow-deprecated-quantization") before one it
     does not; then the cheapest; fixes whose outcome cannot be evaluated keep the rule author's order, and
     workarounds come after cures. A fix that names nothing to change or run (a value
-    that could not be computed) comes after every fix that does; a last resort (the server starts but may answer
+    that could not be computed) comes after every fix that does, and the log's advice that names a setting but no
+    value after those; a last resort (the server starts but may answer
     wrongly, VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) after every other, even one whose outcome is not evaluable."""
     start = {True: 0, None: 1, False: 2}[fix.will_start]
     cost = COST_ORDER.get(fix.cost, 7) if fix.will_start else 0
     actionable = bool(fix.changes or fix.step_command)
     unnamed = not (named & set(_named_keys(fix)))
-    return (not actionable, fix.cost == "correctness", start, unnamed, fix.workaround, cost, position)
+    named_only = not actionable and bool(fix.mentions) and fix.strategy == ADVICE_STRATEGY  # names, gives no value
+    return (not actionable, named_only, fix.cost == "correctness", start, unnamed, fix.workaround, cost, position)
 
 
 def _rank_reason(fix: Fix) -> str:

@@ -32,19 +32,20 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 from typing import Any
 
 from ..util.lazy_pattern import lazy
 from ..util.units import parse_float
 from .advice_install import install_command
+from .advice_direction import direction_fixes, named_without_value
+from .advice_names import NAME, advised_names, flag_for, is_env_name
 from .base import Fix
 
 MAX_LINE_CHARS = 2000
 # The strategy of every fix read from the log's own words: text of the input (vLLM's errors echo a model's config),
 # which `vdiag verify` never lets add a flag or variable the launch did not have (verify/candidates.py).
 ADVICE_STRATEGY = "log-advice"
-_NAME = r"`?'?(?P<{0}>--?[a-z][a-z0-9-]{{2,60}}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'?`?"
+_NAME = NAME
 _NUMBER = r"(?P<{0}>-?\d{{1,12}}(?:\.\d{{1,6}})?)"
 _CONSTRAINT = lazy(
     _NAME.format("lhs") + r"\s{0,3}\(\s{0,3}" + _NUMBER.format("lv") + r"\s{0,3}\)\s{0,3}(?:must|should|has to) be\s{1,3}"
@@ -55,70 +56,29 @@ _CONSTRAINT = lazy(
 # compiling or running the pattern. Most advice lines name one shape at most, and the patterns cost ~1 ms each to compile.
 # The verb lists are the patterns' own alternations.
 _CONSTRAINT_WORDS = ("must be", "should be", "has to be")
-_BOUND_WORDS = ("lower", "decrease", "reduce", "raise", "increase", "set", "limit", "cap")
-_ASSIGN_WORDS = ("set", "export", "use", "pass", "add", "with", "require", "need")  # matched ignoring case
+_BOUND_WORDS = ("lower", "decreas", "reduc", "rais", "increas", "set", "limit", "cap")  # matched ignoring case
+_ASSIGN_WORDS = ("set", "export", "us", "pass", "add", "with", "require", "need", "specify", "try")  # ignoring case
 _UNSET_WORDS = ("unset", "remove", "clear")  # matched ignoring case
-_DIRECTION_WORDS = ("increas", "rais", "lower", "decreas", "reduc")
 _BOUND = lazy(
-    r"(?P<verb>" + "|".join(_BOUND_WORDS) + r")\w{0,3}\s{1,3}(?:the\s{1,3})?" + _NAME.format("name")
-    + r"\s{1,3}(?:to|=|below|under)\s{1,3}(?P<bound>at most|at least|no more than|<=|>=)?\s{0,3}" + _NUMBER.format("value")
-    + r"(?![\d.]|\s?(?:GiB|GB|MiB|MB|%))")
+    r"(?<![\w-])(?i:(?P<verb>" + "|".join(_BOUND_WORDS) + r"))\w{0,4}\s{1,3}(?:the\s{1,3})?(?:(?i:value)\s{1,3}of\s{1,3})?"
+    + _NAME.format("name")
+    + r"\s{1,3}(?P<conn>to|=|below|under|above|over)\s{1,3}"
+    r"(?P<bound>at most|at least|no more than|no less than|more than|less than|fewer than|greater than|<=|>=|<|>)?\s{0,3}"
+    + _NUMBER.format("value")
+    + r"(?!\d|\.\d|\s?(?:GiB|GB|MiB|MB|%))")
 _ASSIGN = lazy(
-    r"(?<![\w-])(?:set|setting|export|use|pass|add|with|requires?|needs?)\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|flag\s{1,3})?`?"
-    r"(?P<name>--?[a-z][a-z0-9-]{2,60}|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)`?(?:\s{0,2}[= ]\s{0,2}`?(?P<value>[\w.:/-]{1,80})`?)?"
+    r"(?<![\w-])(?:set|setting|export|use|using|pass|passing|add|adding|with|requires?|needs?|specify|specifying|try)\s{1,3}"
+    r"(?:the\s{1,3})?(?:environment variable\s{1,3}|flag\s{1,3})?`?"
+    r"(?P<name>--?[a-z][a-z0-9-]{2,60}|[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z][a-z0-9]*(?:-[a-z0-9]+){1,6})`?"
+    # a value: "to 0.95" (a number or a quoted word after "to"), "=value", or the word after the flag
+    r"(?:\s{1,3}to\s{1,3}(?P<quote>[`'\"])?(?P<tovalue>(?(quote)[\w.:/-]{1,80}|-?\d[\w.:/-]{0,79}))(?(quote)(?P=quote))"
+    r"|\s{0,2}[= ]\s{0,2}`?(?P<value>[\w.:/-]{1,80})`?)?"
     r"(?:\s{1,3}(?P<envword>environment variable|env var))?", re.IGNORECASE)
 _UNSET = lazy(
     r"(?<![\w-])(?:" + "|".join(_UNSET_WORDS) + r")\s{1,3}(?:the\s{1,3})?(?:environment variable\s{1,3}|env var\s{1,3})?`?"
     r"(?P<name>[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)`?", re.IGNORECASE)
-_DIRECTION = lazy(
-    r"(?P<verb>" + "|".join(_DIRECTION_WORDS) + r")\w{0,4}\s{1,3}(?:the\s{1,3})?(?:value of\s{1,3})?" + _NAME.format("name"))
-_DOWN = ("lower", "decreas", "reduc", "limit", "cap")
 _NOT_VALUES = {"true", "false", "none", "to", "the", "a", "an", "it", "this", "that", "and", "or", "in", "if",
                "environment", "variable", "env", "flag", "option", "argument"}
-
-
-@lru_cache(maxsize=1)
-def _known_flags() -> tuple[frozenset[str], frozenset[str]]:
-    """Flags and environment variables vLLM has had (data/engine_args.yaml when present, else flags.yaml)."""
-    from ..launch.launch import flag_table
-
-    flags: set[str] = set()
-    env: set[str] = set()
-    try:
-        from ..util.datafiles import load_yaml
-
-        table = load_yaml("engine_args.yaml") or {}
-        flags |= set(table.get("flags") or {})
-        env |= set(table.get("env") or {})
-    except (OSError, ValueError):
-        pass
-    data = flag_table()
-    flags |= set(data.get("switches") or []) | set(data.get("defaults") or {}) | set(data.get("aliases", {}).values())
-    return frozenset(flags), frozenset(env)
-
-
-def flag_for(name: str) -> str | None:
-    """The vLLM flag a name in a message means, or None when it names none.
-
-    >>> flag_for("max_num_seqs"), flag_for("--max-model-len"), flag_for("block_size"), flag_for("--kv-cache-memory")
-    ('--max-num-seqs', '--max-model-len', '--block-size', '--kv-cache-memory-bytes')
-    >>> flag_for("input_value") is None
-    True
-    """
-    from ..launch.launch import canonical_flag
-
-    flag = canonical_flag(name if name.startswith("-") else "--" + name.replace("_", "-"))
-    flags, _env = _known_flags()
-    if flag in flags:
-        return flag
-    if flag + "-bytes" in flags:
-        return flag + "-bytes"  # vLLM prints --kv-cache-memory=N; the flag is --kv-cache-memory-bytes
-    return flag if name.startswith("--") and not flags else None
-
-
-def is_env_name(name: str) -> bool:
-    _flags, env = _known_flags()
-    return name in env or bool(re.fullmatch(r"(?:VLLM|HF|HUGGING_FACE|NCCL|CUDA|PYTORCH|TORCH|OMP|TOKENIZERS)_[A-Z0-9_]{2,60}", name))
 
 
 def advice_fixes(lines: list[str], current: dict[str, Any], said: dict[str, str] | None = None) -> list[Fix]:
@@ -131,15 +91,32 @@ def advice_fixes(lines: list[str], current: dict[str, Any], said: dict[str, str]
     fixes: list[Fix] = []
     for raw in lines:
         line = raw[:MAX_LINE_CHARS]
-        fix = (_constraint(line) or _bound(line) or _unset(line) or _assignment(line)
-               or _direction(line, current, said or {}) or install_command(line))
-        if fix is not None and all(f.changes != fix.changes for f in fixes):
-            fix.strategy = ADVICE_STRATEGY
-            fix.conditional = _conditional(line, fix)
-            fixes.append(fix)
+        first = _constraint(line) or _bound(line) or _unset(line) or _assignment(line)
+        found = [first] if first is not None else []
+        # every setting the sentence says to raise or lower, beside what its first shape gave
+        found += [fix for fix in direction_fixes(line, current, said or {}) if not any(_keys(fix) & _keys(f) for f in found)]
+        if not found and (install := install_command(line)) is not None:
+            found = [install]
+        names = advised_names(line)  # the sentence's alternatives are its cure too ("… or VLLM_CPU_KVCACHE_SPACE")
+        changing = [fix for fix in found if fix.changes] or found[:1]
+        for fix in found:
+            if _FOR_DEBUGGING.search(line):
+                continue  # "For debugging consider passing CUDA_LAUNCH_BLOCKING=1": more output, not a cure
+            if all((f.changes, f.mentions) != (fix.changes, fix.mentions) for f in fixes):
+                fix.strategy = ADVICE_STRATEGY
+                fix.conditional = _conditional(line, fix)
+                if fix in changing:
+                    fix.mentions = tuple(dict.fromkeys((*fix.mentions, *names)))
+                fixes.append(fix)
     return fixes
 
 
+def _keys(fix: Fix) -> set[str]:
+    """The settings a fix read from advice is about: those it changes, or those it names without a value."""
+    return set(fix.changes) or set(fix.mentions)
+
+
+_FOR_DEBUGGING = lazy(r"(?i)\b(?:for debugging|to debug)\b[^.!;]{0,40}?\b(?:consider|try|set|pass|use)")
 _CONDITION = lazy(r"(?:^|[.!;]\s)\s*(?:to|if|when|in case|for)\b[^.!;]{0,200}$", re.IGNORECASE)
 
 
@@ -157,8 +134,9 @@ def _conditional(line: str, fix: Fix) -> bool:
     >>> _conditional("unhandled system error (run with NCCL_DEBUG=INFO for details)", Fix("t", changes={"env:NCCL_DEBUG": "INFO"}))
     True
     """
-    names = [key.split(":", 1)[-1] for key in fix.changes]
-    names += [key.lstrip("-").replace("-", "_") for key in fix.changes if key.startswith("--")]
+    keys = (*fix.changes, *fix.mentions)
+    names = [key.split(":", 1)[-1] for key in keys]
+    names += [key.lstrip("-").replace("-", "_") for key in keys if key.startswith("--")]
     at = min((i for i in (line.find(name) for name in names if name) if i >= 0), default=-1)
     return at >= 0 and ((at > 0 and bool(_CONDITION.search(line[:at]))) or bool(_FOR_DETAILS.match(line[at:at + 120])))
 
@@ -209,13 +187,34 @@ def _constraint(line: str) -> Fix | None:
 
 
 def _bound(line: str) -> Fix | None:
-    match = _BOUND.search(line) if _names_any(line, _BOUND_WORDS) else None
-    if not match or (flag := flag_for(match.group("name"))) is None:
+    matches = _BOUND.finditer(line) if _names_any(line, _BOUND_WORDS, ignore_case=True) else iter(())
+    match, flag = next(((m, f) for m in matches if (f := flag_for(m.group("name"))) is not None), (None, None))
+    if match is None or flag is None:
         return None
-    value = match.group("value")
+    value = _beyond(match.group("value"), match.group("bound") or match.group("conn"))
+    beyond = "" if value == match.group("value") else f"; {value} is past that limit, as it asks"
     return Fix(title=f"As vLLM's message says: {flag} {value}", changes={flag: value},
-               why=f"The message names the setting and its limit: \"{match.group(0).strip()}\".", cost="config",
+               why=f"The message names the setting and its limit: \"{match.group(0).strip()}\"{beyond}.", cost="config",
                will_start=None, not_evaluable="only the message's own limit is known", strategy=ADVICE_STRATEGY)
+
+
+_ABOVE = ("more than", "greater than", ">", "above", "over")
+_BELOW = ("less than", "fewer than", "<", "below", "under")
+
+
+def _beyond(value: str, bound: str) -> str:
+    """The value a strict bound asks for: one past it for a count ("to less than 614" → 613), a step of 0.05 for a
+    share ("to more than 0.65" → 0.7); the value itself for an inclusive bound ("to at most 614").
+
+    >>> _beyond("614", "less than"), _beyond("0.65", "more than"), _beyond("614", "at most"), _beyond("8192", "to")
+    ('613', '0.7', '614', '8192')
+    """
+    if bound not in _ABOVE + _BELOW or (number := parse_float(value)) is None:
+        return value
+    sign = 1 if bound in _ABOVE else -1
+    if "." in value and 0 < number < 1:
+        return f"{min(max(round(number + sign * 0.05, 2), 0.05), 0.98):g}"
+    return str(_as_number(number + sign)) if float(number).is_integer() else value
 
 
 def _unset(line: str) -> Fix | None:
@@ -236,8 +235,11 @@ def _unset(line: str) -> Fix | None:
 def _assignment(line: str) -> Fix | None:
     if not _names_any(line, _ASSIGN_WORDS, ignore_case=True):
         return None
+    from ..launch.launch import is_switch
+
+    unvalued: Fix | None = None  # a setting named without a value: kept unless a later one comes with its value
     for match in _ASSIGN.finditer(line):
-        name, value = match.group("name"), match.group("value")
+        name, value = match.group("name"), match.group("tovalue") or match.group("value")
         value = value.rstrip(".:") or None if value else value  # the sentence's own full stop is no part of it
         if value and value.lower() in _NOT_VALUES - {"true", "false"}:
             value = None
@@ -251,34 +253,38 @@ def _assignment(line: str) -> Fix | None:
         flag = flag_for(name)
         if flag is None:
             continue
-        from ..launch.launch import is_switch
-
-        if is_switch(flag) and (value is None or value.lower() == "true"):
+        if is_switch(flag) and (value is None or value.lower() != "false"):
             return Fix(title=f"As vLLM's message says: {flag}", changes={flag: True},
                        why=f"The message names the switch: \"{match.group(0).strip()}\".", cost="config", will_start=None,
                        strategy=ADVICE_STRATEGY)
-        if value is not None and not is_switch(flag):
+        if is_switch(flag):
+            continue
+        if value is not None and _fits(flag, value):
             return Fix(title=f"As vLLM's message says: {flag} {value}", changes={flag: value},
                        why=f"The message names the setting and its value: \"{match.group(0).strip()}\".", cost="config",
                        will_start=None, strategy=ADVICE_STRATEGY)
-    return None
+        if match.group(0).split()[0].lower() not in _WEAK_VERBS:  # "with max_model_len" states, it does not advise
+            unvalued = unvalued or named_without_value(flag, "set", match.group(0).strip())
+    return unvalued
 
 
-def _direction(line: str, current: dict[str, Any], said: dict[str, str]) -> Fix | None:
-    match = _DIRECTION.search(line) if _names_any(line, _DIRECTION_WORDS) else None
-    if not match or (flag := flag_for(match.group("name"))) != "--gpu-memory-utilization":
-        return None  # only utilization has a natural step; other directions need a computed value (the rules' job)
-    down = match.group("verb").startswith(_DOWN)
-    now = parse_float(str(current.get(flag))) if current.get(flag) is not None else None
-    if now is None:
-        return None
-    value = round(now - 0.05, 2) if down else round(min(now + 0.05, 0.98), 2)
-    if not 0.05 <= value <= 0.98 or value == now or (value < now) != down:
-        return None  # a raise from 0.99 is no step down to 0.98
-    return Fix(title=f"As vLLM's message suggests: {flag} {value}", changes={flag: f"{value}"},
-               why=f"The message says to {'lower' if down else 'raise'} it; a step of 0.05 from {said.get(flag, f'{now:g}')}.",
-               cost="throughput" if down else "memory", will_start=None,
-               not_evaluable="the message gives the direction, not the amount", strategy=ADVICE_STRATEGY)
+_WEAK_VERBS = ("with", "require", "requires", "need", "needs")
+
+
+def _fits(flag: str, value: str) -> bool:
+    """Whether `value` can be the flag's: a number for a numeric flag, one of its choices where the table lists them
+    ("use --max-model-len smaller than …" gives no value).
+
+    >>> _fits("--max-model-len", "4096"), _fits("--max-model-len", "smaller"), _fits("--tokenizer-mode", "mistral")
+    (True, False, True)
+    """
+    from ..launch.releases import flag_entry
+
+    entry = flag_entry(flag) or {}
+    if entry.get("value") in ("int", "float"):
+        return parse_float(value) is not None
+    choices = [str(c).lower() for c in entry.get("choices") or []]
+    return not choices or value.lower() in choices
 
 
 def _round_budget(value: float, up: bool, strict: bool) -> int | float:
