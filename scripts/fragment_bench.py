@@ -6,7 +6,8 @@ every categorised start-up template is rendered with stand-in values and cut the
 (diagnose/authoring/message_cuts.py): the whole message on an ERROR line (full), its first 40-70 % (prefix), a
 middle piece (middle), split over two logger-prefixed lines (split), inside a sentence (quoted), the first part as
 a title-case issue title (title). For each cut it reports how often the top diagnosis names the template's
-category, beside the full message's rate (issue #23: a cut message is recognised >= 90 % as often as the full one). With
+category, beside the full message's rate, and for the whole and the split message how often its evidence shows the
+message whole (issue #23: a cut message is recognised >= 90 % as often as the full one). With
 --components it cuts, in the same ways, the categorised error wordings of the components vLLM runs on and of the
 CUDA runtime (data/component_errors.yaml, data/cuda_errors.yaml) instead: a paste of the first half of a CUDA or
 Hugging Face error is to be recognised as well; --origin checked cuts only the hand-checked wordings, --origin mined
@@ -54,6 +55,7 @@ def main() -> int:
         templates = rng.sample(templates, args.sample)
     rules = load_rules()
     right: Counter = Counter()
+    whole: Counter = Counter()
     by_category: dict[str, Counter] = defaultdict(Counter)
     for entry in templates:
         for cut, text in message_cuts(render(entry["template"]), entry.get("kind", ""), rng).items():
@@ -61,6 +63,8 @@ def main() -> int:
             top = report["diagnoses"][0]["category"] if report["diagnoses"] else None
             ok = top == entry["category"]
             right[cut] += ok
+            if ok and cut in ("full", "split"):  # is the message shown whole, its last clause with its first?
+                whole[cut] += _shows_whole(report["diagnoses"][0], render(entry["template"]))
             by_category[entry["category"]][cut] += ok
             by_category[entry["category"]]["n"] += cut == "full"
             if args.verbose and not ok:
@@ -72,12 +76,21 @@ def main() -> int:
         ratio = right[cut] / right["full"] if right["full"] else 0.0
         print(f"  {cut:7} recognised {right[cut]:4}/{total} = {right[cut] / total:6.1%}"
               + ("" if cut == "full" else f"   {ratio:6.1%} of the full message's rate"))
+    print(f"  evidence shows the whole message (first and last words): full {whole['full']}/{right['full']}, "
+          f"split {whole['split']}/{right['split']} of those recognised")
     cut_total = sum(right[c] for c in CUTS if c != "full")
     print(f"  all cuts together: {cut_total / (len(CUTS) - 1) / max(right['full'], 1):.1%} of the full message's rate")
     if args.verbose:
         for category, counts in sorted(by_category.items()):
             print(f"  {category:34} n={counts['n']:3} " + " ".join(f"{c}={counts[c]}" for c in CUTS))
     return 0
+
+
+def _shows_whole(diagnosis: dict, message: str) -> bool:
+    """Whether one evidence line of the diagnosis holds the message's first and last three words."""
+    words = message.split()
+    first, last = " ".join(words[:3]), " ".join(words[-3:])
+    return any(first in line["text"] and last in line["text"] for line in diagnosis["evidence"])
 
 
 if __name__ == "__main__":

@@ -72,3 +72,30 @@ def test_macos_is_told_by_its_shared_libraries_and_the_plugin_by_its_name(lines,
     for number, line in enumerate(lines, start=1):
         hints.feed(number, line, [])
     assert facts.platform_hint == platform
+
+
+def test_transformers_probe_for_torch_npu_is_no_ascend_hint():
+    """`is_torch_npu_available` is a transformers helper any CUDA script may import (wave3 gh-vllm-9469): only the
+    package's own name, `torch_npu`, says the log ran on an NPU."""
+    from diagnose.facts.platform_hints import PlatformHintExtractor
+    from diagnose.facts.record import Facts
+
+    facts = Facts()
+    PlatformHintExtractor(facts).feed(1, "from transformers.utils import is_torch_cuda_available, is_torch_npu_available", [])
+    assert facts.platform_hint is None
+    PlatformHintExtractor(facts).feed(2, "import torch_npu", [])
+    assert facts.platform_hint == "npu"
+
+
+def test_a_rebellions_npu_is_told_by_its_plugin_and_gets_its_own_visible_devices(ruleset):
+    from diagnose.api import diagnose_text
+
+    log = ("  File \"/usr/lib/python3.10/site-packages/vllm_rbln/worker/worker.py\", line 80, in init_device\n"
+           "[rank0]: AssertionError: Error in memory profiling. Initial free memory 58247258112, current free memory "
+           "58247516160. This happens when the GPU memory was not properly cleaned up before initializing the vLLM "
+           "instance.\n")
+    report = diagnose_text(log, rules=ruleset).report
+    assert report["facts"].get("platform") in (None, "rbln")
+    settings = {key for d in report["diagnoses"] for fix in d["fixes"] for key in fix["changes"]}
+    assert "env:CUDA_VISIBLE_DEVICES" not in settings
+    assert "env:RBLN_DEVICES" in settings

@@ -77,3 +77,51 @@ def test_a_tpu_log_says_tpu_chips_where_fixes_and_why_said_gpus(ruleset):
 
 def test_the_same_error_without_a_platform_hint_keeps_gpus(ruleset):
     assert "GPUs" in _prose(TPU_KV.replace("tpu_commons/runner/tpu_jax_runner", "vllm/v1/worker/gpu_worker"), ruleset)
+
+
+SERVING_OOM = ("INFO 06-01 09:00:00 [__init__.py:239] Automatically detected platform {platform}.\n"
+               "INFO:     Application startup complete.\n"
+               "ERROR 06-01 11:12:00 [core.py:700] torch.OutOfMemoryError: out of memory. Tried to allocate 2.00 GiB.\n")
+
+
+def _fixes(text: str, ruleset) -> list[dict]:
+    return [fix for d in diagnose_text(text, rules=ruleset).report["diagnoses"] for fix in d["fixes"]]
+
+
+def test_an_nvidia_allocator_setting_is_the_platforms_own_or_left_out(ruleset):
+    """The allocator's expandable segments are PYTORCH_NPU_ALLOC_CONF under torch_npu; a TPU or an AMD GPU has no
+    counterpart in the table, so the fix is left out rather than guessed."""
+    def settings(platform: str) -> set[str]:
+        return {key for fix in _fixes(SERVING_OOM.format(platform=platform), ruleset) for key in fix["changes"]}
+
+    assert "env:PYTORCH_CUDA_ALLOC_CONF" in settings("cuda")
+    assert "env:PYTORCH_NPU_ALLOC_CONF" in settings("npu") and "env:PYTORCH_CUDA_ALLOC_CONF" not in settings("npu")
+    for platform in ("tpu", "rocm", "cpu"):
+        assert not any("ALLOC_CONF" in key for key in settings(platform)), platform
+
+
+PROFILING = ("INFO 05-01 10:00:00 [__init__.py:30] Platform plugin ascend is activated\n"
+             "[rank0]: AssertionError: Error in memory profiling. Initial free memory 58247258112, current free memory "
+             "58247516160. This happens when the NPU memory was not properly cleaned up before initializing the vLLM "
+             "instance.\n  File \"/usr/local/python3.10/site-packages/vllm_ascend/worker/worker.py\", line 9, in x\n")
+
+
+def test_an_ascend_log_is_told_in_npus_and_ascends_visible_devices(ruleset):
+    report = diagnose_text(PROFILING, rules=ruleset).report
+    shown = " ".join([d["title"] + d["summary"] + d["why"] for d in report["diagnoses"]]
+                     + [f"{fix['title']} {fix.get('why') or ''} {fix.get('command') or ''} {fix['changes']}"
+                        for d in report["diagnoses"] for fix in d["fixes"]])
+    assert "NPU" in report["diagnoses"][0]["title"]
+    assert "ASCEND_RT_VISIBLE_DEVICES" in shown
+    assert "CUDA_VISIBLE_DEVICES" not in shown and " GPU " not in shown
+
+
+def test_a_clause_about_a_means_the_platform_lacks_is_taken_out():
+    from diagnose.fixes.platform_words import platform_text
+
+    why = "Reduce the sizes to the GPUs there are (check `CUDA_VISIBLE_DEVICES` and the container's `--gpus`), or not."
+    assert platform_text(why, "npu") == "Reduce the sizes to the NPUs there are, or not."
+    assert platform_text(why, None) == why  # NVIDIA, or a platform the table does not know: as written
+    both = "Pick a GPU with CUDA_VISIBLE_DEVICES. Then start."
+    assert platform_text(both, "cpu") == "Then start."  # the CPU build has no device variable: the sentence goes
+    assert platform_text(both, "tpu") == "Pick a TPU chip with TPU_VISIBLE_CHIPS. Then start."

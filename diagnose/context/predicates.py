@@ -264,7 +264,7 @@ def _image_known(ctx: Context) -> bool:
     return bool((ctx.launch is not None and ctx.launch.image) or ctx.facts.container_image)
 
 
-NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron", "metal", "macos"})
+NOT_GPU_PLATFORMS = frozenset({"cpu", "tpu", "npu", "hpu", "xpu", "neuron", "rbln", "metal", "macos"})
 
 
 @predicate("platform-not-gpu", means=(

@@ -18,10 +18,12 @@ from .record import Facts
 
 _PLATFORMS = (
     ("tpu", lazy(r"\bTPU_[A-Z]|tpu_commons|tpu_inference|libtpu|torch_xla|\bPallas\b|/tpu/")),
-    ("npu", lazy(r"vllm_ascend|vllm-ascend|torch_npu|\bAscend\b|\bNPU\b|\bHCCL\b")),
+    ("npu", lazy(r"vllm_ascend|vllm-ascend|\btorch_npu|\bAscend\b|\bNPU\b|\bHCCL\b")),
     ("hpu", lazy(r"habana|vllm_gaudi|\bHPU\b|\bGaudi\b")),
     ("xpu", lazy(r"intel_extension_for_pytorch|\bXPU\b|oneccl|\bArc A\d")),
     ("neuron", lazy(r"neuronx|torch_neuron|aws-neuron|\bInferentia\b|\bTrainium\b")),
+    # Rebellions' ATOM/REBEL NPUs: the vllm-rbln plugin and its optimum-rbln / rebel-compiler stack
+    ("rbln", lazy(r"vllm_rbln|vllm-rbln|optimum[-_]rbln|\bRBLN\b|\brebel-compiler\b")),
     # Apple silicon: the vllm-metal plugin (MLX, torch's MPS backend)
     ("metal", lazy(r"vllm_metal|vllm-metal|\bmlx(?:_lm)?\b|torch\.backends\.mps|\bMPS backend")),
     # macOS without the plugin's own names: Homebrew's and /Users paths, and its shared libraries, .dylib files
@@ -42,7 +44,8 @@ class PlatformHintExtractor:
                 "habana", "gaudi", " hpu", "hpu ", "hpu:", "(hpu", "intel_extension", " xpu", "xpu ", "xpu:", "(xpu",
                 "oneccl", "arc a3", "arc a5", "arc a7", "neuron", "inferentia", "trainium", "vllm_cpu_", "cpu kv cache size",
                 "omp threads binding", "cpu backend", "worker/cpu_", "platforms/cpu.py", "vllm_metal", "vllm-metal", "mlx",
-                "backends.mps", "mps backend", "macos", "apple-darwin", "/opt/homebrew/", "/users/", ".dylib")
+                "backends.mps", "mps backend", "macos", "apple-darwin", "/opt/homebrew/", "/users/", ".dylib",
+                "rbln", "rebel-compiler")
     window = 0
 
     def __init__(self, facts: Facts):

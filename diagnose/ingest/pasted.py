@@ -33,6 +33,7 @@ from collections import Counter
 from typing import Callable, Iterable, Iterator
 
 from ..util.lazy_pattern import lazy
+from .prefixed import rejoined_blocks
 
 SAMPLE_BYTES = 256 * 1024
 MIN_WIDTH = 20
@@ -160,13 +161,13 @@ def _rejoined(lines: list[bytes], wrapped: Callable[[int, bytes], bool]) -> byte
 
 
 def unwrap_blocks(blocks: Iterable[bytes]) -> Iterator[bytes]:
-    """Pass blocks through, rejoining hard-wrapped lines when the start of the input shows a wrap width, and
-    soft-wrapped ones (soft_unwrap_block) wherever they are.
+    """Pass blocks through, rejoining hard-wrapped lines when the start of the input shows a wrap width,
+    soft-wrapped ones (soft_unwrap_block) wherever they are, and an exception's message split over lines under one
+    logger header (prefixed.rejoined_blocks).
 
     A wrapped line at the end of a block is held back and joined with the start of the next block.
     """
-    for block in _hard_unwrapped(blocks):
-        yield soft_unwrap_block(block)
+    yield from rejoined_blocks(soft_unwrap_block(block) for block in _hard_unwrapped(blocks))
 
 
 def _hard_unwrapped(blocks: Iterable[bytes]) -> Iterator[bytes]:

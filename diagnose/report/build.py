@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..diagnosis.pipeline import Outcome
+from ..fixes.platform_tools import platform_words
 from ..util.errors import ExitCode
 
 SCHEMA_VERSION = 1
@@ -79,10 +80,10 @@ def _diagnosis(diagnosis, outcome: Outcome, explain: bool = False) -> dict[str, 
     return {**plan,
         "rule": rule.id,
         "category": rule.category,
-        "title": rule.title,
+        "title": platform_words(rule.title, outcome.ctx),
         "severity": rule.severity,
         "confidence": diagnosis.confidence,
-        "summary": rule.summary,
+        "summary": platform_words(rule.summary, outcome.ctx),
         "why": diagnosis.why,
         "secondary_of": diagnosis.secondary_of,
         "family": diagnosis.family,
