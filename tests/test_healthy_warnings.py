@@ -22,7 +22,12 @@ ALARMING = [
     "weight/kv cache quantization).",
     "WARNING 06-01 10:01:05 [cuda.py:100] Cannot use FlashAttention-2 backend for Volta and Turing GPUs.",
     "WARNING 06-01 10:01:06 [parallel.py:746] Address already in use. Retrying with a new port.",
+    # lines that can be a failure's cause: a run that served afterwards got past them
+    "WARNING 06-01 10:01:07 [__init__.py:26] The vLLM package was not found, so its version could not be inspected. "
+    "This may cause platform detection to fail.",
+    "host:1:1 [0] NCCL WARN Error while creating shared memory segment /dev/shm/nccl-a1b2c3 (size 7340384)",
 ]
+SURVIVABLE = ALARMING[-2:]
 
 
 @pytest.mark.parametrize("log", HEALTHY, ids=lambda p: p.stem)
@@ -41,6 +46,16 @@ def test_a_healthy_start_is_served_even_with_a_traceback_vllm_logged_as_a_warnin
     """cpu-ok-no-tokenizer-skip-tokenizer-init logs a WARNING-level traceback (a warm-up it skips) and serves."""
     report = build_report(diagnose([TextSource(log.name, log.read_text(errors="replace"))], Options(gpu_mode="none"), ruleset))
     assert report["status"] == "served" and report["unexplained"] == []
+
+
+@pytest.mark.parametrize("line", SURVIVABLE, ids=["no-package-metadata", "nccl-shm-segment"])
+def test_what_a_served_run_survived_still_counts_when_the_run_never_served(line, ruleset):
+    """The near miss of the survivable lines above: the same start-up cut before it served names them."""
+    lines = HEALTHY[0].read_text(errors="replace").splitlines()
+    served = next(i for i, text in enumerate(lines) if "Application startup complete" in text)
+    text = "\n".join(lines[:served // 2] + [line]) + "\n"
+    report = build_report(diagnose([TextSource("cut.log", text)], Options(gpu_mode="none"), ruleset))
+    assert report["diagnoses"] and report["diagnoses"][0]["evidence"][0]["line"] == served // 2 + 1
 
 
 def test_an_error_logged_as_a_warning_still_counts_when_the_run_never_served(ruleset):

@@ -46,6 +46,7 @@ from ..model.info import resolve as resolve_model
 from ..scan.error_lines import match_error_lines
 from ..scan.scanner import Scanner, ScanResult
 from .diagnoses import Diagnosis, fire_rules
+from .survived import drop_survived
 from .fallbacks import check_launch_alone, place_unfired, say_error_line_missing
 from .attempted_fix import fold_attempted_spellings
 from .launcher_refusal import fold_launcher_refusals
@@ -147,6 +148,7 @@ def diagnose(sources: Iterable[Source], options: Options, ruleset: RuleSet | Non
         notes.append("--launch was not read as a vLLM launch (no vllm serve, api_server, docker run, LLM(...) or unit "
                      "line in it)" + (f"; the launch in the input is used: {ctx.launch_source}" if ctx.launch else ""))
     fired = fire_rules(ruleset.rules, ctx)
+    fired = drop_survived(fired, ctx)
     for diagnosis in fired:
         plan_fixes(diagnosis, ctx)
     fired = fold_attempted_spellings(weights_first(fired, ctx))
