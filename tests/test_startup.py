@@ -270,11 +270,11 @@ def _advice_lines() -> list[str]:
 
 
 def test_an_advice_line_skipped_by_its_word_check_is_one_its_pattern_cannot_match():
-    from diagnose.fixes import advice
+    from diagnose.fixes import advice, advice_direction
 
     checks = [(advice._CONSTRAINT, advice._CONSTRAINT_WORDS, False), (advice._BOUND, advice._BOUND_WORDS, False),
               (advice._ASSIGN, advice._ASSIGN_WORDS, True), (advice._UNSET, advice._UNSET_WORDS, True),
-              (advice._DIRECTION, advice._DIRECTION_WORDS, False)]
+              (advice_direction._DIRECTION, advice_direction.DIRECTION_WORDS, True)]
     matched = 0
     for line in _advice_lines():
         for pattern, words, ignore_case in checks:

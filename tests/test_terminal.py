@@ -144,7 +144,7 @@ def test_verify_summary_shows_the_command_that_ran_and_the_one_to_deploy(tmp_pat
     assert result.exit_code == 0, result.output
     served = result.stdout.index("✓ This command served a real completion (attempt 1, completion ' fake'):")
     after = result.stdout[served:].splitlines()
-    assert after[1] == f"  $ {sys.executable} {ISOLATED} -m vllm.entrypoints.openai.api_server --model=M --max-model-len=512 --port={port}"
+    assert after[1] == f"  $ {sys.executable} {ISOLATED} -m vllm.entrypoints.openai.api_server --model=M --max-model-len=512 --port={port} --host=127.0.0.1"  # loopback only
     assert after[3] == f"  $ vllm serve M --max-model-len 512 --port {port}"  # the same fix, in the form to deploy
 
 

@@ -18,7 +18,6 @@ that only looks like one ("built-in", "out-of-memory") is none.
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
 from ..util.lazy_pattern import lazy
@@ -27,7 +26,7 @@ from ..util.lazy_pattern import lazy
 # dashes, an environment variable; quoted or in backticks
 NAME = (r"`?'?(?P<{0}>--?[a-z][a-z0-9-]{{2,60}}|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z][a-z0-9]*(?:-[a-z0-9]+){{1,6}}"
         r"|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)'?`?")
-_ENV_PREFIXES = re.compile(r"(?:VLLM|HF|HUGGING_FACE|NCCL|CUDA|PYTORCH|TORCH|OMP|TOKENIZERS)_[A-Z0-9_]{2,60}")
+_ENV_PREFIXES = lazy(r"(?:VLLM|HF|HUGGING_FACE|NCCL|CUDA|PYTORCH|TORCH|OMP|TOKENIZERS)_[A-Z0-9_]{2,60}")
 
 
 @lru_cache(maxsize=1)
