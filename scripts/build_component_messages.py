@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(1, str(HERE.parent))
 
-from build_wrapper_messages import VllmWordings, git_dir  # noqa: E402
+from build_wrapper_messages import VllmWordings, git_dir, render_json  # noqa: E402
 from component_miner import ComponentSource, FolderFiles, Message, load_component_sources, mine_component  # noqa: E402
 from wrapper_miner import GitTree  # noqa: E402
 from wrapper_rules import load_wrapper_rules  # noqa: E402
@@ -109,16 +109,6 @@ def records(mined: list[Message], rules: list, checked: CheckedWordings, vllm: V
     return kept
 
 
-def render_json(header: list[str], components: dict[str, str], kept: list[dict]) -> str:
-    """One message per line, so a regenerated file diffs message by message."""
-    def dump(value) -> str:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-    lines = ['{"header": [', ",\n".join(f"  {json.dumps(line, ensure_ascii=False)}" for line in header), " ],",
-             f' "components": {dump(components)},', ' "messages": [', ",\n".join(dump(r) for r in kept), "]}"]
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mirrors", type=Path, required=True, help="folder of bare git mirrors (owner+name/repo)")
@@ -150,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     kept.sort(key=lambda r: (r["component"], r["file"], r["template"].lower(), bool(r.get("quiet"))))
     placed = Counter(r.get("category") or ("quiet" if r.get("quiet") else "no category") for r in kept)
     header.append(f"Messages: {len(kept)}; left out: " + ", ".join(f"{n} {why}" for why, n in sorted(counts.items())))
-    text = render_json(header, {s.id: s.name for s in sources}, kept)
+    text = render_json(header, {s.id: s.name for s in sources}, kept, names_key="components", sort_keys=True)
     args.out.write_text(text)
     for name, n in placed.most_common():
         print(f"  {name:34} {n:5}", file=sys.stderr)

@@ -128,13 +128,15 @@ def header_lines(sources: list[WrapperSource], commits: dict[str, list[tuple[str
     return lines
 
 
-def render_json(header: list[str], wrappers: dict[str, str], kept: list[dict]) -> str:
-    """One message per line, so a regenerated file diffs message by message."""
+def render_json(header: list[str], names: dict[str, str], kept: list[dict], names_key: str = "wrappers",
+                sort_keys: bool = False) -> str:
+    """One message per line, so a regenerated file diffs message by message; `names` (id: name of each source
+    mined) under `names_key`."""
     def dump(value) -> str:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(value, ensure_ascii=False, sort_keys=sort_keys)
 
     lines = ['{"header": [', ",\n".join(f"  {dump(line)}" for line in header), " ],",
-             f' "wrappers": {dump(wrappers)},', ' "messages": [', ",\n".join(dump(r) for r in kept), "]}"]
+             f' "{names_key}": {dump(names)},', ' "messages": [', ",\n".join(dump(r) for r in kept), "]}"]
     return "\n".join(lines) + "\n"
 
 
